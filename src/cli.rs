@@ -1,0 +1,81 @@
+//! The command line, clap derive only: no logic here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const EXAMPLES: &str = "\
+Examples:
+  wlrun examples/quickstart.wl                 run every cell (same as `wlrun run`)
+  wlrun check workloads/*.wl                   parse and check, print every diagnostic
+  wlrun plan workloads/questdb-ingest.wl       list the cells with resolved values and row counts
+  wlrun plan w.wl --param hosts=100 --only protocol=qwp --json
+
+Exit codes: 0 ok, 1 run failed or a threshold was exceeded, 2 usage error or workload
+diagnostics, 130 interrupted.";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "wlrun",
+    version,
+    about = "Compile and run .wl database benchmark workloads",
+    after_help = EXAMPLES,
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+
+    /// Colour diagnostics: auto (on a terminal), always, never.
+    #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Parse and check workload files; print every error and warning.
+    Check {
+        /// Workload files (.wl).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// Print the execution plan: every cell with its resolved values and phases.
+    Plan {
+        file: PathBuf,
+        /// Print the plan as JSON instead of the listing.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// Run every cell of the plan (`wlrun FILE.wl` is the same).
+    Run {
+        file: PathBuf,
+        #[command(flatten)]
+        select: Select,
+    },
+}
+
+/// The options that choose values and cells; applied before lowering and checked like values
+/// written in the file.
+#[derive(Clone, Debug, Default, Args)]
+pub struct Select {
+    /// Override a param or pin a matrix axis: `--param hosts=100`.
+    #[arg(long = "param", short = 'p', value_name = "NAME=VALUE")]
+    pub params: Vec<String>,
+    /// Keep only the cells where an axis has a value: `--only protocol=qwp` (repeatable).
+    #[arg(long, value_name = "AXIS=VALUE")]
+    pub only: Vec<String>,
+    /// Override the workload's seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}

@@ -1,0 +1,25 @@
+//! wlrun: a workload DSL compiler and runner for database benchmarks.
+//!
+//! The pipeline, one module per phase, each with its own types:
+//!
+//! - [`source`]: files and the embedded stdlib;
+//! - [`syntax`]: text -> [`syntax::ast::File`] (pest; stops at the first error);
+//! - [`check`]: ASTs -> [`check::Checked`] (names, types, units, endpoints, hooks; collects every
+//!   error);
+//! - [`lower`]: checked model -> [`plan::Plan`] (the matrix expanded into cells);
+//! - [`cli`]: the `wlrun` command line.
+//!
+//! The library API exists for the binary and the tests; it makes no stability promise.
+
+pub mod check;
+pub mod cli;
+pub mod diag;
+pub mod lower;
+pub mod plan;
+mod run;
+pub mod source;
+pub mod span;
+pub mod syntax;
+pub mod value;
+
+pub use run::run;

@@ -1,0 +1,271 @@
+//! The stable text listing of a plan (`wlrun plan`). Golden tests snapshot it, so its shape
+//! changes only on purpose; docs/plan-format.md explains each line.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use super::*;
+
+/// `8640000` -> `8,640,000`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn endpoint(e: &EndpointPlan) -> String {
+    let mut s = format!("{}.{} ({}", e.target, e.name, e.kind);
+    if let Some(u) = &e.url {
+        let _ = write!(s, " {}", u.redacted());
+    }
+    s.push(')');
+    for (k, v) in &e.options {
+        let _ = write!(s, " {k}={v}");
+    }
+    s
+}
+
+fn load(l: &Load) -> String {
+    match l {
+        Load::Closed => "closed loop".to_string(),
+        Load::Open { rate, arrival } => format!("open loop rate {rate} {arrival}"),
+    }
+}
+
+fn stop(s: &Stop) -> String {
+    match s {
+        Stop::Count { count, per_query } => {
+            format!("count {}{}", thousands(*count), if *per_query { " per query" } else { "" })
+        }
+        Stop::Duration { duration } => format!("duration {duration}"),
+    }
+}
+
+fn thresholds(o: &mut String, indent: &str, ts: &[Threshold]) {
+    for t in ts {
+        let _ = writeln!(o, "{indent}expect {} {} {}", t.metric, t.op, t.value);
+    }
+}
+
+fn schema_body(s: &SchemaPlan) -> String {
+    let mut o = String::new();
+    let width = s.columns.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    for c in &s.columns {
+        let ty = match &c.unit {
+            Some(u) => format!("{}({u})", c.ty),
+            None => c.ty.clone(),
+        };
+        let _ = write!(o, "      {:<9} {:<width$} {:<13} {}", c.role, c.name, ty, c.gen);
+        if c.role != "series" && c.role != "timestamp" {
+            let _ = write!(o, " per {}", c.per);
+        }
+        if c.null_probability > 0.0 {
+            let _ = write!(o, " null {}%", c.null_probability * 100.0);
+        }
+        o.push('\n');
+    }
+    o
+}
+
+pub fn listing(plan: &Plan) -> String {
+    let mut o = String::new();
+    let w = &plan.workload;
+    let _ = writeln!(o, "workload {}  seed {}  file {}", w.name, w.seed, w.file);
+    if let Some(d) = &w.description {
+        let _ = writeln!(o, "  {d}");
+    }
+    if !plan.axes.is_empty() {
+        o.push_str("axes\n");
+        let width = plan.axes.iter().map(|a| a.name.len()).max().unwrap_or(0);
+        for a in &plan.axes {
+            let values: Vec<String> = a.values.iter().map(ToString::to_string).collect();
+            let _ = writeln!(
+                o,
+                "  {:<width$}  {}{}",
+                a.name,
+                values.join(", "),
+                if a.implicit { "  (from a via list)" } else { "" }
+            );
+        }
+    }
+    let _ = writeln!(o, "cells {}", plan.cells.len());
+    let mut schemas_seen: HashMap<String, usize> = HashMap::new();
+    for cell in &plan.cells {
+        let _ = writeln!(
+            o,
+            "\ncell {}{}{}",
+            cell.index,
+            if cell.key.is_empty() { "" } else { "  " },
+            cell.key
+        );
+        if !cell.params.is_empty() {
+            let ps: Vec<String> = cell.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(o, "  params  {}", ps.join(" "));
+        }
+        for phase in &cell.phases {
+            match phase {
+                Phase::Ingest(p) => {
+                    let _ = writeln!(o, "  ingest {} -> {}", p.name, endpoint(&p.endpoint));
+                    match (&p.source, p.rows_expected) {
+                        (RowSource::Schema(s), Some(rows)) => {
+                            let time = s
+                                .time
+                                .as_ref()
+                                .map(|t| format!(" x {} timestamps", thousands(t.count)))
+                                .unwrap_or_default();
+                            let _ = writeln!(
+                                o,
+                                "    table {}  rows {} = {} series{time}{}",
+                                p.table,
+                                thousands(rows),
+                                thousands(s.series),
+                                if rows < s.rows {
+                                    format!(" (limited from {})", thousands(s.rows))
+                                } else {
+                                    String::new()
+                                }
+                            );
+                        }
+                        (RowSource::File { path, format, bytes }, rows) => {
+                            let _ = writeln!(
+                                o,
+                                "    table {}  rows from file {path:?} ({format}{}){}",
+                                p.table,
+                                bytes.map(|b| format!(", {} bytes", thousands(b))).unwrap_or_default(),
+                                rows.map(|r| format!(" limit {}", thousands(r))).unwrap_or_default()
+                            );
+                        }
+                        (RowSource::Schema(_), None) => {}
+                    }
+                    let _ = writeln!(
+                        o,
+                        "    batch {} rows  workers {}  ack {:?}  setup {:?}  teardown {:?}{}",
+                        thousands(p.batch_rows),
+                        p.workers,
+                        p.ack,
+                        p.setup,
+                        p.teardown,
+                        if p.calibrate { "  calibrate" } else { "" }
+                    );
+                    let _ = writeln!(o, "    routing {}", p.routing);
+                    if let Some(v) = &p.verify {
+                        let _ = writeln!(
+                            o,
+                            "    verify visible via {} {} {:?} within {}{}",
+                            endpoint(&v.endpoint),
+                            v.language,
+                            v.query,
+                            v.within,
+                            if v.unit == "samples" { " (samples / fields)" } else { "" }
+                        );
+                    }
+                    if let RowSource::Schema(s) = &p.source {
+                        let body = schema_body(s);
+                        let key = format!("{}\n{body}", s.name);
+                        match schemas_seen.get(&key) {
+                            Some(first) => {
+                                let _ = writeln!(o, "    schema {} as in cell {first}", s.name);
+                            }
+                            None => {
+                                schemas_seen.insert(key, cell.index);
+                                let _ = writeln!(o, "    schema {}", s.name);
+                                o.push_str(&body);
+                            }
+                        }
+                    }
+                }
+                Phase::Queries(p) => {
+                    let _ = writeln!(o, "  queries {} -> {}", p.name, endpoint(&p.endpoint));
+                    let _ = writeln!(
+                        o,
+                        "    workers {}  {}  {}{}  repeat {}  mix {}{}",
+                        p.workers,
+                        load(&p.load),
+                        stop(&p.stop),
+                        p.warmup
+                            .as_ref()
+                            .map(|w| format!("  warmup {w}"))
+                            .unwrap_or_default(),
+                        p.repeat,
+                        p.mix,
+                        if p.check_same_results {
+                            "  check same results across endpoints"
+                        } else {
+                            ""
+                        }
+                    );
+                    for r in &p.require {
+                        let _ = writeln!(o, "    require rows({}) {} {}", r.table, r.op, r.value);
+                    }
+                    thresholds(&mut o, "    ", &p.expects);
+                    for q in &p.queries {
+                        let _ = writeln!(
+                            o,
+                            "    query {}{}  {:?}",
+                            q.name,
+                            if q.weight != 1.0 {
+                                format!(" weight {}", q.weight)
+                            } else {
+                                String::new()
+                            },
+                            q.label
+                        );
+                        let _ = writeln!(o, "      sql {:?}", q.sql);
+                        for (name, g) in &q.lets {
+                            let _ = writeln!(o, "      let {name} = {g}");
+                        }
+                        for b in &q.binds {
+                            let _ = writeln!(o, "      bind ${} = {}", b.index, b.gen);
+                        }
+                        if let Some(c) = &q.csv {
+                            let cols: Vec<String> =
+                                c.columns.iter().map(|(n, t)| format!("{n} {t}")).collect();
+                            let _ = writeln!(
+                                o,
+                                "      binds from csv {:?} ({}) [{} rows]",
+                                c.path,
+                                cols.join(", "),
+                                thousands(c.rows)
+                            );
+                        }
+                        if let Some(r) = &q.route {
+                            let _ = writeln!(o, "      route by {r}");
+                        }
+                        thresholds(&mut o, "      ", &q.expects);
+                    }
+                }
+                Phase::Requests(p) => {
+                    let _ = writeln!(o, "  requests {} -> {}", p.name, endpoint(&p.endpoint));
+                    let _ = writeln!(
+                        o,
+                        "    hook {} from {:?} calls {}  functions {}",
+                        p.hook.name,
+                        p.hook.path,
+                        p.function,
+                        p.hook.functions.join(", ")
+                    );
+                    let _ = writeln!(
+                        o,
+                        "    workers {}  {}  {}{}  repeat {}",
+                        p.workers,
+                        load(&p.load),
+                        stop(&p.stop),
+                        p.warmup
+                            .as_ref()
+                            .map(|w| format!("  warmup {w}"))
+                            .unwrap_or_default(),
+                        p.repeat
+                    );
+                    thresholds(&mut o, "    ", &p.expects);
+                }
+            }
+        }
+    }
+    o
+}

@@ -1,0 +1,297 @@
+//! The execution plan: plain data, the contract between the compiler and the runner. Every
+//! param is resolved, the matrix is expanded into ordered cells, and each cell lists its phases
+//! with endpoint, load model and expected row counts. No spans and no AST in here.
+
+mod gen;
+mod listing;
+
+pub use gen::{Domain, Gen, Ty};
+pub use listing::listing;
+
+use indexmap::IndexMap;
+use serde::Serialize;
+
+use crate::value::{Text, Value};
+
+/// Bumped whenever a field changes meaning; docs/plan-format.md describes each version.
+pub const PLAN_FORMAT: u32 = 1;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    pub format: u32,
+    pub workload: WorkloadInfo,
+    pub axes: Vec<AxisInfo>,
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadInfo {
+    pub name: String,
+    pub file: String,
+    pub description: Option<String>,
+    pub seed: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct AxisInfo {
+    pub name: String,
+    pub values: Vec<Value>,
+    /// `true` for the axis a `via [a, b]` list adds.
+    pub implicit: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    pub index: usize,
+    /// `axis=value` pairs joined by spaces: stable, and what `--only` matches.
+    pub key: String,
+    pub axes: IndexMap<String, Value>,
+    pub params: IndexMap<String, Value>,
+    pub phases: Vec<Phase>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum Phase {
+    Ingest(IngestPhase),
+    Queries(QueryPhase),
+    Requests(RequestPhase),
+}
+
+impl Phase {
+    pub fn name(&self) -> &str {
+        match self {
+            Phase::Ingest(p) => &p.name,
+            Phase::Queries(p) => &p.name,
+            Phase::Requests(p) => &p.name,
+        }
+    }
+
+    /// One line naming the phase and where it goes, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Phase::Ingest(p) => format!(
+                "ingest {} into {}.{} ({})",
+                p.name, p.endpoint.target, p.endpoint.name, p.endpoint.kind
+            ),
+            Phase::Queries(p) => format!(
+                "queries {} against {}.{} ({})",
+                p.name, p.endpoint.target, p.endpoint.name, p.endpoint.kind
+            ),
+            Phase::Requests(p) => format!(
+                "requests {} against {}.{} ({})",
+                p.name, p.endpoint.target, p.endpoint.name, p.endpoint.kind
+            ),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct EndpointPlan {
+    pub target: String,
+    pub name: String,
+    pub kind: String,
+    pub dialect: String,
+    /// Secrets from `env(...)` show as `${env:NAME}`.
+    pub url: Option<Text>,
+    pub options: IndexMap<String, Value>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ack {
+    /// No acknowledgement: rows count as sent when written to the socket.
+    None,
+    /// QWP: frames are published; acknowledgements are awaited once, at close.
+    Publish,
+    /// Wait for the server's acknowledgement of every batch.
+    PerBatch,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Setup {
+    /// Drop and create the table from the schema before the cell (the default).
+    Recreate,
+    /// Empty the table, keep its definition.
+    Truncate,
+    /// The table is shared: count rows inside the cell's own time range against a baseline.
+    Shared,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Teardown {
+    Keep,
+    Drop,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ColumnPlan {
+    pub name: String,
+    pub role: String,
+    /// The column type: `symbol`, `varchar`, `long`, `double`, `boolean`, `timestamp`, ...
+    pub ty: String,
+    /// For timestamps: `ns`, `us` or `ms`.
+    pub unit: Option<String>,
+    pub gen: Gen,
+    /// `series` (drawn once per series) or `row`.
+    pub per: String,
+    pub null_probability: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TimeAxis {
+    pub column: String,
+    pub start: Value,
+    pub step: Value,
+    pub count: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SchemaPlan {
+    pub name: String,
+    pub table: String,
+    /// Number of series; 1 for a schema without a series column.
+    pub series: u64,
+    pub time: Option<TimeAxis>,
+    pub rows: u64,
+    pub columns: Vec<ColumnPlan>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RowSource {
+    Schema(SchemaPlan),
+    File {
+        path: String,
+        format: String,
+        bytes: Option<u64>,
+    },
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct VerifyPlan {
+    pub endpoint: EndpointPlan,
+    pub language: String,
+    /// `rows`, or `samples` (divided by the number of fields to give rows).
+    pub unit: String,
+    pub query: String,
+    pub within: Value,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct IngestPhase {
+    pub name: String,
+    pub endpoint: EndpointPlan,
+    pub table: String,
+    pub source: RowSource,
+    /// series x timestamps, after `limit`; `None` for a file whose rows are not known yet.
+    pub rows_expected: Option<u64>,
+    pub bytes_expected: Option<u64>,
+    pub batch_rows: u64,
+    pub workers: u64,
+    /// How rows reach workers: a hash of the series key, so each series stays on one connection.
+    pub routing: String,
+    pub ack: Ack,
+    pub setup: Setup,
+    pub teardown: Teardown,
+    pub verify: Option<VerifyPlan>,
+    pub calibrate: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "model", rename_all = "snake_case")]
+pub enum Load {
+    /// Each worker sends its next request when the previous one finished.
+    Closed,
+    /// Requests are sent on a schedule; latency counts from the intended send time.
+    Open { rate: Value, arrival: String },
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "until", rename_all = "snake_case")]
+pub enum Stop {
+    Count { count: u64, per_query: bool },
+    Duration { duration: Value },
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Threshold {
+    /// `p99`, `error_rate`, `rows`, `status`, ...
+    pub metric: String,
+    pub op: String,
+    pub value: Value,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Require {
+    pub table: String,
+    pub op: String,
+    pub value: i64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CsvPlan {
+    pub path: String,
+    pub columns: Vec<(String, String)>,
+    pub rows: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BindPlan {
+    pub index: u32,
+    pub gen: Gen,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct QueryPlan {
+    pub name: String,
+    pub label: String,
+    pub sql: String,
+    pub placeholders: u32,
+    pub lets: Vec<(String, Gen)>,
+    pub binds: Vec<BindPlan>,
+    pub csv: Option<CsvPlan>,
+    pub route: Option<Gen>,
+    pub weight: f64,
+    pub expects: Vec<Threshold>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct QueryPhase {
+    pub name: String,
+    pub endpoint: EndpointPlan,
+    pub queries: Vec<QueryPlan>,
+    /// `round_robin` or `weighted`.
+    pub mix: String,
+    pub workers: u64,
+    pub load: Load,
+    pub stop: Stop,
+    pub warmup: Option<Value>,
+    pub repeat: u64,
+    pub require: Vec<Require>,
+    pub expects: Vec<Threshold>,
+    pub check_same_results: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct HookPlan {
+    pub name: String,
+    pub path: String,
+    pub functions: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RequestPhase {
+    pub name: String,
+    pub endpoint: EndpointPlan,
+    pub hook: HookPlan,
+    pub function: String,
+    pub workers: u64,
+    pub load: Load,
+    pub stop: Stop,
+    pub warmup: Option<Value>,
+    pub repeat: u64,
+    pub expects: Vec<Threshold>,
+}

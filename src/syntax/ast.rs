@@ -1,0 +1,552 @@
+//! The syntax tree: plain owned data with spans, no pest types. One struct per construct of the
+//! language; the checker turns these into the checked model.
+
+use crate::span::{Ident, Span};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct File {
+    pub items: Vec<Item>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item {
+    Import(Import),
+    Workload(Workload),
+    Param(Param),
+    Target(Target),
+    Matrix(Matrix),
+    Schema(Schema),
+    Ingest(Ingest),
+    Query(Query),
+    Hook(Hook),
+    Run(Run),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Import {
+    pub path: StrLit,
+    pub alias: Ident,
+    pub args: Vec<NamedArg>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct NamedArg {
+    pub name: Ident,
+    pub value: Expr,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workload {
+    pub name: Ident,
+    pub seed: Vec<Expr>,
+    pub description: Vec<StrLit>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    pub name: Ident,
+    pub ty: Option<ColType>,
+    pub value: Expr,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Target {
+    pub name: Ident,
+    pub dialect: Vec<Ident>,
+    pub counts: Vec<CountRule>,
+    pub endpoints: Vec<Endpoint>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountUnit {
+    Rows,
+    Samples,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountLanguage {
+    Sql,
+    PromQl,
+    InfluxQl,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CountRule {
+    pub unit: CountUnit,
+    pub endpoint: Ident,
+    pub language: CountLanguage,
+    pub query: StrLit,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EndpointKind {
+    Pg,
+    Http,
+    IlpTcp,
+    IlpHttp,
+    Qwp,
+    Sqlite,
+    Null,
+}
+
+impl EndpointKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndpointKind::Pg => "pg",
+            EndpointKind::Http => "http",
+            EndpointKind::IlpTcp => "ilp_tcp",
+            EndpointKind::IlpHttp => "ilp_http",
+            EndpointKind::Qwp => "qwp",
+            EndpointKind::Sqlite => "sqlite",
+            EndpointKind::Null => "null",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EndpointKind> {
+        Some(match s {
+            "pg" => EndpointKind::Pg,
+            "http" => EndpointKind::Http,
+            "ilp_tcp" => EndpointKind::IlpTcp,
+            "ilp_http" => EndpointKind::IlpHttp,
+            "qwp" => EndpointKind::Qwp,
+            "sqlite" => EndpointKind::Sqlite,
+            "null" => EndpointKind::Null,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Endpoint {
+    pub kind: EndpointKind,
+    pub kind_span: Span,
+    pub url: Option<StrLit>,
+    pub alias: Option<Ident>,
+    pub options: Vec<EndpointOption>,
+    pub span: Span,
+}
+
+impl Endpoint {
+    /// The name the endpoint is referred to by: its alias, or its kind.
+    pub fn name(&self) -> &str {
+        self.alias
+            .as_ref()
+            .map_or(self.kind.as_str(), |a| a.name.as_str())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct EndpointOption {
+    pub name: Ident,
+    pub value: Expr,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Matrix {
+    pub axes: Vec<Axis>,
+    pub excludes: Vec<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Axis {
+    pub name: Ident,
+    pub values: Expr,
+    pub when: Option<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Schema {
+    pub name: Ident,
+    pub table: Vec<Expr>,
+    pub rows: Vec<Expr>,
+    pub columns: Vec<Column>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ColumnRole {
+    Series,
+    Tag,
+    Field,
+    Timestamp,
+}
+
+impl ColumnRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ColumnRole::Series => "series",
+            ColumnRole::Tag => "tag",
+            ColumnRole::Field => "field",
+            ColumnRole::Timestamp => "timestamp",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColType {
+    pub name: Ident,
+    pub arg: Option<Ident>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Per {
+    Series,
+    Row,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ColumnGen {
+    /// `= expr`, with modifiers.
+    Expr(Expr),
+    /// `series ... = expr for n in range`
+    Series {
+        expr: Expr,
+        var: Ident,
+        domain: Expr,
+    },
+    /// `timestamp ... = every D from T (for D | to T)?`
+    Every {
+        step: Expr,
+        from: Expr,
+        end: Option<TimeEnd>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TimeEnd {
+    For(Expr),
+    To(Expr),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Column {
+    pub role: ColumnRole,
+    pub name: Ident,
+    pub ty: Option<ColType>,
+    pub gen: ColumnGen,
+    pub per: Vec<(Per, Span)>,
+    pub null: Vec<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Via {
+    /// One endpoint name, or an axis/param whose values name endpoints.
+    Name(Ident),
+    /// A list of endpoints: one more matrix axis.
+    List(Vec<Ident>, Span),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Into {
+    pub target: Ident,
+    pub via: Via,
+    pub table: Option<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum RowsSource {
+    Schema(Vec<Ident>),
+    File(StrLit),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rows {
+    pub source: RowsSource,
+    pub limit: Option<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verify {
+    pub via: Option<Vec<Ident>>,
+    pub within: Option<Expr>,
+    pub span: Span,
+}
+
+/// A clause with its keyword's span, for "duplicate clause" and "missing clause" diagnostics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Clause<T> {
+    pub value: T,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ingest {
+    pub name: Ident,
+    pub into: Vec<Into>,
+    pub rows: Vec<Rows>,
+    pub batch: Vec<Clause<Expr>>,
+    pub workers: Vec<Clause<Expr>>,
+    pub ack: Vec<Clause<Expr>>,
+    pub setup: Vec<Clause<Expr>>,
+    pub teardown: Vec<Clause<Expr>>,
+    pub verify: Vec<Verify>,
+    pub calibrate: Vec<Span>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Query {
+    pub name: Ident,
+    pub label: Vec<Clause<Expr>>,
+    pub sql: Vec<Clause<StrLit>>,
+    pub lets: Vec<Let>,
+    pub binds: Vec<Bind>,
+    pub csv: Vec<CsvBinds>,
+    pub route: Vec<Clause<Expr>>,
+    pub expects: Vec<Expect>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Let {
+    pub name: Ident,
+    pub value: Expr,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bind {
+    pub index: u32,
+    pub index_span: Span,
+    pub value: Expr,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CsvBinds {
+    pub path: StrLit,
+    pub columns: Vec<(Ident, Ident)>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hook {
+    pub name: Ident,
+    pub path: StrLit,
+    pub entries: Vec<Ident>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Against {
+    pub target: Vec<Ident>,
+    pub via: Option<Via>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuerySelector {
+    pub path: Vec<Ident>,
+    pub glob: bool,
+    pub weight: Option<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunCount {
+    pub count: Expr,
+    pub per_query: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    Fixed,
+    Poisson,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rate {
+    pub rate: Expr,
+    pub arrival: Option<Arrival>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expect {
+    Status(Expr, Span),
+    Condition(Expr, Span),
+}
+
+impl Expect {
+    pub fn span(&self) -> Span {
+        match self {
+            Expect::Status(_, s) | Expect::Condition(_, s) => *s,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Run {
+    pub name: Ident,
+    pub against: Vec<Against>,
+    pub queries: Vec<Clause<Vec<QuerySelector>>>,
+    pub request: Vec<Clause<Vec<Ident>>>,
+    pub workers: Vec<Clause<Expr>>,
+    pub count: Vec<Clause<RunCount>>,
+    pub duration: Vec<Clause<Expr>>,
+    pub warmup: Vec<Clause<Expr>>,
+    pub repeat: Vec<Clause<Expr>>,
+    pub rate: Vec<Clause<Rate>>,
+    pub require: Vec<Clause<Expr>>,
+    pub expects: Vec<Expect>,
+    pub check_same: Vec<Span>,
+    pub span: Span,
+}
+
+/// A string literal: its parts (text and `${expr}` interpolations) and its span.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StrLit {
+    pub parts: Vec<StrPart>,
+    pub span: Span,
+}
+
+impl StrLit {
+    /// The text when the literal has no interpolation.
+    pub fn as_plain(&self) -> Option<String> {
+        let mut s = String::new();
+        for p in &self.parts {
+            match p {
+                StrPart::Text(t) => s.push_str(t),
+                StrPart::Interp(_) => return None,
+            }
+        }
+        Some(s)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StrPart {
+    Text(String),
+    Interp(Expr),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Not,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Or,
+    And,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    In,
+    Range,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+}
+
+impl BinOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BinOp::Or => "or",
+            BinOp::And => "and",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::In => "in",
+            BinOp::Range => "..",
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateUnit {
+    Second,
+    Minute,
+    Hour,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Int(i64),
+    Float(f64),
+    /// Nanoseconds.
+    Duration(i64),
+    /// Bytes.
+    Size(u64),
+    /// Events per second.
+    Rate(f64),
+    /// A percentage as written (`0.1%` is 0.1).
+    Percent(f64),
+    /// Nanoseconds since the Unix epoch, UTC.
+    Timestamp(i64),
+    Bool(bool),
+    None,
+    Str(StrLit),
+    Env {
+        name: StrLit,
+        default: Option<Box<Expr>>,
+    },
+    List(Vec<Expr>),
+    Map(Vec<(MapKey, Expr)>),
+    Placeholder(u32),
+    Path(Vec<Ident>),
+    Call {
+        callee: Vec<Ident>,
+        args: Vec<CallArg>,
+    },
+    Unary(UnOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum MapKey {
+    Str(String, Span),
+    Ident(Ident),
+}
+
+impl MapKey {
+    pub fn text(&self) -> &str {
+        match self {
+            MapKey::Str(s, _) => s,
+            MapKey::Ident(i) => &i.name,
+        }
+    }
+
+    pub fn span(&self) -> Span {
+        match self {
+            MapKey::Str(_, s) => *s,
+            MapKey::Ident(i) => i.span,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallArg {
+    pub name: Option<Ident>,
+    pub value: Expr,
+}

@@ -1,0 +1,123 @@
+//! From text to AST. Parsing stops at the first error. Pest is an implementation detail of this
+//! module: nothing outside it sees a `Pair` or a `Rule`.
+
+pub mod ast;
+mod depth;
+mod literal;
+mod parser;
+mod rule_names;
+pub mod sexpr;
+
+pub use depth::MAX_DEPTH;
+
+use crate::diag::{Code, Diagnostic};
+use crate::source::SourceMap;
+use crate::span::{FileId, Span};
+
+/// The most operators one expression may chain; with [`MAX_DEPTH`] it bounds every recursion
+/// over the tree, so no input can overflow the stack.
+pub const MAX_EXPR_OPERATORS: usize = 128;
+
+pub fn parse(map: &SourceMap, file: FileId) -> Result<ast::File, Diagnostic> {
+    let text = &map.get(file).text;
+    if let Some(at) = depth::too_deep(text) {
+        return Err(Diagnostic::error(
+            Code::E0002,
+            Span::new(file, at, at + 1),
+            format!("nesting deeper than {MAX_DEPTH} levels"),
+        )
+        .label("this opening goes too deep")
+        .note("brackets, braces, parentheses and `${...}` count; flatten the value"));
+    }
+    let mut pairs = parser::parse_pairs(text).map_err(|_| {
+        // Pest records the literal tokens it tried (`)`, `,`, ...) only with error detail on,
+        // which costs time on every parse; turn it on for the failing file alone.
+        pest::set_error_detail(true);
+        let e = parser::parse_pairs(text).expect_err("the same text fails again");
+        syntax_error(map, file, &e)
+    })?;
+    let top = pairs.next().expect("grammar: file rule");
+    parser::Walker { file }.file(top)
+}
+
+fn describe(names: &[&str]) -> String {
+    match names {
+        [] => String::from("something else"),
+        [one] => (*one).to_string(),
+        [init @ .., last] => format!("{} or {}", init.join(", "), last),
+    }
+}
+
+fn found_at(text: &str, pos: usize) -> (String, usize) {
+    let rest = &text[pos.min(text.len())..];
+    let Some(first) = rest.chars().next() else {
+        return ("the end of the file".to_string(), 0);
+    };
+    let len = if first.is_alphanumeric() || first == '_' {
+        rest.find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len())
+    } else {
+        first.len_utf8()
+    };
+    let shown: String = rest[..len].chars().take(24).collect();
+    let shown = match first {
+        '\0' => "a NUL byte".to_string(),
+        '\n' | '\r' => "the end of the line".to_string(),
+        c if c.is_control() => format!("the control character U+{:04X}", c as u32),
+        _ => format!("`{shown}`"),
+    };
+    (shown, len)
+}
+
+fn syntax_error(
+    map: &SourceMap,
+    file: FileId,
+    e: &pest::error::Error<parser::Rule>,
+) -> Diagnostic {
+    use pest::error::{ErrorVariant, InputLocation};
+    let text = &map.get(file).text;
+    let pos = match e.location {
+        InputLocation::Pos(p) => p,
+        InputLocation::Span((s, _)) => s,
+    };
+    let (found, len) = found_at(text, pos);
+    let mut names: Vec<String> = Vec::new();
+    if let Some(attempts) = e.parse_attempts() {
+        for t in attempts.expected_tokens() {
+            // The token type is not exported; its Display is the literal text.
+            {
+                let token = t.to_string();
+                let punct = !token.is_empty()
+                    && token.chars().all(|c| "()[]{},:=\"".contains(c))
+                    && token != "==";
+                if punct {
+                    names.push(format!("`{token}`"));
+                }
+            }
+        }
+    }
+    if let ErrorVariant::ParsingError { positives, .. } = &e.variant {
+        for r in positives {
+            let name = if parser::is_operator(*r) {
+                "an operator".to_string()
+            } else {
+                rule_names::rule_name(r).to_string()
+            };
+            names.push(name);
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|n| seen.insert(n.clone()));
+    let expected: Vec<&str> = names.iter().map(String::as_str).collect();
+    let message = if expected.is_empty() {
+        format!("unexpected {found}")
+    } else {
+        format!("expected {}, found {found}", describe(&expected))
+    };
+    let label = if expected.is_empty() {
+        "unexpected here".to_string()
+    } else {
+        format!("expected {}", describe(&expected))
+    };
+    Diagnostic::error(Code::E0001, Span::new(file, pos, pos + len), message).label(label)
+}
