@@ -12,7 +12,6 @@ use crate::diag::{self, Style};
 use crate::{lower, plan};
 
 pub const EXIT_OK: i32 = 0;
-pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 
 const SUBCOMMANDS: &[&str] = &["check", "plan", "run", "help"];

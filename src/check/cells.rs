@@ -1,21 +1,527 @@
-//! (in progress)
-use super::{Checked, Options, Program};
-use crate::diag::Diagnostics;
-use crate::source::SourceMap;
+//! The matrix: axes and their values, `when` filters, exclusions, `--param` pins and `--only`
+//! filters, expanded into ordered cells. Each cell is then lowered once to find every error.
 
-#[derive(Clone, Debug)]
-pub struct CellEnv {}
+use indexmap::IndexMap;
+
+use super::eval::{suggest, Eval, Scope};
+use super::program::{Decl, InstanceId, Program};
+use super::{hooks, phases, Checked, Options};
+use crate::diag::{Code, Diagnostic, Diagnostics};
+use crate::plan::{AxisInfo, Cell};
+use crate::source::{Origin, SourceMap};
+use crate::span::Span;
+use crate::syntax::{self, ast};
+use crate::value::Value;
+
+/// One cell's environment: the value of every axis and the command-line overrides.
+#[derive(Clone, Debug, Default)]
+pub struct CellEnv {
+    pub index: usize,
+    pub axes: IndexMap<String, Value>,
+    /// `--param name=value` for root params, as parsed expressions.
+    pub overrides: IndexMap<String, ast::Expr>,
+}
+
+impl CellEnv {
+    pub fn override_for(&self, inst: InstanceId, name: &str) -> Option<&ast::Expr> {
+        if inst == InstanceId::ROOT {
+            self.overrides.get(name)
+        } else {
+            None
+        }
+    }
+
+    pub fn key(&self) -> String {
+        self.axes
+            .iter()
+            .map(|(k, v)| format!("{k}={}", display_plain(v)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// How a value is written in a cell key and matched by `--only`: words and strings bare.
+pub fn display_plain(v: &Value) -> String {
+    match v {
+        Value::Str(t) => t.redacted(),
+        v => v.to_string(),
+    }
+}
+
+struct AxisDef {
+    name: String,
+    values: Vec<Value>,
+    when: Option<ast::Expr>,
+    span: Span,
+    implicit: bool,
+}
 
 pub fn check_program(
-    _map: &mut SourceMap,
+    map: &mut SourceMap,
     program: Program,
-    _opts: &Options,
-    _diags: &mut Diagnostics,
+    opts: &Options,
+    diags: &mut Diagnostics,
 ) -> Option<Checked> {
+    let root_file = program.root().file;
+    let file_start = Span::new(root_file, 0, 0);
+
+    // Command-line overrides, parsed as values in a file of their own so errors point at them.
+    let mut overrides: IndexMap<String, ast::Expr> = IndexMap::new();
+    let mut pins: IndexMap<String, ast::Expr> = IndexMap::new();
+    let axis_names: Vec<String> = program
+        .root()
+        .matrix
+        .iter()
+        .flat_map(|m| m.axes.iter().map(|a| a.name.name.clone()))
+        .collect();
+    for (flag, raw) in opts.params.iter().map(|p| ("--param", p)) {
+        let Some((name, value)) = parse_assignment(map, flag, raw, diags) else {
+            continue;
+        };
+        let is_param = matches!(program.root().decls.get(&name.0), Some(Decl::Param(_)));
+        let is_axis = axis_names.contains(&name.0);
+        if !is_param && !is_axis {
+            let mut candidates: Vec<&str> = axis_names.iter().map(String::as_str).collect();
+            candidates.extend(
+                program
+                    .root()
+                    .decls
+                    .iter()
+                    .filter(|(_, d)| matches!(d, Decl::Param(_)))
+                    .map(|(k, _)| k.as_str()),
+            );
+            let mut d = Diagnostic::error(
+                Code::E0403,
+                name.1,
+                format!(
+                    "`{}` is not a param or matrix axis of this workload",
+                    name.0
+                ),
+            )
+            .label("unknown name");
+            if let Some(s) = suggest(&name.0, candidates.iter().copied()) {
+                d = d.note(format!("did you mean `{s}`?"));
+            }
+            diags.push(d);
+            continue;
+        }
+        if is_axis {
+            pins.insert(name.0.clone(), value.clone());
+        }
+        if is_param {
+            overrides.insert(name.0, value);
+        }
+    }
+    let mut only: Vec<((String, Span), String)> = Vec::new();
+    for raw in &opts.only {
+        let Some((name, value)) = split_assignment(map, "--only", raw, diags) else {
+            continue;
+        };
+        only.push((name, value));
+    }
+
+    // The axes: evaluated in the root scope with no axis bound.
+    let base = CellEnv {
+        index: 0,
+        axes: IndexMap::new(),
+        overrides: overrides.clone(),
+    };
+    let ev = Eval::new(&program, &base);
+    let mut axes: Vec<AxisDef> = Vec::new();
+    if let Some(m) = &program.root().matrix {
+        for a in &m.axes {
+            if let Some(first) = axes.iter().find(|x| x.name == a.name.name) {
+                diags.push(
+                    Diagnostic::error(
+                        Code::E0103,
+                        a.name.span,
+                        format!("axis `{}` is declared twice", a.name),
+                    )
+                    .label("duplicate axis")
+                    .also(first.span, "first declared here"),
+                );
+                continue;
+            }
+            let values = match pins.get(&a.name.name) {
+                Some(e) => ev.eval(e, &Scope::new(InstanceId::ROOT)).map(|v| vec![v]),
+                None => axis_values(&ev, &a.values),
+            };
+            let Some(values) = values else { continue };
+            axes.push(AxisDef {
+                name: a.name.name.clone(),
+                values,
+                when: a.when.clone(),
+                span: a.name.span,
+                implicit: false,
+            });
+        }
+    }
+    // A `via [a, b]` list is one more axis, named after its block.
+    for decl in program.root().decls.values() {
+        let (name, via) = match decl {
+            Decl::Ingest(i) => (&i.name, i.into.first().map(|x| &x.via)),
+            Decl::Run(r) => (&r.name, r.against.first().and_then(|x| x.via.as_ref())),
+            _ => continue,
+        };
+        if let Some(ast::Via::List(items, span)) = via {
+            axes.push(AxisDef {
+                name: format!("{}.via", name.name),
+                values: items
+                    .iter()
+                    .map(|i| Value::Symbol(i.name.clone()))
+                    .collect(),
+                when: None,
+                span: *span,
+                implicit: true,
+            });
+        }
+    }
+    diags.extend(ev.diags.take());
+
+    for ((name, span), _) in &only {
+        if !axes.iter().any(|a| &a.name == name) {
+            let mut d =
+                Diagnostic::error(Code::E0403, *span, format!("`{name}` is not a matrix axis"))
+                    .label("unknown axis");
+            if let Some(s) = suggest(name, axes.iter().map(|a| a.name.as_str())) {
+                d = d.note(format!("did you mean `{s}`?"));
+            }
+            diags.push(d);
+        }
+    }
+    if diags.has_errors() {
+        return None;
+    }
+
+    // The cartesian product, first axis outermost.
+    let mut combos: Vec<IndexMap<String, Value>> = vec![IndexMap::new()];
+    for a in &axes {
+        let mut next = Vec::with_capacity(combos.len() * a.values.len());
+        for c in &combos {
+            for v in &a.values {
+                let mut c = c.clone();
+                c.insert(a.name.clone(), v.clone());
+                next.push(c);
+            }
+        }
+        combos = next;
+    }
+    let excludes: Vec<ast::Expr> = program
+        .root()
+        .matrix
+        .as_ref()
+        .map(|m| m.excludes.clone())
+        .unwrap_or_default();
+    let mut cells: Vec<CellEnv> = Vec::new();
+    let mut filter_errors = Diagnostics::default();
+    'combo: for mut combo in combos {
+        // `when` filters see every axis's value; a filtered axis becomes `none`.
+        let snapshot = CellEnv {
+            index: 0,
+            axes: combo.clone(),
+            overrides: overrides.clone(),
+        };
+        let fev = Eval::new(&program, &snapshot);
+        for a in &axes {
+            if let Some(w) = &a.when {
+                match fev.eval(w, &Scope::new(InstanceId::ROOT)) {
+                    Some(Value::Bool(true)) => {}
+                    Some(Value::Bool(false)) => {
+                        combo.insert(a.name.clone(), Value::None);
+                    }
+                    Some(other) => filter_errors.push(fev.mismatch(
+                        w.span,
+                        "a condition (true or false)",
+                        &other,
+                        &Scope::new(InstanceId::ROOT),
+                    )),
+                    None => {}
+                }
+            }
+        }
+        for x in &excludes {
+            match fev.eval(x, &Scope::new(InstanceId::ROOT)) {
+                Some(Value::Bool(true)) => continue 'combo,
+                Some(Value::Bool(false)) | None => {}
+                Some(other) => filter_errors.push(fev.mismatch(
+                    x.span,
+                    "a condition (true or false)",
+                    &other,
+                    &Scope::new(InstanceId::ROOT),
+                )),
+            }
+        }
+        filter_errors.extend(fev.diags.take());
+        for ((name, _), want) in &only {
+            if combo.get(name).map(display_plain).as_deref() != Some(want.as_str()) {
+                continue 'combo;
+            }
+        }
+        if cells.iter().any(|c| c.axes == combo) {
+            continue;
+        }
+        cells.push(CellEnv {
+            index: cells.len() + 1,
+            axes: combo,
+            overrides: overrides.clone(),
+        });
+    }
+    diags.extend(filter_errors.into_sorted());
+    if diags.has_errors() {
+        return None;
+    }
+    if cells.is_empty() {
+        let span = program
+            .root()
+            .matrix
+            .as_ref()
+            .map_or(file_start, |m| m.span);
+        let mut d = Diagnostic::error(Code::E0402, span, "the matrix leaves no cell to run")
+            .label("every combination is excluded or filtered out");
+        if !only.is_empty() {
+            d = d.note("the `--only` filters match no cell");
+        }
+        diags.push(d);
+        return None;
+    }
+
+    let hook_info = hooks::check_hooks(map, &program, diags);
+
+    // Lower every cell; errors found in several cells are reported once.
+    let mut lowered = Vec::new();
+    let mut used = std::collections::HashSet::new();
+    for (i, cell) in cells.iter().enumerate() {
+        let ev = Eval::new(&program, cell);
+        let phases = phases::lower_cell(&ev, &hook_info);
+        if i == 0 {
+            phases::check_all_decls(&ev, &hook_info);
+        }
+        let params = root_params(&ev);
+        diags.extend(ev.diags.take());
+        used.extend(ev.used.take());
+        lowered.push(Cell {
+            index: cell.index,
+            key: cell.key(),
+            axes: cell.axes.clone(),
+            params,
+            phases,
+        });
+    }
+
+    // Warnings: a root param nothing reads, an axis no block reads.
+    for (name, d) in &program.root().decls {
+        if let Decl::Param(p) = d {
+            let shadowed = axes.iter().any(|a| &a.name == name);
+            if !used.contains(&(InstanceId::ROOT, name.clone())) && !shadowed {
+                diags.push(
+                    Diagnostic::warning(
+                        Code::W0001,
+                        p.name.span,
+                        format!("param `{name}` is never used"),
+                    )
+                    .label("declared but not read by any block"),
+                );
+            }
+        }
+    }
+    for a in axes.iter().filter(|a| !a.implicit) {
+        if !used.contains(&(InstanceId::ROOT, a.name.clone())) {
+            diags.push(
+                Diagnostic::warning(
+                    Code::W0002,
+                    a.span,
+                    format!("no block uses the axis `{}`", a.name),
+                )
+                .label("every cell of this axis runs the same phases")
+                .note("refer to the axis by name in an ingest or run block, or remove it"),
+            );
+        }
+    }
+
+    let seed = workload_seed(&program, opts, &base, diags);
+    let axes_info = axes
+        .iter()
+        .map(|a| AxisInfo {
+            name: a.name.clone(),
+            values: a.values.clone(),
+            implicit: a.implicit,
+        })
+        .collect();
     Some(Checked {
         program,
-        seed: 0,
-        cells: Vec::new(),
-        lowered: Vec::new(),
+        seed,
+        axes: axes_info,
+        cells,
+        lowered,
+        file: map.get(root_file).name.clone(),
     })
+}
+
+fn root_params(ev: &Eval<'_>) -> IndexMap<String, Value> {
+    let mut out = IndexMap::new();
+    for (name, d) in &ev.prog.root().decls {
+        if let Decl::Param(p) = d {
+            if ev.cell.axes.contains_key(name) {
+                continue;
+            }
+            let used_before = ev.used.borrow().contains(&(InstanceId::ROOT, name.clone()));
+            if let Some(v) = ev.param(InstanceId::ROOT, p) {
+                out.insert(name.clone(), v);
+            }
+            if !used_before {
+                ev.used
+                    .borrow_mut()
+                    .remove(&(InstanceId::ROOT, name.clone()));
+            }
+        }
+    }
+    out
+}
+
+fn workload_seed(
+    program: &Program,
+    opts: &Options,
+    base: &CellEnv,
+    diags: &mut Diagnostics,
+) -> u64 {
+    if let Some(s) = opts.seed {
+        return s;
+    }
+    let Some(w) = &program.root().workload else {
+        return 0;
+    };
+    let Some(e) = w.seed.first() else { return 0 };
+    for extra in w.seed.iter().skip(1) {
+        diags.push(
+            Diagnostic::error(Code::E0108, extra.span, "a second `seed`")
+                .label("the workload has one seed")
+                .also(e.span, "the first one is here"),
+        );
+    }
+    let ev = Eval::new(program, base);
+    let seed = match ev.eval(e, &Scope::new(InstanceId::ROOT)) {
+        Some(Value::Int(i)) if i >= 0 => i as u64,
+        Some(other) => {
+            diags.push(ev.mismatch(
+                e.span,
+                "a seed (an integer >= 0)",
+                &other,
+                &Scope::new(InstanceId::ROOT),
+            ));
+            0
+        }
+        None => 0,
+    };
+    diags.extend(ev.diags.take());
+    seed
+}
+
+fn axis_values(ev: &Eval<'_>, e: &ast::Expr) -> Option<Vec<Value>> {
+    let v = ev.eval(e, &Scope::new(InstanceId::ROOT))?;
+    let values = match v {
+        Value::List(items) => items,
+        Value::Range(lo, hi) if hi - lo <= 10_000 => (lo..hi).map(Value::Int).collect(),
+        other => {
+            return ev.fail(
+                Diagnostic::error(
+                    Code::E0401,
+                    e.span,
+                    format!("axis values must be a list, found {}", other.kind()),
+                )
+                .label("expected `[value, ...]` or a small `lo..hi` range"),
+            )
+        }
+    };
+    if values.is_empty() {
+        return ev.fail(
+            Diagnostic::error(Code::E0401, e.span, "an axis without values")
+                .label("needs at least one value"),
+        );
+    }
+    for (i, v) in values.iter().enumerate() {
+        if matches!(
+            v,
+            Value::Gen(_) | Value::List(_) | Value::Map(_) | Value::None
+        ) {
+            return ev.fail(
+                Diagnostic::error(
+                    Code::E0401,
+                    e.span,
+                    format!("an axis value cannot be {}", v.kind()),
+                )
+                .label("axis values are plain values"),
+            );
+        }
+        if values[..i].contains(v) {
+            return ev.fail(
+                Diagnostic::error(Code::E0401, e.span, format!("the value {v} appears twice"))
+                    .label("duplicate axis value"),
+            );
+        }
+    }
+    Some(values)
+}
+
+/// Splits `name=value`, reporting a positioned error in a pseudo-file for the flag.
+fn split_assignment(
+    map: &mut SourceMap,
+    flag: &str,
+    raw: &str,
+    diags: &mut Diagnostics,
+) -> Option<((String, Span), String)> {
+    let file = map.add(
+        Origin::Disk(flag.into()),
+        format!("{flag} {raw}"),
+        raw.to_string(),
+    );
+    let Some((name, value)) = raw.split_once('=') else {
+        diags.push(
+            Diagnostic::error(
+                Code::E0403,
+                Span::new(file, 0, raw.len()),
+                format!("`{flag}` takes NAME=VALUE"),
+            )
+            .label("missing `=`"),
+        );
+        return None;
+    };
+    let name_t = name.trim();
+    if name_t.is_empty() {
+        diags.push(
+            Diagnostic::error(
+                Code::E0403,
+                Span::new(file, 0, 1),
+                "missing name before `=`",
+            )
+            .label("expected NAME=VALUE"),
+        );
+        return None;
+    }
+    Some((
+        (name_t.to_string(), Span::new(file, 0, name.len())),
+        value.trim().to_string(),
+    ))
+}
+
+fn parse_assignment(
+    map: &mut SourceMap,
+    flag: &str,
+    raw: &str,
+    diags: &mut Diagnostics,
+) -> Option<((String, Span), ast::Expr)> {
+    let ((name, span), _) = split_assignment(map, flag, raw, diags)?;
+    let eq = raw.find('=').expect("split found `=`");
+    let value_text = &raw[eq + 1..];
+    let file = map.add(
+        Origin::Disk(format!("{flag} {name}").into()),
+        format!("{flag} {name}="),
+        value_text.to_string(),
+    );
+    match syntax::parse_value(map, file) {
+        Ok(e) => Some(((name, span), e)),
+        Err(d) => {
+            diags.push(d);
+            None
+        }
+    }
 }

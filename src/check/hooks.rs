@@ -1,1 +1,168 @@
-//! (in progress)
+//! Rhai hooks: each hook file is compiled once at check time, so a script error is an ordinary
+//! diagnostic with file:line:col, and every named entry point must exist with the right arity.
+//! The run-time API (`ctx`, the sandbox limits) comes with the hooks runner.
+
+use std::collections::HashMap;
+
+use super::program::{Decl, Program};
+use crate::diag::{Code, Diagnostic, Diagnostics};
+use crate::source::{Origin, SourceMap};
+use crate::span::Span;
+
+/// The entry points the runner calls, with their arity.
+pub const ENTRY_POINTS: &[(&str, usize)] = &[("init", 1), ("request", 1), ("response", 2)];
+
+/// What a compiled hook offers: its path and its functions with their arity.
+#[derive(Clone, Debug, Default)]
+pub struct HookInfo {
+    pub path: String,
+    pub functions: Vec<(String, usize)>,
+}
+
+/// Hooks by (module index, hook name); a hook whose script fails to compile is absent.
+pub type Hooks = HashMap<(usize, String), HookInfo>;
+
+/// A compile-only engine with the limits that keep a hostile script from hanging the checker.
+fn engine() -> rhai::Engine {
+    let mut e = rhai::Engine::new_raw();
+    e.set_max_expr_depths(64, 32);
+    e.set_max_string_size(1 << 20);
+    e
+}
+
+pub fn check_hooks(map: &mut SourceMap, program: &Program, diags: &mut Diagnostics) -> Hooks {
+    let mut out = Hooks::new();
+    let engine = engine();
+    for (mi, module) in program.modules.iter().enumerate() {
+        for decl in module.decls.values() {
+            let Decl::Hook(h) = decl else { continue };
+            let Some(rel) = h.path.as_plain() else {
+                diags.push(
+                    Diagnostic::error(Code::E0803, h.path.span, "hook paths cannot interpolate")
+                        .label("write the path literally"),
+                );
+                continue;
+            };
+            let text = match &module.dir {
+                Some(dir) => {
+                    let full = dir.join(&rel);
+                    match std::fs::read_to_string(&full) {
+                        Ok(t) => Some((full.display().to_string(), t)),
+                        Err(e) => {
+                            diags.push(
+                                Diagnostic::error(
+                                    Code::E0803,
+                                    h.path.span,
+                                    format!("cannot read hook `{}`: {e}", full.display()),
+                                )
+                                .label("hook file not found")
+                                .note("hook paths are relative to the .wl file that names them"),
+                            );
+                            None
+                        }
+                    }
+                }
+                None => crate::source::stdlib_file(&rel)
+                    .and_then(|b| String::from_utf8(b.to_vec()).ok())
+                    .map(|t| (format!("std/{rel}"), t))
+                    .or_else(|| {
+                        diags.push(
+                            Diagnostic::error(
+                                Code::E0803,
+                                h.path.span,
+                                format!("no stdlib hook `{rel}`"),
+                            )
+                            .label("hook file not found"),
+                        );
+                        None
+                    }),
+            };
+            let Some((name, text)) = text else { continue };
+            let file = map.add(
+                Origin::Disk(name.clone().into()),
+                name.clone(),
+                text.clone(),
+            );
+            let ast = match engine.compile(&text) {
+                Ok(ast) => ast,
+                Err(e) => {
+                    let pos = e.1;
+                    let offset = match (pos.line(), pos.position()) {
+                        (Some(line), Some(col)) => offset_of(&text, line, col),
+                        (Some(line), None) => offset_of(&text, line, 1),
+                        _ => 0,
+                    };
+                    diags.push(
+                        Diagnostic::error(
+                            Code::E0801,
+                            Span::new(file, offset, (offset + 1).min(text.len().max(offset))),
+                            format!("hook script `{name}` does not compile: {}", e.0),
+                        )
+                        .label("here")
+                        .also(h.path.span, "the hook is declared here"),
+                    );
+                    continue;
+                }
+            };
+            let functions: Vec<(String, usize)> = ast
+                .iter_functions()
+                .map(|f| (f.name.to_string(), f.params.len()))
+                .collect();
+            for entry in &h.entries {
+                match functions.iter().find(|(n, _)| *n == entry.name) {
+                    None => diags.push(
+                        Diagnostic::error(
+                            Code::E0802,
+                            entry.span,
+                            format!("`{name}` defines no function `{}`", entry.name),
+                        )
+                        .label("entry point not found in the script"),
+                    ),
+                    Some((_, arity)) => {
+                        if let Some((_, want)) = ENTRY_POINTS.iter().find(|(n, _)| *n == entry.name)
+                        {
+                            if arity != want {
+                                diags.push(
+                                    Diagnostic::error(
+                                        Code::E0802,
+                                        entry.span,
+                                        format!(
+                                            "`{}` takes {arity} parameter{} in `{name}`; the runner calls it with {want}",
+                                            entry.name,
+                                            if *arity == 1 { "" } else { "s" }
+                                        ),
+                                    )
+                                    .label("wrong number of parameters")
+                                    .note("init(ctx), request(ctx), response(ctx, resp)"),
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            out.insert(
+                (mi, h.name.name.clone()),
+                HookInfo {
+                    path: rel,
+                    functions,
+                },
+            );
+        }
+    }
+    out
+}
+
+/// The byte offset of a 1-based line and character column.
+fn offset_of(text: &str, line: usize, col: usize) -> usize {
+    let mut offset = 0;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            return offset
+                + l.char_indices()
+                    .nth(col.saturating_sub(1))
+                    .map_or(l.trim_end_matches('\n').len(), |(b, _)| b);
+        }
+        offset += l.len();
+    }
+    text.len()
+}

@@ -53,8 +53,10 @@ fn load_problem(map: &SourceMap, file: FileId, p: LoadProblem, at: Option<Span>)
     let name = &map.get(file).name;
     let span = at.unwrap_or(Span::new(file, 0, 0));
     match p {
-        LoadProblem::NotFound => Diagnostic::error(Code::E0006, span, format!("cannot find `{name}`"))
-            .label("no such file"),
+        LoadProblem::NotFound => {
+            Diagnostic::error(Code::E0006, span, format!("cannot find `{name}`"))
+                .label("no such file")
+        }
         LoadProblem::Io(e) => {
             Diagnostic::error(Code::E0006, span, format!("cannot read `{name}`: {e}"))
         }
@@ -97,8 +99,24 @@ impl Loader {
             }
         };
         let is_root = self.program.modules.is_empty();
+        if is_root && ast.items.is_empty() {
+            let text = &map.get(file).text;
+            let at = text.len() - text.trim_start().len();
+            diags.push(
+                Diagnostic::error(
+                    Code::E0109,
+                    Span::new(file, at, at),
+                    "the file declares nothing",
+                )
+                .label("expected a workload, param, target, schema, query, ingest or run")
+                .note("a workload needs at least one declaration; see docs/language.md"),
+            );
+            self.failed = true;
+            return None;
+        }
         let mut module = Module {
             file,
+            dir: map.get(file).dir().map(Path::to_path_buf),
             workload: None,
             matrix: None,
             decls: IndexMap::new(),
@@ -225,7 +243,10 @@ impl Loader {
                 chain.push(map.get(target).name.clone());
                 diags.push(
                     Diagnostic::error(Code::E0102, import.path.span, "import cycle")
-                        .label(format!("`{}` is already being imported", map.get(target).name))
+                        .label(format!(
+                            "`{}` is already being imported",
+                            map.get(target).name
+                        ))
                         .note(format!("the cycle: {}", chain.join(" -> "))),
                 );
                 self.failed = true;
@@ -259,14 +280,22 @@ impl Loader {
     ) -> Option<FileId> {
         let Some(path) = import.path.as_plain() else {
             diags.push(
-                Diagnostic::error(Code::E0101, import.path.span, "import paths cannot interpolate")
-                    .label("write the path literally"),
+                Diagnostic::error(
+                    Code::E0101,
+                    import.path.span,
+                    "import paths cannot interpolate",
+                )
+                .label("write the path literally"),
             );
             return None;
         };
         let not_found = |what: String| {
-            Diagnostic::error(Code::E0101, import.path.span, format!("cannot import `{path}`"))
-                .label(what)
+            Diagnostic::error(
+                Code::E0101,
+                import.path.span,
+                format!("cannot import `{path}`"),
+            )
+            .label(what)
         };
         let stdlib_rest = if let Some(rest) = path.strip_prefix("std/") {
             Some(rest.to_string())

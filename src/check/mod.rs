@@ -20,7 +20,7 @@ pub use program::{InstanceId, Program};
 use std::path::Path;
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::plan::Cell;
+use crate::plan::{AxisInfo, Cell};
 use crate::source::SourceMap;
 
 /// What the command line adds: `--param`, `--only`, `--seed`.
@@ -35,7 +35,9 @@ pub struct Options {
 #[derive(Debug)]
 pub struct Checked {
     pub program: Program,
+    pub file: String,
     pub seed: u64,
+    pub axes: Vec<AxisInfo>,
     pub cells: Vec<CellEnv>,
     pub lowered: Vec<Cell>,
 }

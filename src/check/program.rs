@@ -6,7 +6,7 @@ use indexmap::IndexMap;
 use crate::span::FileId;
 use crate::syntax::ast;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct InstanceId(pub usize);
 
 impl InstanceId {
@@ -57,6 +57,8 @@ impl Decl {
 #[derive(Debug)]
 pub struct Module {
     pub file: FileId,
+    /// The folder relative paths (CSV, hooks) resolve against; `None` for stdlib modules.
+    pub dir: Option<std::path::PathBuf>,
     pub workload: Option<ast::Workload>,
     pub matrix: Option<ast::Matrix>,
     /// Every named declaration, in file order; one namespace.
@@ -97,6 +99,9 @@ impl Program {
         let inst = self.instance(i);
         let import = inst.import.as_ref()?;
         let arg = import.args.iter().find(|a| a.name.name == name)?;
-        Some((&arg.value, inst.parent.expect("an imported instance has a parent")))
+        Some((
+            &arg.value,
+            inst.parent.expect("an imported instance has a parent"),
+        ))
     }
 }

@@ -1,1 +1,451 @@
-//! (in progress)
+//! Targets and endpoints: URL schemes, per-kind options, dialects, and whether an endpoint fits
+//! an operation (ingest, queries, requests, counting rows).
+
+use indexmap::IndexMap;
+
+use super::eval::{suggest, Ev, Eval, Scope};
+use super::program::{Decl, InstanceId};
+use crate::diag::{Code, Diagnostic};
+use crate::plan::EndpointPlan;
+use crate::span::{Ident, Span};
+use crate::syntax::ast::{self, EndpointKind};
+use crate::value::{Text, TextPart, Value};
+
+pub const DIALECTS: &[&str] = &[
+    "questdb",
+    "postgres",
+    "timescaledb",
+    "sqlite",
+    "victoriametrics",
+    "influxdb",
+    "ksqldb",
+    "generic",
+];
+
+/// What an endpoint is asked to do; each operation accepts some kinds only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    Ingest,
+    Queries,
+    Requests,
+    CountSql,
+    CountMetrics,
+}
+
+impl Operation {
+    fn accepts(self, k: EndpointKind) -> bool {
+        use EndpointKind::*;
+        match self {
+            Operation::Ingest => matches!(k, IlpTcp | IlpHttp | Qwp | Pg | Sqlite | Null),
+            Operation::Queries => matches!(k, Pg | Http | Qwp | Sqlite),
+            Operation::Requests => matches!(k, Http | Pg | Sqlite),
+            Operation::CountSql => matches!(k, Pg | Sqlite | Http),
+            Operation::CountMetrics => matches!(k, Http),
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Operation::Ingest => "ingest: ilp_tcp, ilp_http, qwp, pg, sqlite or null",
+            Operation::Queries => "query runs: pg, http, qwp or sqlite",
+            Operation::Requests => "request runs: http, pg or sqlite",
+            Operation::CountSql => "SQL counts: pg, sqlite or http",
+            Operation::CountMetrics => "PromQL and InfluxQL counts: http",
+        }
+    }
+
+    fn hint(self, k: EndpointKind) -> Option<&'static str> {
+        match (self, k) {
+            (Operation::Ingest, EndpointKind::Http) => {
+                Some("`http` is the REST query endpoint; line protocol over HTTP is `ilp_http`")
+            }
+            (Operation::Queries, EndpointKind::IlpTcp | EndpointKind::IlpHttp) => {
+                Some("line-protocol endpoints only write; query over pg, http or qwp")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Finds a target by name (`questdb` or `alias.questdb`).
+pub fn resolve_target<'p>(
+    ev: &Eval<'p>,
+    inst: InstanceId,
+    path: &[Ident],
+) -> Ev<(InstanceId, &'p ast::Target, usize)> {
+    match ev.resolve_decl(path, inst) {
+        Ok((ti, Decl::Target(t), used)) => Some((ti, t, used)),
+        Ok((_, other, _)) => ev.fail(
+            Diagnostic::error(
+                Code::E0201,
+                path[0].span,
+                format!("`{}` is a {}, not a target", path[0], other.kind()),
+            )
+            .label("expected a target"),
+        ),
+        Err(d) => ev.fail(d),
+    }
+}
+
+pub fn find_endpoint<'t>(
+    ev: &Eval<'_>,
+    target: &'t ast::Target,
+    name: &str,
+    span: Span,
+) -> Ev<&'t ast::Endpoint> {
+    if let Some(e) = target.endpoints.iter().find(|e| e.name() == name) {
+        return Some(e);
+    }
+    let names: Vec<&str> = target.endpoints.iter().map(ast::Endpoint::name).collect();
+    let mut d = Diagnostic::error(
+        Code::E0301,
+        span,
+        format!("target `{}` has no endpoint `{name}`", target.name),
+    )
+    .label("unknown endpoint")
+    .also(target.name.span, "the target is declared here");
+    d = if names.is_empty() {
+        d.note("the target declares no endpoint")
+    } else {
+        d.note(format!("its endpoints: {}", names.join(", ")))
+    };
+    if let Some(s) = suggest(name, names.iter().copied()) {
+        d = d.note(format!("did you mean `{s}`?"));
+    }
+    ev.fail(d)
+}
+
+pub fn check_fit(ev: &Eval<'_>, ep: &ast::Endpoint, op: Operation, span: Span) -> Ev<()> {
+    if op.accepts(ep.kind) {
+        return Some(());
+    }
+    let mut d = Diagnostic::error(
+        Code::E0302,
+        span,
+        format!(
+            "endpoint `{}` ({}) cannot serve {}",
+            ep.name(),
+            ep.kind.as_str(),
+            match op {
+                Operation::Ingest => "ingestion",
+                Operation::Queries => "query runs",
+                Operation::Requests => "request runs",
+                Operation::CountSql | Operation::CountMetrics => "this count",
+            }
+        ),
+    )
+    .label("this endpoint does not fit the operation")
+    .also(ep.kind_span, "declared here")
+    .note(format!("accepted for {}", op.describe()));
+    if let Some(h) = op.hint(ep.kind) {
+        d = d.note(h);
+    }
+    ev.fail(d)
+}
+
+pub fn dialect(ev: &Eval<'_>, target: &ast::Target) -> Ev<String> {
+    let Some(d) = target.dialect.first() else {
+        return Some("generic".to_string());
+    };
+    for extra in target.dialect.iter().skip(1) {
+        ev.error(
+            Diagnostic::error(Code::E0108, extra.span, "a second `dialect`")
+                .label("a target has one dialect")
+                .also(d.span, "the first one is here"),
+        );
+    }
+    if DIALECTS.contains(&d.name.as_str()) {
+        Some(d.name.clone())
+    } else {
+        let mut diag = Diagnostic::error(Code::E0307, d.span, format!("unknown dialect `{d}`"))
+            .label("not a dialect wlrun knows")
+            .note(format!("dialects: {}", DIALECTS.join(", ")));
+        if let Some(s) = suggest(&d.name, DIALECTS.iter().copied()) {
+            diag = diag.note(format!("did you mean `{s}`?"));
+        }
+        ev.fail(diag)
+    }
+}
+
+/// Option name, the kinds it applies to (empty: all) and the value it takes.
+const OPTIONS: &[(&str, &[EndpointKind], Want)] = &[
+    ("timeout", &[], Want::Duration),
+    ("connect_timeout", &[], Want::Duration),
+    ("user", &[], Want::Text),
+    ("password", &[], Want::Text),
+    ("tls", &[], Want::Bool),
+    (
+        "statements",
+        &[EndpointKind::Pg],
+        Want::Word(&["prepared", "unnamed", "simple"]),
+    ),
+    (
+        "insert",
+        &[EndpointKind::Pg],
+        Want::Word(&["copy", "insert"]),
+    ),
+    ("database", &[EndpointKind::Pg], Want::Text),
+    ("application_name", &[EndpointKind::Pg], Want::Text),
+    (
+        "path",
+        &[EndpointKind::Http, EndpointKind::IlpHttp, EndpointKind::Qwp],
+        Want::Text,
+    ),
+    (
+        "headers",
+        &[EndpointKind::Http, EndpointKind::IlpHttp],
+        Want::Headers,
+    ),
+    (
+        "precision",
+        &[EndpointKind::IlpHttp, EndpointKind::IlpTcp],
+        Want::Word(&["ns", "us", "ms", "s"]),
+    ),
+    ("gzip", &[EndpointKind::IlpHttp], Want::Bool),
+    ("ack_timeout", &[EndpointKind::Qwp], Want::Duration),
+    ("max_frame", &[EndpointKind::Qwp], Want::Size),
+    (
+        "journal",
+        &[EndpointKind::Sqlite],
+        Want::Word(&["wal", "delete", "truncate", "memory"]),
+    ),
+    (
+        "synchronous",
+        &[EndpointKind::Sqlite],
+        Want::Word(&["off", "normal", "full"]),
+    ),
+];
+
+#[derive(Clone, Copy)]
+enum Want {
+    Duration,
+    Text,
+    Bool,
+    Size,
+    Headers,
+    Word(&'static [&'static str]),
+}
+
+pub fn endpoint_plan(
+    ev: &Eval<'_>,
+    tinst: InstanceId,
+    target: &ast::Target,
+    ep: &ast::Endpoint,
+) -> Ev<EndpointPlan> {
+    let scope = Scope::new(tinst);
+    let url = match (&ep.url, ep.kind) {
+        (None, EndpointKind::Null) => None,
+        (Some(u), EndpointKind::Null) => {
+            return ev.fail(
+                Diagnostic::error(Code::E0303, u.span, "the `null` endpoint takes no URL")
+                    .label("remove this"),
+            )
+        }
+        (None, k) => {
+            return ev.fail(
+                Diagnostic::error(
+                    Code::E0303,
+                    ep.kind_span,
+                    format!("endpoint `{}` needs a URL", k.as_str()),
+                )
+                .label(format!("expected `{} \"{}\"`", k.as_str(), example_url(k))),
+            )
+        }
+        (Some(u), k) => {
+            let text = ev.string(u, &scope)?;
+            check_url(ev, k, &text, u.span)?;
+            Some(text)
+        }
+    };
+    let mut options = IndexMap::new();
+    let mut ok = true;
+    for o in &ep.options {
+        let name = o.name.name.as_str();
+        let Some((_, kinds, want)) = OPTIONS.iter().find(|(n, _, _)| *n == name) else {
+            let valid: Vec<&str> = OPTIONS
+                .iter()
+                .filter(|(_, ks, _)| ks.is_empty() || ks.contains(&ep.kind))
+                .map(|(n, _, _)| *n)
+                .collect();
+            let mut d = Diagnostic::error(
+                Code::E0304,
+                o.name.span,
+                format!(
+                    "unknown option `{name}` for a `{}` endpoint",
+                    ep.kind.as_str()
+                ),
+            )
+            .label("unknown option")
+            .note(format!(
+                "options of `{}`: {}",
+                ep.kind.as_str(),
+                valid.join(", ")
+            ));
+            if let Some(s) = suggest(name, valid.iter().copied()) {
+                d = d.note(format!("did you mean `{s}`?"));
+            }
+            ev.error(d);
+            ok = false;
+            continue;
+        };
+        if !kinds.is_empty() && !kinds.contains(&ep.kind) {
+            ev.error(
+                Diagnostic::error(
+                    Code::E0304,
+                    o.name.span,
+                    format!(
+                        "option `{name}` does not apply to a `{}` endpoint",
+                        ep.kind.as_str()
+                    ),
+                )
+                .label("not an option of this kind")
+                .note(format!(
+                    "`{name}` applies to: {}",
+                    kinds
+                        .iter()
+                        .map(|k| k.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            );
+            ok = false;
+            continue;
+        }
+        if options.contains_key(name) {
+            ev.error(
+                Diagnostic::error(
+                    Code::E0108,
+                    o.name.span,
+                    format!("option `{name}` is given twice"),
+                )
+                .label("duplicate option"),
+            );
+            ok = false;
+            continue;
+        }
+        let Some(v) = ev.eval(&o.value, &scope) else {
+            ok = false;
+            continue;
+        };
+        let good = match (want, &v) {
+            (Want::Duration, Value::Duration(d)) => *d > 0,
+            (Want::Text, Value::Str(_)) => true,
+            (Want::Bool, Value::Bool(_)) => true,
+            (Want::Size, Value::Size(s)) => *s > 0,
+            (Want::Headers, Value::Map(m)) => m.iter().all(|(_, v)| matches!(v, Value::Str(_))),
+            (Want::Word(words), Value::Symbol(w)) => words.contains(&w.as_str()),
+            _ => false,
+        };
+        if !good {
+            let expected = match want {
+                Want::Duration => "a positive duration like `10s`".to_string(),
+                Want::Text => "a string".to_string(),
+                Want::Bool => "`true` or `false`".to_string(),
+                Want::Size => "a size like `2MiB`".to_string(),
+                Want::Headers => "a map of strings `{ \"Header\": \"value\" }`".to_string(),
+                Want::Word(words) => format!("one of {}", words.join(", ")),
+            };
+            let mut d = Diagnostic::error(
+                Code::E0305,
+                o.value.span,
+                format!("invalid value {v} for option `{name}`"),
+            )
+            .label(format!("expected {expected}"));
+            if let (Want::Word(words), Value::Symbol(w)) = (want, &v) {
+                if let Some(s) = suggest(w, words.iter().copied()) {
+                    d = d.note(format!("did you mean `{s}`?"));
+                }
+            }
+            ev.error(d);
+            ok = false;
+            continue;
+        }
+        options.insert(name.to_string(), v);
+    }
+    let dialect = dialect(ev, target)?;
+    ok.then(|| EndpointPlan {
+        target: target.name.name.clone(),
+        name: ep.name().to_string(),
+        kind: ep.kind.as_str().to_string(),
+        dialect,
+        url,
+        options,
+    })
+}
+
+fn example_url(k: EndpointKind) -> &'static str {
+    match k {
+        EndpointKind::Pg => "postgres://user@127.0.0.1:5432/db",
+        EndpointKind::Http | EndpointKind::IlpHttp => "http://127.0.0.1:9000",
+        EndpointKind::IlpTcp => "tcp://127.0.0.1:9009",
+        EndpointKind::Qwp => "ws://127.0.0.1:9000",
+        EndpointKind::Sqlite => "bench.db",
+        EndpointKind::Null => "",
+    }
+}
+
+/// Checks the scheme and the host:port shape of the literal part of a URL; parts from `env`
+/// are checked when the run resolves them.
+fn check_url(ev: &Eval<'_>, kind: EndpointKind, url: &Text, span: Span) -> Ev<()> {
+    let literal_prefix: String = url
+        .parts
+        .iter()
+        .map_while(|p| match p {
+            TextPart::Lit(s) => Some(s.as_str()),
+            TextPart::Env { .. } => None,
+        })
+        .collect();
+    let whole = url.as_lit();
+    let schemes: &[&str] = match kind {
+        EndpointKind::Pg => &["postgres://", "postgresql://"],
+        EndpointKind::Http | EndpointKind::IlpHttp => &["http://", "https://"],
+        EndpointKind::IlpTcp => &["tcp://"],
+        EndpointKind::Qwp => &["ws://", "wss://"],
+        EndpointKind::Sqlite => {
+            if whole.as_deref() == Some("") {
+                return ev.fail(
+                    Diagnostic::error(Code::E0303, span, "an empty SQLite path")
+                        .label("expected a file path or \":memory:\""),
+                );
+            }
+            return Some(());
+        }
+        EndpointKind::Null => return Some(()),
+    };
+    let Some(scheme) = schemes.iter().find(|s| literal_prefix.starts_with(**s)) else {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0303,
+                span,
+                format!(
+                    "a `{}` endpoint URL must start with {}",
+                    kind.as_str(),
+                    schemes.join(" or ")
+                ),
+            )
+            .label(format!("expected e.g. \"{}\"", example_url(kind))),
+        );
+    };
+    if let Some(full) = whole {
+        let rest = &full[scheme.len()..];
+        let authority = rest.split('/').next().unwrap_or("");
+        let hostport = authority.rsplit('@').next().unwrap_or("");
+        let port_ok = match hostport.rsplit_once(':') {
+            Some((host, port)) if !host.ends_with(']') || hostport.starts_with('[') => {
+                !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0)
+            }
+            _ => !hostport.is_empty() && kind != EndpointKind::IlpTcp,
+        };
+        if !port_ok {
+            return ev.fail(
+                Diagnostic::error(
+                    Code::E0303,
+                    span,
+                    format!("cannot read a host and port in `{full}`"),
+                )
+                .label(format!("expected e.g. \"{}\"", example_url(kind))),
+            );
+        }
+    }
+    Some(())
+}

@@ -27,10 +27,11 @@ fn convert(d: &Diagnostic) -> cs::Diagnostic<usize> {
         Severity::Error => cs::Severity::Error,
         Severity::Warning => cs::Severity::Warning,
     };
-    let mut labels = vec![
-        cs::Label::primary(d.primary.span.file.0 as usize, d.primary.span.range())
-            .with_message(d.primary.message.clone()),
-    ];
+    let mut labels =
+        vec![
+            cs::Label::primary(d.primary.span.file.0 as usize, d.primary.span.range())
+                .with_message(d.primary.message.clone()),
+        ];
     for l in &d.secondary {
         labels.push(
             cs::Label::secondary(l.span.file.0 as usize, l.span.range())

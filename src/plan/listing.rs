@@ -41,7 +41,11 @@ fn load(l: &Load) -> String {
 fn stop(s: &Stop) -> String {
     match s {
         Stop::Count { count, per_query } => {
-            format!("count {}{}", thousands(*count), if *per_query { " per query" } else { "" })
+            format!(
+                "count {}{}",
+                thousands(*count),
+                if *per_query { " per query" } else { "" }
+            )
         }
         Stop::Duration { duration } => format!("duration {duration}"),
     }
@@ -61,7 +65,11 @@ fn schema_body(s: &SchemaPlan) -> String {
             Some(u) => format!("{}({u})", c.ty),
             None => c.ty.clone(),
         };
-        let _ = write!(o, "      {:<9} {:<width$} {:<13} {}", c.role, c.name, ty, c.gen);
+        let _ = write!(
+            o,
+            "      {:<9} {:<width$} {:<13} {}",
+            c.role, c.name, ty, c.gen
+        );
         if c.role != "series" && c.role != "timestamp" {
             let _ = write!(o, " per {}", c.per);
         }
@@ -90,7 +98,11 @@ pub fn listing(plan: &Plan) -> String {
                 "  {:<width$}  {}{}",
                 a.name,
                 values.join(", "),
-                if a.implicit { "  (from a via list)" } else { "" }
+                if a.implicit {
+                    "  (from a via list)"
+                } else {
+                    ""
+                }
             );
         }
     }
@@ -105,7 +117,11 @@ pub fn listing(plan: &Plan) -> String {
             cell.key
         );
         if !cell.params.is_empty() {
-            let ps: Vec<String> = cell.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let ps: Vec<String> = cell
+                .params
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
             let _ = writeln!(o, "  params  {}", ps.join(" "));
         }
         for phase in &cell.phases {
@@ -132,20 +148,30 @@ pub fn listing(plan: &Plan) -> String {
                                 }
                             );
                         }
-                        (RowSource::File { path, format, bytes }, rows) => {
+                        (
+                            RowSource::File {
+                                path,
+                                format,
+                                bytes,
+                            },
+                            rows,
+                        ) => {
                             let _ = writeln!(
                                 o,
                                 "    table {}  rows from file {path:?} ({format}{}){}",
                                 p.table,
-                                bytes.map(|b| format!(", {} bytes", thousands(b))).unwrap_or_default(),
-                                rows.map(|r| format!(" limit {}", thousands(r))).unwrap_or_default()
+                                bytes
+                                    .map(|b| format!(", {} bytes", thousands(b)))
+                                    .unwrap_or_default(),
+                                rows.map(|r| format!(" limit {}", thousands(r)))
+                                    .unwrap_or_default()
                             );
                         }
                         (RowSource::Schema(_), None) => {}
                     }
                     let _ = writeln!(
                         o,
-                        "    batch {} rows  workers {}  ack {:?}  setup {:?}  teardown {:?}{}",
+                        "    batch {} rows  workers {}  ack {}  setup {}  teardown {}{}",
                         thousands(p.batch_rows),
                         p.workers,
                         p.ack,
@@ -162,7 +188,11 @@ pub fn listing(plan: &Plan) -> String {
                             v.language,
                             v.query,
                             v.within,
-                            if v.unit == "samples" { " (samples / fields)" } else { "" }
+                            if v.unit == "samples" {
+                                " (samples / fields)"
+                            } else {
+                                ""
+                            }
                         );
                     }
                     if let RowSource::Schema(s) = &p.source {

@@ -53,7 +53,7 @@ pub struct Cell {
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "phase", rename_all = "snake_case")]
 pub enum Phase {
-    Ingest(IngestPhase),
+    Ingest(Box<IngestPhase>),
     Queries(QueryPhase),
     Requests(RequestPhase),
 }
@@ -124,6 +124,35 @@ pub enum Setup {
 pub enum Teardown {
     Keep,
     Drop,
+}
+
+impl std::fmt::Display for Ack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Ack::None => "none",
+            Ack::Publish => "publish",
+            Ack::PerBatch => "per_batch",
+        })
+    }
+}
+
+impl std::fmt::Display for Setup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Setup::Recreate => "recreate",
+            Setup::Truncate => "truncate",
+            Setup::Shared => "shared",
+        })
+    }
+}
+
+impl std::fmt::Display for Teardown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Teardown::Keep => "keep",
+            Teardown::Drop => "drop",
+        })
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]

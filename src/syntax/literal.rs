@@ -35,9 +35,10 @@ fn split_number(s: &str) -> (&str, &str) {
     // An exponent sign belongs to the number: `1e-3s`.
     let end = if end < s.len() && s[..end].ends_with(['e', 'E']) && s[end..].starts_with(['+', '-'])
     {
-        end + 1 + s[end + 1..]
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(s.len() - end - 1)
+        end + 1
+            + s[end + 1..]
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(s.len() - end - 1)
     } else {
         end
     };
@@ -69,15 +70,20 @@ pub fn duration(s: &str) -> Result<i64, String> {
             .unwrap_or(tail.len());
         let (unit, next) = tail.split_at(unit_len);
         let n = float(num)?;
-        let scale = duration_unit_ns(unit).ok_or_else(|| format!("unknown duration unit `{unit}`"))?;
+        let scale =
+            duration_unit_ns(unit).ok_or_else(|| format!("unknown duration unit `{unit}`"))?;
         total += n * scale;
         rest = next;
     }
     if total.fract() != 0.0 {
-        return Err(format!("duration `{s}` is not a whole number of nanoseconds"));
+        return Err(format!(
+            "duration `{s}` is not a whole number of nanoseconds"
+        ));
     }
     if total > i64::MAX as f64 {
-        return Err(format!("duration `{s}` is too long (at most about 292 years)"));
+        return Err(format!(
+            "duration `{s}` is too long (at most about 292 years)"
+        ));
     }
     Ok(total as i64)
 }

@@ -40,6 +40,26 @@ pub fn parse(map: &SourceMap, file: FileId) -> Result<ast::File, Diagnostic> {
     parser::Walker { file }.file(top)
 }
 
+/// Parses a single value (the right-hand side of `--param name=VALUE`).
+pub fn parse_value(map: &SourceMap, file: FileId) -> Result<ast::Expr, Diagnostic> {
+    let text = &map.get(file).text;
+    if let Some(at) = depth::too_deep(text) {
+        return Err(Diagnostic::error(
+            Code::E0002,
+            Span::new(file, at, at + 1),
+            format!("nesting deeper than {MAX_DEPTH} levels"),
+        ));
+    }
+    let mut pairs = parser::parse_value_pairs(text).map_err(|_| {
+        pest::set_error_detail(true);
+        let e = parser::parse_value_pairs(text).expect_err("the same text fails again");
+        syntax_error(map, file, &e)
+    })?;
+    let top = pairs.next().expect("grammar: value rule");
+    let expr = top.into_inner().next().expect("grammar: value expr");
+    parser::Walker { file }.expr(expr)
+}
+
 fn describe(names: &[&str]) -> String {
     match names {
         [] => String::from("something else"),
@@ -69,11 +89,7 @@ fn found_at(text: &str, pos: usize) -> (String, usize) {
     (shown, len)
 }
 
-fn syntax_error(
-    map: &SourceMap,
-    file: FileId,
-    e: &pest::error::Error<parser::Rule>,
-) -> Diagnostic {
+fn syntax_error(map: &SourceMap, file: FileId, e: &pest::error::Error<parser::Rule>) -> Diagnostic {
     use pest::error::{ErrorVariant, InputLocation};
     let text = &map.get(file).text;
     let pos = match e.location {

@@ -46,6 +46,12 @@ pub(crate) fn parse_pairs(text: &str) -> Result<Pairs<'_, Rule>, Box<pest::error
     WlParser::parse(Rule::file, text).map_err(Box::new)
 }
 
+pub(crate) fn parse_value_pairs(
+    text: &str,
+) -> Result<Pairs<'_, Rule>, Box<pest::error::Error<Rule>>> {
+    WlParser::parse(Rule::value_only, text).map_err(Box::new)
+}
+
 pub(crate) struct Walker {
     pub file: FileId,
 }
@@ -55,9 +61,24 @@ fn unexpected(rule: Rule, walker: &str) -> ! {
 }
 
 impl Walker {
+    /// The pair's span without the whitespace and whole-line comments that pest's implicit
+    /// whitespace leaves at the end of rules ending in a repetition, so underlines stop at the
+    /// last token.
     fn span(&self, p: &Pair<'_, Rule>) -> Span {
         let s = p.as_span();
-        Span::new(self.file, s.start(), s.end())
+        let mut text = s.as_str().trim_end();
+        loop {
+            let line_start = text.rfind('\n').map_or(0, |i| i + 1);
+            let last = text[line_start..].trim_start();
+            if line_start > 0
+                && (last.starts_with("//") || (last.starts_with("/*") && last.ends_with("*/")))
+            {
+                text = text[..line_start].trim_end();
+            } else {
+                break;
+            }
+        }
+        Span::new(self.file, s.start(), s.start() + text.len())
     }
 
     fn ident(&self, p: Pair<'_, Rule>) -> Ident {
@@ -492,7 +513,9 @@ impl Walker {
                     for i in c.into_inner() {
                         match i.as_rule() {
                             Rule::kw_rows | Rule::kw_limit => {}
-                            Rule::rows_file => source = Some(RowsSource::File(self.string(last(i))?)),
+                            Rule::rows_file => {
+                                source = Some(RowsSource::File(self.string(last(i))?))
+                            }
                             Rule::path => source = Some(RowsSource::Schema(self.path(i))),
                             Rule::expr => limit = Some(self.expr(i)?),
                             r => unexpected(r, "rows"),
@@ -515,7 +538,8 @@ impl Walker {
                     let mut within = None;
                     for i in c.into_inner() {
                         match i.as_rule() {
-                            Rule::kw_verify | Rule::kw_visible | Rule::kw_via | Rule::kw_within => {}
+                            Rule::kw_verify | Rule::kw_visible | Rule::kw_via | Rule::kw_within => {
+                            }
                             Rule::path => via = Some(self.path(i)),
                             Rule::expr => within = Some(self.expr(i)?),
                             r => unexpected(r, "verify"),

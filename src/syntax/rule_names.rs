@@ -6,6 +6,7 @@ use super::parser::Rule;
 pub fn rule_name(rule: &Rule) -> &'static str {
     match rule {
         Rule::file => "a workload file",
+        Rule::value_only => "a single value",
         Rule::item => "a declaration",
         Rule::WHITESPACE => "whitespace",
         Rule::COMMENT => "a comment",

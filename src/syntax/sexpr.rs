@@ -100,7 +100,11 @@ fn item_sexpr(o: &mut String, item: &Item) {
                     ColumnGen::Expr(e) => {
                         let _ = write!(o, " {}", expr(e));
                     }
-                    ColumnGen::Series { expr: e, var, domain } => {
+                    ColumnGen::Series {
+                        expr: e,
+                        var,
+                        domain,
+                    } => {
                         let _ = write!(o, " {} (for {} {})", expr(e), var, expr(domain));
                     }
                     ColumnGen::Every { step, from, end } => {
@@ -274,13 +278,19 @@ fn via(v: &Via) -> String {
         Via::Name(n) => n.to_string(),
         Via::List(l, _) => format!(
             "[{}]",
-            l.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(" ")
+            l.iter()
+                .map(|i| i.name.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
         ),
     }
 }
 
 fn path(p: &[crate::span::Ident]) -> String {
-    p.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(".")
+    p.iter()
+        .map(|i| i.name.as_str())
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 fn coltype(t: &ColType) -> String {
