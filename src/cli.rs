@@ -57,12 +57,46 @@ pub enum Command {
         #[command(flatten)]
         select: Select,
     },
+    /// Generate a schema's rows to a file (CSV for now) with the reference generator.
+    Gen {
+        file: PathBuf,
+        /// The schema to generate: a name or `alias.name`; defaults to the only schema, or the
+        /// first ingest block's.
+        #[arg(long)]
+        schema: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = GenFormat::Csv)]
+        format: GenFormat,
+        /// Output file; `-` or absent writes to standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// How CSV timestamps are written: `rfc3339` (2017-01-01T00:00:00Z) or `sql`
+        /// (2017-01-01 00:00:00, UTC without a zone).
+        #[arg(long, value_enum, default_value_t = TimestampText::Rfc3339)]
+        timestamps: TimestampText,
+        /// Generate only the rows of series group i of n (0-based), in row order.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
+        #[command(flatten)]
+        select: Select,
+    },
     /// Run every cell of the plan (`wlrun FILE.wl` is the same).
     Run {
         file: PathBuf,
         #[command(flatten)]
         select: Select,
     },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GenFormat {
+    Csv,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TimestampText {
+    Rfc3339,
+    Sql,
 }
 
 /// The options that choose values and cells; applied before lowering and checked like values

@@ -14,6 +14,9 @@
 pub mod check;
 pub mod cli;
 pub mod diag;
+pub mod encode;
+pub mod gen;
+mod gen_cmd;
 pub mod lower;
 pub mod plan;
 mod run;

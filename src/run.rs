@@ -14,7 +14,7 @@ use crate::{lower, plan};
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_USAGE: i32 = 2;
 
-const SUBCOMMANDS: &[&str] = &["check", "plan", "run", "help"];
+const SUBCOMMANDS: &[&str] = &["check", "plan", "gen", "run", "help"];
 
 /// `wlrun FILE.wl` is `wlrun run FILE.wl`: insert the subcommand when the first argument is not
 /// one and not a flag.
@@ -34,6 +34,7 @@ fn options(select: &Select) -> Options {
         params: select.params.clone(),
         only: select.only.clone(),
         seed: select.seed,
+        csv_may_be_missing: false,
     }
 }
 
@@ -94,6 +95,31 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
             EXIT_OK
+        }
+        Command::Gen {
+            file,
+            schema,
+            format: _,
+            output,
+            timestamps,
+            shard,
+            select,
+        } => {
+            let mut opts = options(&select);
+            opts.csv_may_be_missing = true;
+            let out = check::check_file(&file, &opts);
+            eprint!("{}", diag::render_all(&out.map, &out.diagnostics, style));
+            let Some(checked) = out.checked else {
+                return EXIT_USAGE;
+            };
+            crate::gen_cmd::run(
+                &checked,
+                &file,
+                schema.as_deref(),
+                output.as_deref(),
+                timestamps,
+                shard.as_deref(),
+            )
         }
         Command::Run { file, select } => {
             let out = check::check_file(&file, &options(&select));

@@ -806,6 +806,19 @@ pub fn read_csv_header(
             let full: PathBuf = dir.join(path);
             match std::fs::read(&full) {
                 Ok(b) => b,
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::NotFound && ev.cell.csv_may_be_missing =>
+                {
+                    ev.error(
+                        Diagnostic::warning(
+                            Code::W0004,
+                            span,
+                            format!("`{}` does not exist yet", full.display()),
+                        )
+                        .label("queries that bind from it are left out"),
+                    );
+                    return None;
+                }
                 Err(e) => {
                     return ev.fail(
                         Diagnostic::error(

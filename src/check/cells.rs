@@ -20,6 +20,8 @@ pub struct CellEnv {
     pub axes: IndexMap<String, Value>,
     /// `--param name=value` for root params, as parsed expressions.
     pub overrides: IndexMap<String, ast::Expr>,
+    /// See `Options::csv_may_be_missing`.
+    pub csv_may_be_missing: bool,
 }
 
 impl CellEnv {
@@ -125,6 +127,7 @@ pub fn check_program(
         index: 0,
         axes: IndexMap::new(),
         overrides: overrides.clone(),
+        csv_may_be_missing: opts.csv_may_be_missing,
     };
     let ev = Eval::new(&program, &base);
     let mut axes: Vec<AxisDef> = Vec::new();
@@ -220,6 +223,7 @@ pub fn check_program(
             index: 0,
             axes: combo.clone(),
             overrides: overrides.clone(),
+            csv_may_be_missing: opts.csv_may_be_missing,
         };
         let fev = Eval::new(&program, &snapshot);
         for a in &axes {
@@ -264,6 +268,7 @@ pub fn check_program(
             index: cells.len() + 1,
             axes: combo,
             overrides: overrides.clone(),
+            csv_may_be_missing: opts.csv_may_be_missing,
         });
     }
     diags.extend(filter_errors.into_sorted());

@@ -231,7 +231,7 @@ impl<'p> Eval<'p> {
             ExprKind::Timestamp(v) => Some(Value::Timestamp(*v)),
             ExprKind::Bool(b) => Some(Value::Bool(*b)),
             ExprKind::None => Some(Value::None),
-            ExprKind::Str(s) => self.string(s, scope).map(Value::Str),
+            ExprKind::Str(s) => self.string_or_format(s, scope),
             ExprKind::Env { name, default } => {
                 let Some(n) = name.as_plain() else {
                     return self.fail(
@@ -477,6 +477,76 @@ impl<'p> Eval<'p> {
             ),
             Err(d) => self.fail(d),
         }
+    }
+
+    /// A string literal as a value: text, or a `format` generator when an interpolation is
+    /// generated (`"host_${n}"` in a series column).
+    fn string_or_format(&self, s: &ast::StrLit, scope: &Scope) -> Ev<Value> {
+        let mut generated = false;
+        let mut parts: Vec<Result<String, Gen>> = Vec::new();
+        for p in &s.parts {
+            match p {
+                ast::StrPart::Text(t) => parts.push(Ok(t.clone())),
+                ast::StrPart::Interp(e) => {
+                    let v = self.eval(e, scope)?;
+                    if let Value::Gen(g) = v {
+                        match self.gen_ty(&g, scope) {
+                            Some(Ty::List(_) | Ty::Window) | None => {
+                                return self.fail(
+                                    Diagnostic::error(
+                                        Code::E0201,
+                                        e.span,
+                                        "this value cannot be interpolated",
+                                    )
+                                    .label("interpolate a single value"),
+                                )
+                            }
+                            Some(_) => {}
+                        }
+                        generated = true;
+                        parts.push(Err(*g));
+                    } else {
+                        parts.push(Ok(String::new()));
+                    }
+                }
+            }
+        }
+        if !generated {
+            return self.string(s, scope).map(Value::Str);
+        }
+        // Plain interpolations are evaluated again as text; generated ones become `%s`.
+        let mut format = String::new();
+        let mut args = Vec::new();
+        for (p, part) in s.parts.iter().zip(parts) {
+            match (p, part) {
+                (ast::StrPart::Text(t), _) => format.push_str(&t.replace('%', "%%")),
+                (ast::StrPart::Interp(_), Err(g)) => {
+                    format.push_str("%s");
+                    args.push(g);
+                }
+                (ast::StrPart::Interp(e), Ok(_)) => {
+                    let one = ast::StrLit {
+                        parts: vec![ast::StrPart::Interp(e.clone())],
+                        span: e.span,
+                    };
+                    let t = self.string(&one, scope)?;
+                    match t.as_lit() {
+                        Some(x) => format.push_str(&x.replace('%', "%%")),
+                        None => {
+                            return self.fail(
+                                Diagnostic::error(
+                                    Code::E0203,
+                                    e.span,
+                                    "env(...) cannot mix with generated text",
+                                )
+                                .label("not allowed here"),
+                            )
+                        }
+                    }
+                }
+            }
+        }
+        Some(Value::Gen(Box::new(Gen::Format { format, args })))
     }
 
     pub fn string(&self, s: &ast::StrLit, scope: &Scope) -> Ev<Text> {

@@ -65,11 +65,16 @@ fn schema_body(s: &SchemaPlan) -> String {
             Some(u) => format!("{}({u})", c.ty),
             None => c.ty.clone(),
         };
-        let _ = write!(
-            o,
-            "      {:<9} {:<width$} {:<13} {}",
-            c.role, c.name, ty, c.gen
-        );
+        let gen = match (&s.time, c.role.as_str()) {
+            (Some(t), "timestamp") => format!(
+                "every {} from {} ({} timestamps)",
+                t.step,
+                t.start,
+                thousands(t.count)
+            ),
+            _ => c.gen.to_string(),
+        };
+        let _ = write!(o, "      {:<9} {:<width$} {:<13} {gen}", c.role, c.name, ty);
         if c.role != "series" && c.role != "timestamp" {
             let _ = write!(o, " per {}", c.per);
         }
@@ -246,7 +251,9 @@ pub fn listing(plan: &Plan) -> String {
                             },
                             q.label
                         );
-                        let _ = writeln!(o, "      sql {:?}", q.sql);
+                        // SQL whitespace is collapsed for reading; the plan keeps the text as written.
+                        let sql = q.sql.split_whitespace().collect::<Vec<_>>().join(" ");
+                        let _ = writeln!(o, "      sql {sql:?}");
                         for (name, g) in &q.lets {
                             let _ = writeln!(o, "      let {name} = {g}");
                         }

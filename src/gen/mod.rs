@@ -1,0 +1,33 @@
+//! Data generation from a schema's generator programs (`plan::SchemaPlan`).
+//!
+//! This module owns the *reference* generator: row at a time, deterministic, documented in
+//! docs/rng.md, and the oracle for the columnar engine. It does not own encodings (`encode`)
+//! or sending rows anywhere.
+//!
+//! - `rng`: the counter-based RNG and its samplers (uniform, normal, zipf);
+//! - `route`: FNV-1a 64, stream names and THE routing function `shard_of`;
+//! - `cell`: the generated value type and column-type coercion;
+//! - `format`, `pattern`: the printf subset and the small regular language;
+//! - `node`: the compiled generator tree; `program`: `Gen` -> nodes (all errors found here);
+//!   `eval`: one node at one row;
+//! - `reference`: the rows iterator.
+
+mod cell;
+mod error;
+mod eval;
+mod format;
+mod node;
+mod pattern;
+mod program;
+mod reference;
+pub mod rng;
+pub mod route;
+
+pub use cell::{unit_ns, Cell, Kind};
+pub use error::GenError;
+pub use program::{series_key_column, ReadFile};
+pub use reference::{rows, rows_with, Rows};
+pub use route::{fnv1a64, shard_of};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,285 @@
+//! The generator's random numbers: a counter-based key derivation plus SplitMix64, and the
+//! samplers built on it. Everything here is integer arithmetic or IEEE-754 operations that
+//! Rust never fuses or widens on 64-bit targets, and the transcendental functions come from the
+//! pure-Rust `libm` crate, never from the platform's C library; so a draw is the same bits on
+//! every machine. docs/rng.md is the specification; this file must match it.
+//!
+//! This file owns *how* numbers are drawn. Which key a generator uses (stream ids, the series
+//! and row counters) is decided by the evaluator in `reference.rs`.
+
+/// 2^64 / golden ratio: SplitMix64's state increment.
+const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// Absorbed first into every key so that seed 0 does not start from a zero state.
+const KEY_INIT: u64 = 0x6A09_E667_F3BC_C909;
+
+/// The row counter that per-series draws use, so they can never collide with a row's draws.
+pub const PER_SERIES: u64 = u64::MAX;
+
+/// SplitMix64's output function (Stafford's "Mix13"), a bijection on u64.
+pub fn fmix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The key of one draw site: `fmix64` absorbs seed, stream, series and row in that order.
+/// Each step is a bijection of the running value, so for a fixed prefix distinct counters give
+/// distinct keys.
+pub fn key(seed: u64, stream: u64, series: u64, row: u64) -> u64 {
+    let mut h = fmix64(seed ^ KEY_INIT);
+    h = fmix64(h ^ stream);
+    h = fmix64(h ^ series);
+    fmix64(h ^ row)
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014) started from a key: the draws of one generator at one
+/// (series, row). The n-th output (n = 1, 2, ...) is `fmix64(key + n * GOLDEN)`.
+#[derive(Clone, Debug)]
+pub struct Rng {
+    state: u64,
+}
+
+impl Rng {
+    pub fn new(seed: u64, stream: u64, series: u64, row: u64) -> Rng {
+        Rng {
+            state: key(seed, stream, series, row),
+        }
+    }
+
+    pub fn from_key(key: u64) -> Rng {
+        Rng { state: key }
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(GOLDEN);
+        fmix64(self.state)
+    }
+
+    /// Uniform in [0, 1): the top 53 bits of one draw times 2^-53.
+    pub fn f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Uniform in [0, n), n > 0, without bias: Lemire's multiply-and-reject. `m = x * n` as
+    /// 128 bits; the draw is rejected while `low64(m) < (2^64 - n) mod n`; the result is
+    /// `high64(m)`. n = 0 yields 0 without drawing.
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        let threshold = n.wrapping_neg() % n;
+        loop {
+            let m = u128::from(self.next_u64()) * u128::from(n);
+            if (m as u64) >= threshold {
+                return (m >> 64) as u64;
+            }
+        }
+    }
+
+    /// Uniform integer in [lo, hi); `lo` when the range is empty.
+    pub fn range_i64(&mut self, lo: i64, hi: i64) -> i64 {
+        if hi <= lo {
+            return lo;
+        }
+        let span = hi.wrapping_sub(lo) as u64;
+        lo.wrapping_add(self.below(span) as i64)
+    }
+
+    /// `lo + (hi - lo) * f64()`.
+    pub fn range_f64(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.f64()
+    }
+
+    /// A standard normal deviate by Marsaglia's polar method: `u = 2*f64() - 1`,
+    /// `v = 2*f64() - 1` (both exact), retried until `0 < s = u*u + v*v < 1`; the result is
+    /// `u * sqrt(-2 * ln(s) / s)` (the second deviate, from `v`, is discarded).
+    pub fn std_normal(&mut self) -> f64 {
+        loop {
+            let u = 2.0 * self.f64() - 1.0;
+            let v = 2.0 * self.f64() - 1.0;
+            let s = u * u + v * v;
+            if s > 0.0 && s < 1.0 {
+                return u * libm::sqrt(-2.0 * libm::log(s) / s);
+            }
+        }
+    }
+}
+
+/// Zipf over ranks 1..=n with exponent s > 0, by Hörmann and Derflinger's rejection-inversion
+/// ("Rejection-inversion to generate variates from monotone discrete distributions", 1996), in
+/// the formulation of Apache Commons RNG's `RejectionInversionZipfSampler`. Callers shift the
+/// rank to 0-based. O(1) memory and expected O(1) draws for any n.
+#[derive(Clone, Debug)]
+pub struct Zipf {
+    n: f64,
+    exponent: f64,
+    h_integral_x1: f64,
+    h_integral_n: f64,
+    s: f64,
+}
+
+impl Zipf {
+    /// `n >= 1`, `exponent > 0` and finite; the caller checks.
+    pub fn new(n: u64, exponent: f64) -> Zipf {
+        let mut z = Zipf {
+            n: n as f64,
+            exponent,
+            h_integral_x1: 0.0,
+            h_integral_n: 0.0,
+            s: 0.0,
+        };
+        z.h_integral_x1 = z.h_integral(1.5) - 1.0;
+        z.h_integral_n = z.h_integral(z.n + 0.5);
+        z.s = 2.0 - z.h_integral_inverse(z.h_integral(2.5) - z.h(2.0));
+        z
+    }
+
+    /// A rank in 1..=n.
+    pub fn sample(&self, rng: &mut Rng) -> u64 {
+        loop {
+            let u = self.h_integral_n + rng.f64() * (self.h_integral_x1 - self.h_integral_n);
+            let x = self.h_integral_inverse(u);
+            let mut k = (x + 0.5) as i64 as f64;
+            if k < 1.0 {
+                k = 1.0;
+            } else if k > self.n {
+                k = self.n;
+            }
+            if k - x <= self.s || u >= self.h_integral(k + 0.5) - self.h(k) {
+                return k as u64;
+            }
+        }
+    }
+
+    /// H(x) = ((x^(1-e)) - 1) / (1 - e), or ln(x) when e = 1.
+    fn h_integral(&self, x: f64) -> f64 {
+        let log_x = libm::log(x);
+        helper2((1.0 - self.exponent) * log_x) * log_x
+    }
+
+    /// h(x) = x^-e.
+    fn h(&self, x: f64) -> f64 {
+        libm::exp(-self.exponent * libm::log(x))
+    }
+
+    fn h_integral_inverse(&self, x: f64) -> f64 {
+        let mut t = x * (1.0 - self.exponent);
+        if t < -1.0 {
+            t = -1.0;
+        }
+        libm::exp(helper1(t) * x)
+    }
+}
+
+/// ln(1 + x) / x, continuous at 0.
+fn helper1(x: f64) -> f64 {
+    if x.abs() > 1e-8 {
+        libm::log1p(x) / x
+    } else {
+        1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x))
+    }
+}
+
+/// (e^x - 1) / x, continuous at 0.
+fn helper2(x: f64) -> f64 {
+    if x.abs() > 1e-8 {
+        libm::expm1(x) / x
+    } else {
+        1.0 + x * 0.5 * (1.0 + x * (1.0 / 3.0) * (1.0 + 0.25 * x))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitmix_matches_the_reference_sequence() {
+        // SplitMix64 seeded with 1234567 (state = key), the published reference outputs.
+        let mut r = Rng::from_key(1_234_567);
+        assert_eq!(r.next_u64(), 6_457_827_717_110_365_317);
+        assert_eq!(r.next_u64(), 3_203_168_211_198_807_973);
+        assert_eq!(r.next_u64(), 9_817_491_932_198_370_423);
+    }
+
+    #[test]
+    fn keys_differ_per_counter() {
+        let a = key(1, 2, 3, 4);
+        assert_ne!(a, key(1, 2, 3, 5));
+        assert_ne!(a, key(1, 2, 4, 4));
+        assert_ne!(a, key(1, 3, 3, 4));
+        assert_ne!(a, key(2, 2, 3, 4));
+        assert_eq!(a, key(1, 2, 3, 4));
+    }
+
+    #[test]
+    fn below_stays_in_range_and_covers_it() {
+        let mut r = Rng::from_key(7);
+        let mut seen = [0u32; 7];
+        for _ in 0..7000 {
+            seen[r.below(7) as usize] += 1;
+        }
+        assert!(seen.iter().all(|&c| c > 800 && c < 1200), "{seen:?}");
+        assert_eq!(r.range_i64(5, 5), 5);
+        for _ in 0..100 {
+            let v = r.range_i64(-3, 2);
+            assert!((-3..2).contains(&v));
+        }
+    }
+
+    #[test]
+    fn f64_is_in_unit_interval_with_mean_half() {
+        let mut r = Rng::from_key(99);
+        let mut sum = 0.0;
+        for _ in 0..100_000 {
+            let u = r.f64();
+            assert!((0.0..1.0).contains(&u));
+            sum += u;
+        }
+        assert!((sum / 100_000.0 - 0.5).abs() < 0.01);
+    }
+
+    #[test]
+    fn normal_has_mean_zero_and_unit_variance() {
+        let mut r = Rng::from_key(3);
+        let n = 100_000;
+        let (mut s, mut s2) = (0.0, 0.0);
+        for _ in 0..n {
+            let z = r.std_normal();
+            s += z;
+            s2 += z * z;
+        }
+        let mean = s / f64::from(n);
+        let var = s2 / f64::from(n) - mean * mean;
+        assert!(mean.abs() < 0.02, "mean {mean}");
+        assert!((var - 1.0).abs() < 0.03, "variance {var}");
+    }
+
+    #[test]
+    fn zipf_rank_one_is_most_frequent_and_matches_the_law() {
+        let z = Zipf::new(10, 1.0);
+        let mut r = Rng::from_key(11);
+        let mut counts = [0u32; 10];
+        let n = 200_000;
+        for _ in 0..n {
+            let k = z.sample(&mut r);
+            assert!((1..=10).contains(&k));
+            counts[(k - 1) as usize] += 1;
+        }
+        // P(k) = (1/k) / H_10, H_10 = 2.928968...
+        let h10: f64 = (1..=10).map(|k| 1.0 / f64::from(k)).sum();
+        for (i, &c) in counts.iter().enumerate() {
+            let p = 1.0 / (i as f64 + 1.0) / h10;
+            let got = f64::from(c) / f64::from(n);
+            assert!((got - p).abs() < 0.01, "rank {}: {got} vs {p}", i + 1);
+        }
+        assert!(counts[0] > counts[1] && counts[1] > counts[9]);
+        // A non-unit exponent and a single rank.
+        let z = Zipf::new(1, 2.5);
+        assert_eq!(z.sample(&mut r), 1);
+        let z = Zipf::new(1_000_000_000, 1.2);
+        let k = z.sample(&mut r);
+        assert!((1..=1_000_000_000).contains(&k));
+    }
+}
