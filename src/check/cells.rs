@@ -181,7 +181,23 @@ pub fn check_program(
     }
     diags.extend(ev.diags.take());
 
-    for ((name, span), _) in &only {
+    for ((name, span), want) in &only {
+        if let Some(a) = axes.iter().find(|a| &a.name == name) {
+            if !a.values.iter().any(|v| display_plain(v) == *want) {
+                let values: Vec<String> = a.values.iter().map(display_plain).collect();
+                let mut d = Diagnostic::error(
+                    Code::E0403,
+                    *span,
+                    format!("axis `{name}` has no value `{want}`"),
+                )
+                .label("no cell would match")
+                .note(format!("its values: {}", values.join(", ")));
+                if let Some(s) = suggest(want, values.iter().map(String::as_str)) {
+                    d = d.note(format!("did you mean `{s}`?"));
+                }
+                diags.push(d);
+            }
+        }
         if !axes.iter().any(|a| &a.name == name) {
             let mut d =
                 Diagnostic::error(Code::E0403, *span, format!("`{name}` is not a matrix axis"))
@@ -256,8 +272,13 @@ pub fn check_program(
             }
         }
         filter_errors.extend(fev.diags.take());
-        for ((name, _), want) in &only {
-            if combo.get(name).map(display_plain).as_deref() != Some(want.as_str()) {
+        // Several `--only` on one axis are alternatives; different axes must all match.
+        for ((name, _), _) in &only {
+            let have = combo.get(name).map(display_plain);
+            let matched = only
+                .iter()
+                .any(|((n, _), want)| n == name && have.as_deref() == Some(want.as_str()));
+            if !matched {
                 continue 'combo;
             }
         }

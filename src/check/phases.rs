@@ -321,9 +321,10 @@ pub fn lower_schema(ev: &Eval<'_>, inst: InstanceId, s: &ast::Schema) -> Ev<Sche
     let mut time: Option<TimeAxis> = None;
     let mut columns = Vec::new();
     for (c, declared) in s.columns.iter().zip(&types) {
+        // Tags and the series key are drawn once per series; fields and the timestamp per row.
         let per_default = match c.role {
-            ColumnRole::Field => Per::Row,
-            _ => Per::Series,
+            ColumnRole::Field | ColumnRole::Timestamp => Per::Row,
+            ColumnRole::Series | ColumnRole::Tag => Per::Series,
         };
         let per = match single(ev, &c.per, |(_, s)| *s, "per") {
             Some((p, span)) => {
@@ -1357,7 +1358,9 @@ fn via_name(ev: &Eval<'_>, via: &ast::Via, block: &Ident, scope: &Scope) -> Ev<(
                 _ => None,
             }
         }
-        ast::Via::Name(n) => match ev.lookup(n, scope) {
+        // Only axes, locals and params stand for an endpoint name; any other name (even one that
+        // is also a target's) is the endpoint itself.
+        ast::Via::Name(n) => match via_lookup(ev, n, scope) {
             None => Some((n.name.clone(), n.span)),
             Some(Some(Value::Symbol(s))) => Some((s, n.span)),
             Some(Some(Value::Str(t))) => match t.as_lit() {
@@ -1375,6 +1378,20 @@ fn via_name(ev: &Eval<'_>, via: &ast::Via, block: &Ident, scope: &Scope) -> Ev<(
             Some(Some(other)) => ev.fail(ev.mismatch(n.span, "an endpoint name", &other, scope)),
             Some(None) => None,
         },
+    }
+}
+
+fn via_lookup(ev: &Eval<'_>, n: &Ident, scope: &Scope) -> Option<Ev<Value>> {
+    let is_value = scope.local(&n.name).is_some()
+        || (scope.inst == InstanceId::ROOT && ev.cell.axes.contains_key(&n.name))
+        || matches!(
+            ev.prog.module_of(scope.inst).decls.get(&n.name),
+            Some(Decl::Param(_))
+        );
+    if is_value {
+        ev.lookup(n, scope)
+    } else {
+        None
     }
 }
 
@@ -1633,7 +1650,7 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
     let routing = match (&series_col, &source) {
         (Some(c), _) => format!("fnv1a64({c}) % workers"),
         (None, RowSource::File { .. }) => "fnv1a64(first tag) % workers".to_string(),
-        (None, RowSource::Schema(_)) => "batches round-robin over workers".to_string(),
+        (None, RowSource::Schema(_)) => "fnv1a64(row index) % workers".to_string(),
     };
     if setup == Setup::Shared && range.is_none() {
         ev.error(

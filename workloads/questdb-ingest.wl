@@ -1,0 +1,54 @@
+// TSBS cpu-only ingestion into QuestDB over three protocols.
+//
+// Reproduces the QuestDB ingestion matrix built on the questdb/tsbs fork: the cpu-only data set
+// (`tsbs_generate_data --use-case=cpu-only`, 1 day at 10 s, see std/tsbs/cpu-only.wl) loaded by
+// `tsbs_load_questdb` with batches of 10,000 rows over
+//   qwp       the binary columnar QuestDB Wire Protocol over WebSocket (port 9000), where a batch
+//             is either only published or also waited on until the server acknowledges it;
+//   ilp_tcp   InfluxDB line protocol over TCP (port 9009): no acknowledgement at all, a row
+//             counts as sent once it is written to the socket;
+//   ilp_http  InfluxDB line protocol over HTTP (port 9000): every request is answered.
+// QuestDB applies rows from its WAL asynchronously, so every cell also waits until `count(*)`
+// over PostgreSQL wire sees all the rows, and reports sent, acknowledged and visible separately.
+//
+// 3 protocols x 3 scales x 2 worker counts, and 2 ack policies for QWP only: 24 cells. At
+// 100,000 hosts a cell is 864,000,000 rows; narrow the run with e.g.
+//   wlrun workloads/questdb-ingest.wl --only protocol=qwp --param hosts=4000
+
+import "std/tsbs/cpu-only.wl" as tsbs (hosts = hosts)
+
+workload questdb_ingest {
+  seed 123
+  description "TSBS cpu-only (1 day, 10 s) into QuestDB over QWP, ILP/TCP and ILP/HTTP"
+}
+
+target questdb {
+  dialect questdb
+  qwp      "ws://127.0.0.1:9000"
+  ilp_tcp  "tcp://127.0.0.1:9009"
+  ilp_http "http://127.0.0.1:9000"
+  pg       "postgres://admin:${env("QDB_PASSWORD", "quest")}@127.0.0.1:8812/qdb"
+  http     "http://127.0.0.1:9000"
+  count rows via pg sql "SELECT count(*) FROM ${table}"
+}
+
+matrix {
+  protocol in [qwp, ilp_tcp, ilp_http]
+  hosts    in [1000, 4000, 100000]
+  workers  in [4, 16]
+  // QWP only: `publish` counts a batch once it is sent and acknowledges everything at close;
+  // `per_batch` waits for the server's acknowledgement of every batch. In the ILP cells the axis
+  // is `none`: ILP/TCP never acknowledges, ILP/HTTP acknowledges every request.
+  ack      in [publish, per_batch] when protocol == qwp
+}
+
+ingest load {
+  into questdb via protocol table "cpu"
+  rows tsbs.cpu
+  batch 10_000 rows          // tsbs_load --batch-size default
+  workers workers            // one connection per worker
+  ack ack
+  setup recreate             // every cell starts from an empty table
+  teardown keep              // leave the last cell's data for workloads/questdb-queries.wl
+  verify visible via questdb.pg within 120s
+}
