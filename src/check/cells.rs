@@ -65,6 +65,9 @@ pub fn check_program(
     diags: &mut Diagnostics,
 ) -> Option<Checked> {
     let root_file = program.root().file;
+    // Errors from loading (say, an unknown import argument) do not stop the cells from being
+    // checked; errors in the matrix itself do.
+    let errors_before = diags.error_count();
     let file_start = Span::new(root_file, 0, 0);
 
     // Command-line overrides, parsed as values in a file of their own so errors point at them.
@@ -208,7 +211,7 @@ pub fn check_program(
             diags.push(d);
         }
     }
-    if diags.has_errors() {
+    if diags.error_count() > errors_before {
         return None;
     }
 
@@ -293,7 +296,7 @@ pub fn check_program(
         });
     }
     diags.extend(filter_errors.into_sorted());
-    if diags.has_errors() {
+    if diags.error_count() > errors_before {
         return None;
     }
     if cells.is_empty() {

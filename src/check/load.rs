@@ -255,6 +255,50 @@ impl Loader {
             let Some(module) = self.module(map, target, diags) else {
                 continue;
             };
+            let decls = &self.program.modules[module].decls;
+            for arg in &import.args {
+                if !matches!(decls.get(&arg.name.name), Some(Decl::Param(_))) {
+                    let params: Vec<&str> = decls
+                        .iter()
+                        .filter(|(_, d)| matches!(d, Decl::Param(_)))
+                        .map(|(k, _)| k.as_str())
+                        .collect();
+                    let mut d = Diagnostic::error(
+                        Code::E0107,
+                        arg.name.span,
+                        format!(
+                            "`{}` declares no param `{}`",
+                            map.get(target).name,
+                            arg.name
+                        ),
+                    )
+                    .label("unknown import argument")
+                    .note(if params.is_empty() {
+                        "the module declares no params".to_string()
+                    } else {
+                        format!("its params: {}", params.join(", "))
+                    });
+                    if let Some(s) = super::eval::suggest(&arg.name.name, params.iter().copied()) {
+                        d = d.note(format!("did you mean `{s}`?"));
+                    }
+                    diags.push(d);
+                }
+            }
+            if let Some(dup) = import
+                .args
+                .iter()
+                .enumerate()
+                .find(|(i, a)| import.args[..*i].iter().any(|b| b.name.name == a.name.name))
+            {
+                diags.push(
+                    Diagnostic::error(
+                        Code::E0107,
+                        dup.1.name.span,
+                        format!("`{}` is given twice", dup.1.name),
+                    )
+                    .label("duplicate import argument"),
+                );
+            }
             self.program.instances.push(Instance {
                 module,
                 parent: Some(inst),

@@ -49,6 +49,45 @@ fn positive_int(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope, what: &str) -> Ev<u
     }
 }
 
+/// A duration, with a unit hint when a bare number was written.
+fn duration(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope, allow_zero: bool) -> Ev<i64> {
+    match ev.eval(e, scope)? {
+        Value::Duration(d) if d > 0 || (allow_zero && d == 0) => Some(d),
+        Value::Duration(_) => ev.fail(
+            Diagnostic::error(Code::E0203, e.span, "a duration here must be positive")
+                .label("expected more than 0s"),
+        ),
+        Value::Int(i) => ev.fail(
+            Diagnostic::error(
+                Code::E0202,
+                e.span,
+                format!("`{i}` has no unit; a duration is expected"),
+            )
+            .label(format!("write `{i}s`, `{i}ms`, `{i}m` or `{i}h`")),
+        ),
+        other => ev.fail(ev.mismatch(e.span, "a duration such as `10s`", &other, scope)),
+    }
+}
+
+fn rate(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope) -> Ev<f64> {
+    match ev.eval(e, scope)? {
+        Value::Rate(r) if r > 0.0 => Some(r),
+        Value::Rate(_) => ev.fail(
+            Diagnostic::error(Code::E0203, e.span, "a rate must be positive")
+                .label("expected more than 0/s"),
+        ),
+        Value::Int(i) => ev.fail(
+            Diagnostic::error(
+                Code::E0202,
+                e.span,
+                format!("`{i}` has no unit; a rate is expected"),
+            )
+            .label(format!("write `{i}/s`, `{i}/m` or `{i}/h`")),
+        ),
+        other => ev.fail(ev.mismatch(e.span, "a rate such as `500/s`", &other, scope)),
+    }
+}
+
 fn missing(span: Span, what: &str, example: &str) -> Diagnostic {
     Diagnostic::error(Code::E0109, span, format!("missing `{what}`"))
         .label(format!("this block needs `{what}`"))
@@ -466,17 +505,9 @@ pub fn lower_schema(ev: &Eval<'_>, inst: InstanceId, s: &ast::Schema) -> Ev<Sche
                 (as_gen(&v), ty)
             }
             ColumnGen::Every { step, from, end } => {
-                let step_v = match ev.eval(step, &scope) {
-                    Some(Value::Duration(d)) if d > 0 => d,
-                    Some(other) => {
-                        ev.error(ev.mismatch(step.span, "a positive duration", &other, &scope));
-                        ok = false;
-                        continue;
-                    }
-                    None => {
-                        ok = false;
-                        continue;
-                    }
+                let Some(step_v) = duration(ev, step, &scope, false) else {
+                    ok = false;
+                    continue;
                 };
                 let start = match ev.eval(from, &scope) {
                     Some(Value::Timestamp(t)) => t,
@@ -503,13 +534,8 @@ pub fn lower_schema(ev: &Eval<'_>, inst: InstanceId, s: &ast::Schema) -> Ev<Sche
                         ok = false;
                         continue;
                     }
-                    Some(TimeEnd::For(d)) => match ev.eval(d, &scope) {
-                        Some(Value::Duration(x)) if x > 0 => x,
-                        Some(other) => {
-                            ev.error(ev.mismatch(d.span, "a positive duration", &other, &scope));
-                            ok = false;
-                            continue;
-                        }
+                    Some(TimeEnd::For(d)) => match duration(ev, d, &scope, false) {
+                        Some(x) => x,
                         None => {
                             ok = false;
                             continue;
@@ -1372,8 +1398,7 @@ fn via_name(ev: &Eval<'_>, via: &ast::Via, block: &Ident, scope: &Scope) -> Ev<(
             },
             Some(Some(Value::None)) => ev.fail(
                 Diagnostic::error(Code::E0301, n.span, format!("`{n}` is `none` in this cell"))
-                    .label("no endpoint to use")
-                    .note(format!("cell: {}", ev.cell.key())),
+                    .label("no endpoint to use in the cells where it is filtered out"),
             ),
             Some(Some(other)) => ev.fail(ev.mismatch(n.span, "an endpoint name", &other, scope)),
             Some(None) => None,
@@ -1557,18 +1582,18 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         }
     };
     let batch_rows = match single(ev, &i.batch, |c| c.span, "batch") {
-        Some(c) => positive_int(ev, &c.value, &scope, "the batch size")?,
-        None => 10_000,
+        Some(c) => positive_int(ev, &c.value, &scope, "the batch size"),
+        None => Some(10_000),
     };
     let workers = match single(ev, &i.workers, |c| c.span, "workers") {
-        Some(c) => positive_int(ev, &c.value, &scope, "workers")?,
-        None => 1,
+        Some(c) => positive_int(ev, &c.value, &scope, "workers"),
+        None => Some(1),
     };
     let kind = ep.kind;
-    let ack = match single(ev, &i.ack, |c| c.span, "ack") {
-        None => default_ack(kind),
+    let ack = (|| match single(ev, &i.ack, |c| c.span, "ack") {
+        None => Some(default_ack(kind)),
         Some(c) => match ev.eval(&c.value, &scope)? {
-            Value::None => default_ack(kind),
+            Value::None => Some(default_ack(kind)),
             Value::Symbol(s) if s == "publish" || s == "per_batch" => {
                 let ack = if s == "publish" {
                     Ack::Publish
@@ -1598,11 +1623,10 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
                                 "the null sink acknowledges nothing".to_string()
                             }
                             _ => "only qwp publishes without waiting per batch".to_string(),
-                        })
-                        .note(format!("cell: {}", ev.cell.key())),
+                        }),
                     );
                 }
-                ack
+                Some(ack)
             }
             other => {
                 let d = if let Value::Symbol(w) = &other {
@@ -1620,32 +1644,36 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
                         &scope,
                     )
                 };
-                return ev.fail(d);
+                ev.fail(d)
             }
         },
-    };
+    })();
     let setup = match single(ev, &i.setup, |c| c.span, "setup") {
-        None => Setup::Recreate,
-        Some(c) => {
-            match word(ev, &c.value, &scope, &["recreate", "truncate", "shared"])?.as_str() {
-                "truncate" => Setup::Truncate,
-                "shared" => Setup::Shared,
-                _ => Setup::Recreate,
-            }
-        }
+        None => Some(Setup::Recreate),
+        Some(c) => word(ev, &c.value, &scope, &["recreate", "truncate", "shared"]).map(|w| match w
+            .as_str()
+        {
+            "truncate" => Setup::Truncate,
+            "shared" => Setup::Shared,
+            _ => Setup::Recreate,
+        }),
     };
     let teardown = match single(ev, &i.teardown, |c| c.span, "teardown") {
-        None => Teardown::Keep,
-        Some(c) => match word(ev, &c.value, &scope, &["keep", "drop"])?.as_str() {
+        None => Some(Teardown::Keep),
+        Some(c) => word(ev, &c.value, &scope, &["keep", "drop"]).map(|w| match w.as_str() {
             "drop" => Teardown::Drop,
             _ => Teardown::Keep,
-        },
+        }),
     };
     let verify = match single(ev, &i.verify, |v| v.span, "verify") {
-        None => None,
-        Some(v) => Some(lower_verify(
-            ev, v, tinst, target, ep, &endpoint, &table, range,
-        )?),
+        None => Some(None),
+        Some(v) => lower_verify(ev, v, tinst, target, ep, &endpoint, &table, range).map(Some),
+    };
+    // Every clause above is checked before giving up, so all their mistakes show at once.
+    let (Some(batch_rows), Some(workers), Some(ack), Some(setup), Some(teardown), Some(verify)) =
+        (batch_rows, workers, ack, setup, teardown, verify)
+    else {
+        return None;
     };
     let routing = match (&series_col, &source) {
         (Some(c), _) => format!("fnv1a64({c}) % workers"),
@@ -1722,17 +1750,7 @@ fn lower_verify(
     range: Option<(i64, i64)>,
 ) -> Ev<VerifyPlan> {
     let within = match &v.within {
-        Some(e) => match ev.eval(e, &Scope::new(InstanceId::ROOT))? {
-            Value::Duration(d) if d > 0 => Value::Duration(d),
-            other => {
-                return ev.fail(ev.mismatch(
-                    e.span,
-                    "a positive duration",
-                    &other,
-                    &Scope::new(InstanceId::ROOT),
-                ))
-            }
-        },
+        Some(e) => Value::Duration(duration(ev, e, &Scope::new(InstanceId::ROOT), false)?),
         None => Value::Duration(60_000_000_000),
     };
     let default_sql = |ep: EndpointPlan| VerifyPlan {
@@ -1872,100 +1890,94 @@ fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Phase> {
     targets::check_fit(ev, ep, op, ep_span)?;
     let endpoint = targets::endpoint_plan(ev, tinst, target, ep)?;
 
+    // Each clause is checked even when an earlier one failed, so every mistake shows at once.
     let workers = match single(ev, &r.workers, |c| c.span, "workers") {
-        Some(c) => positive_int(ev, &c.value, &scope, "workers")?,
-        None => 1,
+        Some(c) => positive_int(ev, &c.value, &scope, "workers"),
+        None => Some(1),
     };
     let count = single(ev, &r.count, |c| c.span, "count");
-    let duration = single(ev, &r.duration, |c| c.span, "duration");
-    let stop = match (count, duration) {
-        (Some(c), None) => Stop::Count {
-            count: positive_int(ev, &c.value.count, &scope, "the count")?,
-            per_query: c.value.per_query,
-        },
-        (None, Some(d)) => match ev.eval(&d.value, &scope)? {
-            Value::Duration(x) if x > 0 => Stop::Duration {
-                duration: Value::Duration(x),
-            },
-            other => {
-                return ev.fail(ev.mismatch(d.value.span, "a positive duration", &other, &scope))
-            }
-        },
-        (Some(_), Some(d)) => {
-            return ev.fail(
-                Diagnostic::error(
-                    Code::E0701,
-                    d.span,
-                    "a run stops after a `count` or a `duration`, not both",
-                )
-                .label("remove one"),
+    let run_duration = single(ev, &r.duration, |c| c.span, "duration");
+    let stop = match (count, run_duration) {
+        (Some(c), None) => {
+            positive_int(ev, &c.value.count, &scope, "the count").map(|n| Stop::Count {
+                count: n,
+                per_query: c.value.per_query,
+            })
+        }
+        (None, Some(d)) => duration(ev, &d.value, &scope, false).map(|x| Stop::Duration {
+            duration: Value::Duration(x),
+        }),
+        (Some(_), Some(d)) => ev.fail(
+            Diagnostic::error(
+                Code::E0701,
+                d.span,
+                "a run stops after a `count` or a `duration`, not both",
             )
-        }
-        (None, None) => {
-            return ev.fail(missing(
-                r.name.span,
-                "count",
-                "count 1000 per query   or   duration 60s",
-            ))
-        }
+            .label("remove one"),
+        ),
+        (None, None) => ev.fail(missing(
+            r.name.span,
+            "count",
+            "count 1000 per query   or   duration 60s",
+        )),
     };
-    if let (
-        Stop::Count {
-            per_query: true, ..
-        },
-        Operation::Requests,
-    ) = (&stop, op)
-    {
-        ev.error(
+    let stop = match (stop, op) {
+        (
+            Some(Stop::Count {
+                per_query: true, ..
+            }),
+            Operation::Requests,
+        ) => ev.fail(
             Diagnostic::error(
                 Code::E0701,
                 r.count[0].span,
                 "`per query` needs a query run",
             )
             .label("request runs have no queries"),
-        );
-        return None;
-    }
+        ),
+        (s, _) => s,
+    };
     let warmup = match single(ev, &r.warmup, |c| c.span, "warmup") {
-        None => None,
-        Some(c) => match ev.eval(&c.value, &scope)? {
-            v @ Value::Int(i) if i >= 0 => Some(v),
-            v @ Value::Duration(d) if d >= 0 => Some(v),
-            other => {
-                return ev.fail(ev.mismatch(
-                    c.value.span,
-                    "a warm-up count or duration",
-                    &other,
-                    &scope,
-                ))
+        None => Some(None),
+        Some(c) => match ev.eval(&c.value, &scope) {
+            Some(v @ Value::Int(i)) if i >= 0 => Some(Some(v)),
+            Some(v @ Value::Duration(d)) if d >= 0 => Some(Some(v)),
+            Some(other) => {
+                ev.fail(ev.mismatch(c.value.span, "a warm-up count or duration", &other, &scope))
             }
+            None => None,
         },
     };
     let repeat = match single(ev, &r.repeat, |c| c.span, "repeat") {
-        Some(c) => positive_int(ev, &c.value, &scope, "repeat")?,
-        None => 1,
+        Some(c) => positive_int(ev, &c.value, &scope, "repeat"),
+        None => Some(1),
     };
     let load = match single(ev, &r.rate, |c| c.span, "rate") {
-        None => Load::Closed,
-        Some(c) => match ev.eval(&c.value.rate, &scope)? {
-            Value::Rate(x) if x > 0.0 => Load::Open {
-                rate: Value::Rate(x),
-                arrival: match c.value.arrival {
-                    Some(ast::Arrival::Poisson) => "poisson".into(),
-                    _ => "fixed".into(),
-                },
+        None => Some(Load::Closed),
+        Some(c) => rate(ev, &c.value.rate, &scope).map(|x| Load::Open {
+            rate: Value::Rate(x),
+            arrival: match c.value.arrival {
+                Some(ast::Arrival::Poisson) => "poisson".into(),
+                _ => "fixed".into(),
             },
-            other => {
-                return ev.fail(ev.mismatch(
-                    c.value.rate.span,
-                    "a positive rate such as `500/s`",
-                    &other,
-                    &scope,
-                ))
-            }
-        },
+        }),
     };
-    let expects = thresholds(ev, &r.expects, &scope, false)?;
+    let expects = thresholds(ev, &r.expects, &scope, false);
+    let (Some(workers), Some(stop), Some(warmup), Some(repeat), Some(load), Some(expects)) =
+        (workers, stop, warmup, repeat, load, expects)
+    else {
+        // Still check the queries, so their mistakes show too.
+        if let Some(sel) = queries {
+            for s in &sel.value {
+                if let Some(qs) = select_queries(ev, s) {
+                    for (qi, q) in qs {
+                        let _ = lower_query(ev, qi, q, 1.0);
+                    }
+                }
+            }
+        }
+        return None;
+    };
     let list_via = matches!(against.via, Some(ast::Via::List(..)));
     if let Some(span) = r.check_same.first() {
         if !list_via {
