@@ -569,7 +569,11 @@ pub fn call(
                     .label("`to - length` must be after `from`"),
                 );
             }
-            gen(Gen::Window { from, to, length })
+            gen(Gen::Window {
+                from: Value::Timestamp(from),
+                to: Value::Timestamp(to),
+                length: Value::Duration(length),
+            })
         }
         "sample" => {
             let de = a[0].expect("required");

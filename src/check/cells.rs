@@ -195,7 +195,12 @@ pub fn check_program(
                 )
                 .label("no cell would match")
                 .note(format!("its values: {}", values.join(", ")));
-                if let Some(s) = suggest(want, values.iter().map(String::as_str)) {
+                let numeric = want
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == '.' || c == '_');
+                if let Some(s) =
+                    suggest(want, values.iter().map(String::as_str)).filter(|_| !numeric)
+                {
                     d = d.note(format!("did you mean `{s}`?"));
                 }
                 diags.push(d);
@@ -262,6 +267,15 @@ pub fn check_program(
                 }
             }
         }
+        // Exclusions see the axes after `when`, so they can test for `none`.
+        filter_errors.extend(fev.diags.take());
+        let after_when = CellEnv {
+            index: 0,
+            axes: combo.clone(),
+            overrides: overrides.clone(),
+            csv_may_be_missing: opts.csv_may_be_missing,
+        };
+        let fev = Eval::new(&program, &after_when);
         for x in &excludes {
             match fev.eval(x, &Scope::new(InstanceId::ROOT)) {
                 Some(Value::Bool(true)) => continue 'combo,
@@ -368,6 +382,7 @@ pub fn check_program(
     }
 
     let seed = workload_seed(&program, opts, &base, diags);
+    let description = workload_description(&program, &base, diags);
     let axes_info = axes
         .iter()
         .map(|a| AxisInfo {
@@ -379,6 +394,7 @@ pub fn check_program(
     Some(Checked {
         program,
         seed,
+        description,
         axes: axes_info,
         cells,
         lowered,
@@ -443,6 +459,28 @@ fn workload_seed(
     };
     diags.extend(ev.diags.take());
     seed
+}
+
+fn workload_description(
+    program: &Program,
+    base: &CellEnv,
+    diags: &mut Diagnostics,
+) -> Option<String> {
+    let w = program.root().workload.as_ref()?;
+    let first = w.description.first()?;
+    for extra in w.description.iter().skip(1) {
+        diags.push(
+            Diagnostic::error(Code::E0108, extra.span, "a second `description`")
+                .label("the workload has one description")
+                .also(first.span, "the first one is here"),
+        );
+    }
+    let ev = Eval::new(program, base);
+    let text = ev
+        .string(first, &Scope::new(InstanceId::ROOT))
+        .map(|t| t.redacted());
+    diags.extend(ev.diags.take());
+    text
 }
 
 fn axis_values(ev: &Eval<'_>, e: &ast::Expr) -> Option<Vec<Value>> {

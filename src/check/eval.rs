@@ -423,6 +423,13 @@ impl<'p> Eval<'p> {
                 None => Some(Value::Symbol(first.name.clone())),
             };
         }
+        // `load.via`: the implicit axis a `via [a, b]` list adds.
+        if path.len() == 2 && path[1].name == "via" && scope.inst == InstanceId::ROOT {
+            let axis = format!("{}.via", first.name);
+            if let Some(v) = self.cell.axes.get(&axis) {
+                return Some(v.clone());
+            }
+        }
         // `w.start`: a field of a local.
         if let Some((_, v, ty)) = scope.local(&first.name) {
             if path.len() == 2 && matches!(ty, Some(Ty::Window)) {

@@ -104,10 +104,12 @@ pub fn check_hooks(map: &mut SourceMap, program: &Program, diags: &mut Diagnosti
                     continue;
                 }
             };
-            let functions: Vec<(String, usize)> = ast
+            // Sorted: the script's function table has no stable order, the plan must.
+            let mut functions: Vec<(String, usize)> = ast
                 .iter_functions()
                 .map(|f| (f.name.to_string(), f.params.len()))
                 .collect();
+            functions.sort();
             for entry in &h.entries {
                 match functions.iter().find(|(n, _)| *n == entry.name) {
                     None => diags.push(

@@ -15,6 +15,7 @@ mod program;
 mod targets;
 
 pub use cells::CellEnv;
+pub use eval::suggest;
 pub use program::{InstanceId, Program};
 
 use std::path::Path;
@@ -39,6 +40,7 @@ pub struct Checked {
     pub program: Program,
     pub file: String,
     pub seed: u64,
+    pub description: Option<String>,
     pub axes: Vec<AxisInfo>,
     pub cells: Vec<CellEnv>,
     pub lowered: Vec<Cell>,

@@ -642,6 +642,9 @@ pub fn lower_schema(ev: &Eval<'_>, inst: InstanceId, s: &ast::Schema) -> Ev<Sche
             null_probability,
         });
     }
+    if ok && !check_column_refs(ev, s, &columns) {
+        ok = false;
+    }
     let rows_clause = single(ev, &s.rows, |e| e.span, "rows");
     let rows = match (&time, rows_clause) {
         (Some(t), None) => series.checked_mul(t.count),
@@ -698,6 +701,77 @@ pub fn lower_schema(ev: &Eval<'_>, inst: InstanceId, s: &ast::Schema) -> Ev<Sche
         rows,
         columns,
     })
+}
+
+/// Columns may read other columns of the same row, but not themselves (directly or through
+/// others), and a column drawn once per series cannot read one drawn per row.
+fn check_column_refs(ev: &Eval<'_>, s: &ast::Schema, columns: &[ColumnPlan]) -> bool {
+    let refs: Vec<Vec<String>> = columns
+        .iter()
+        .map(|c| {
+            let mut v = Vec::new();
+            c.gen.columns_used(&mut v);
+            v
+        })
+        .collect();
+    let span_of = |name: &str| {
+        s.columns
+            .iter()
+            .find(|c| c.name.name == name)
+            .map_or(s.name.span, |c| c.name.span)
+    };
+    let mut ok = true;
+    for (i, c) in columns.iter().enumerate() {
+        // Depth-first from this column; a path back to it is a cycle.
+        let mut stack: Vec<(usize, Vec<String>)> = vec![(i, vec![c.name.clone()])];
+        let mut seen = vec![false; columns.len()];
+        while let Some((at, path)) = stack.pop() {
+            for r in &refs[at] {
+                if *r == c.name {
+                    let mut chain = path.clone();
+                    chain.push(r.clone());
+                    ev.error(
+                        Diagnostic::error(
+                            Code::E0208,
+                            span_of(&c.name),
+                            format!("column `{}` depends on itself", c.name),
+                        )
+                        .label("this column's value needs its own value")
+                        .note(format!("the chain: {}", chain.join(" -> "))),
+                    );
+                    ok = false;
+                    stack.clear();
+                    break;
+                }
+                if let Some(j) = columns.iter().position(|x| x.name == *r) {
+                    if !seen[j] {
+                        seen[j] = true;
+                        let mut p = path.clone();
+                        p.push(r.clone());
+                        stack.push((j, p));
+                    }
+                }
+            }
+        }
+        if c.per == "series" {
+            for r in &refs[i] {
+                if let Some(other) = columns.iter().find(|x| x.name == *r && x.per == "row") {
+                    ev.error(
+                        Diagnostic::error(
+                            Code::E0501,
+                            span_of(&c.name),
+                            format!("`{}` is drawn once per series but reads `{}`, which changes every row", c.name, other.name),
+                        )
+                        .label("a per-series value cannot depend on a per-row one")
+                        .also(span_of(&other.name), "drawn per row")
+                        .note(format!("make `{}` per row, or `{}` per series", c.name, other.name)),
+                    );
+                    ok = false;
+                }
+            }
+        }
+    }
+    ok
 }
 
 fn as_gen(v: &Value) -> Gen {
@@ -2105,8 +2179,9 @@ fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Phase> {
                 }
                 Err(d) => return ev.fail(d),
             };
+            let mut require_plans = Vec::new();
             for c in &r.require {
-                require(ev, c, &scope)?;
+                require_plans.push(require(ev, c, &scope)?);
             }
             let module = ev.prog.instance(hinst).module;
             let info = hooks.get(&(module, hook.name.name.clone()))?;
@@ -2155,6 +2230,7 @@ fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Phase> {
                 stop,
                 warmup,
                 repeat,
+                require: require_plans,
                 expects,
             }))
         }

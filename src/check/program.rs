@@ -34,9 +34,9 @@ impl Decl {
             Decl::Schema(_) => "schema",
             Decl::Query(_) => "query",
             Decl::Hook(_) => "hook",
-            Decl::Ingest(_) => "ingest block",
-            Decl::Run(_) => "run block",
-            Decl::Import(_) => "import",
+            Decl::Ingest(_) => "block (ingest)",
+            Decl::Run(_) => "block (run)",
+            Decl::Import(_) => "module alias",
         }
     }
 

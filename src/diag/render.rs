@@ -22,17 +22,23 @@ fn files(map: &SourceMap) -> SimpleFiles<String, String> {
     files
 }
 
-fn convert(d: &Diagnostic) -> cs::Diagnostic<usize> {
+fn convert(d: &Diagnostic, map: &SourceMap) -> cs::Diagnostic<usize> {
     let sev = match d.severity {
         Severity::Error => cs::Severity::Error,
         Severity::Warning => cs::Severity::Warning,
     };
-    let mut labels =
-        vec![
+    // A file that could not be read (missing, unreadable, too large) has no line to show; an
+    // empty file still gets its 1:1 position.
+    let unread = matches!(d.code, super::Code::E0006 | super::Code::E0004);
+    let has_text = |span: crate::span::Span| !(unread && map.get(span.file).text.is_empty());
+    let mut labels = Vec::new();
+    if has_text(d.primary.span) {
+        labels.push(
             cs::Label::primary(d.primary.span.file.0 as usize, d.primary.span.range())
                 .with_message(d.primary.message.clone()),
-        ];
-    for l in &d.secondary {
+        );
+    }
+    for l in d.secondary.iter().filter(|l| has_text(l.span)) {
         labels.push(
             cs::Label::secondary(l.span.file.0 as usize, l.span.range())
                 .with_message(l.message.clone()),
@@ -63,7 +69,7 @@ pub fn render_all(map: &SourceMap, ds: &[Diagnostic], style: Style) -> String {
     let config = config();
     let mut out = String::new();
     for d in ds {
-        let cd = convert(d);
+        let cd = convert(d, map);
         let text = match style {
             Style::Plain => term::emit_into_string(&config, &files, &cd),
             Style::Color => {

@@ -7,18 +7,13 @@ use crate::plan::{Plan, WorkloadInfo, PLAN_FORMAT};
 
 pub fn lower(checked: &Checked) -> Plan {
     let root = checked.program.root();
-    let (name, description) = match &root.workload {
-        Some(w) => (
-            w.name.name.clone(),
-            w.description.first().and_then(|d| d.as_plain()),
-        ),
-        None => (
-            std::path::Path::new(&checked.file)
-                .file_stem()
-                .map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
-            None,
-        ),
+    let name = match &root.workload {
+        Some(w) => w.name.name.clone(),
+        None => std::path::Path::new(&checked.file)
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned()),
     };
+    let description = checked.description.clone();
     Plan {
         format: PLAN_FORMAT,
         workload: WorkloadInfo {

@@ -140,9 +140,9 @@ pub enum Gen {
     /// A window of `length` with its start uniform in `[from, to - length]`, truncated to whole
     /// seconds (TSBS RandWindow).
     Window {
-        from: i64,
-        to: i64,
-        length: i64,
+        from: Value,
+        to: Value,
+        length: Value,
     },
     /// `k` distinct values, without replacement, in draw order.
     Sample {
@@ -171,6 +171,31 @@ pub enum Gen {
     ToStr {
         of: Box<Gen>,
     },
+}
+
+impl Gen {
+    /// The columns of the same row this generator reads, in order, with repeats.
+    pub fn columns_used(&self, out: &mut Vec<String>) {
+        match self {
+            Gen::Column { name } => out.push(name.clone()),
+            Gen::PickBy { column, .. } => out.push(column.clone()),
+            Gen::Walk { start, step, .. } => {
+                start.columns_used(out);
+                step.columns_used(out);
+            }
+            Gen::Format { args, .. } => args.iter().for_each(|a| a.columns_used(out)),
+            Gen::Field { of, .. } | Gen::ToStr { of } => of.columns_used(out),
+            Gen::Arith { lhs, rhs, .. } => {
+                lhs.columns_used(out);
+                rhs.columns_used(out);
+            }
+            Gen::Sample {
+                from: Domain::Series { value, .. },
+                ..
+            } => value.columns_used(out),
+            _ => {}
+        }
+    }
 }
 
 impl fmt::Display for Gen {
@@ -248,13 +273,7 @@ impl fmt::Display for Gen {
             Gen::Uuid => f.write_str("uuid()"),
             Gen::Chance { p } => write!(f, "chance({p})"),
             Gen::Column { name } => f.write_str(name),
-            Gen::Window { from, to, length } => write!(
-                f,
-                "window({}, {}, {})",
-                crate::value::fmt_timestamp(*from),
-                crate::value::fmt_timestamp(*to),
-                crate::value::fmt_duration(*length)
-            ),
+            Gen::Window { from, to, length } => write!(f, "window({from}, {to}, {length})"),
             Gen::Sample { from, k } => match from {
                 Domain::Series {
                     schema,

@@ -299,6 +299,9 @@ pub fn listing(plan: &Plan) -> String {
                             .unwrap_or_default(),
                         p.repeat
                     );
+                    for r in &p.require {
+                        let _ = writeln!(o, "    require rows({}) {} {}", r.table, r.op, r.value);
+                    }
                     thresholds(&mut o, "    ", &p.expects);
                 }
             }

@@ -322,5 +322,6 @@ pub struct RequestPhase {
     pub stop: Stop,
     pub warmup: Option<Value>,
     pub repeat: u64,
+    pub require: Vec<Require>,
     pub expects: Vec<Threshold>,
 }

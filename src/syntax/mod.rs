@@ -27,7 +27,7 @@ pub fn parse(map: &SourceMap, file: FileId) -> Result<ast::File, Diagnostic> {
             format!("nesting deeper than {MAX_DEPTH} levels"),
         )
         .label("this opening goes too deep")
-        .note("brackets, braces, parentheses and `${...}` count; flatten the value"));
+        .note("brackets, braces, parentheses, strings and `${...}` count; flatten the value"));
     }
     let mut pairs = parser::parse_pairs(text).map_err(|_| {
         // Pest records the literal tokens it tried (`)`, `,`, ...) only with error detail on,
@@ -96,23 +96,32 @@ fn syntax_error(map: &SourceMap, file: FileId, e: &pest::error::Error<parser::Ru
         InputLocation::Pos(p) => p,
         InputLocation::Span((s, _)) => s,
     };
-    let (found, len) = found_at(text, pos);
+    let mut pos = pos;
     let mut names: Vec<String> = Vec::new();
-    if let Some(attempts) = e.parse_attempts() {
+    let attempts = e.parse_attempts();
+    // When pest's attempts went further than the reported position (a rule failed after a
+    // prefix matched, then the file rule backed off), the further point is the mistake.
+    let further = attempts.as_ref().is_some_and(|a| a.max_position > pos);
+    if let Some(attempts) = &attempts {
         for t in attempts.expected_tokens() {
             // The token type is not exported; its Display is the literal text.
-            {
-                let token = t.to_string();
-                let punct = !token.is_empty()
-                    && token.chars().all(|c| "()[]{},:=\"".contains(c))
-                    && token != "==";
-                if punct {
-                    names.push(format!("`{token}`"));
-                }
+            let token = t.to_string();
+            let punct = !token.is_empty()
+                && token.chars().all(|c| "()[]{},:=\"".contains(c))
+                && token != "==";
+            let word = further && token.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if punct || (word && !token.is_empty()) {
+                names.push(format!("`{token}`"));
             }
         }
+        if further && !names.is_empty() {
+            pos = attempts.max_position;
+        }
     }
-    if let ErrorVariant::ParsingError { positives, .. } = &e.variant {
+    let (found, len) = found_at(text, pos);
+    if let (ErrorVariant::ParsingError { positives, .. }, false) =
+        (&e.variant, further && !names.is_empty())
+    {
         for r in positives {
             let name = if parser::is_operator(*r) {
                 "an operator".to_string()
@@ -124,6 +133,20 @@ fn syntax_error(map: &SourceMap, file: FileId, e: &pest::error::Error<parser::Ru
     }
     let mut seen = std::collections::HashSet::new();
     names.retain(|n| seen.insert(n.clone()));
+    let word_at = &text[pos.min(text.len())..pos.min(text.len()) + len];
+    let keywords: Vec<&str> = names
+        .iter()
+        .filter_map(|n| n.strip_prefix('`')?.strip_suffix('`'))
+        .filter(|k| k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    let suggestion = if word_at
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        crate::check::suggest(word_at, keywords.iter().copied())
+    } else {
+        None
+    };
     let expected: Vec<&str> = names.iter().map(String::as_str).collect();
     let message = if expected.is_empty() {
         format!("unexpected {found}")
@@ -135,5 +158,9 @@ fn syntax_error(map: &SourceMap, file: FileId, e: &pest::error::Error<parser::Ru
     } else {
         format!("expected {}", describe(&expected))
     };
-    Diagnostic::error(Code::E0001, Span::new(file, pos, pos + len), message).label(label)
+    let d = Diagnostic::error(Code::E0001, Span::new(file, pos, pos + len), message).label(label);
+    match suggestion {
+        Some(s) => d.note(format!("did you mean `{s}`?")),
+        None => d,
+    }
 }

@@ -823,6 +823,26 @@ impl Walker {
 
     pub fn expr(&self, p: Pair<'_, Rule>) -> Res<Expr> {
         debug_assert_eq!(p.as_rule(), Rule::expr);
+        // `2016-01-01` parses as 2016 - 1 - 1; nobody means that.
+        let text = p.as_str().trim_end();
+        let b = text.as_bytes();
+        if b.len() == 10
+            && b[4] == b'-'
+            && b[7] == b'-'
+            && b.iter()
+                .enumerate()
+                .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+        {
+            return Err(Diagnostic::error(
+                Code::E0005,
+                self.span(&p),
+                format!("`{text}` is a date without a time"),
+            )
+            .label(format!("write `{text}T00:00:00Z`"))
+            .note(
+                "timestamps are RFC 3339 with a time and a zone; a bare date would be subtraction",
+            ));
+        }
         // Pest's Pratt parser recurses on prefix operators and the tree recurses on every operator;
         // bounding both here keeps every later walk over the tree shallow.
         let operators = p
