@@ -98,8 +98,21 @@ fn bind_args<'a>(
     let mut extra = Vec::new();
     let mut ok = true;
     let mut positional = 0;
+    let mut named_seen = false;
     for a in args {
         match &a.name {
+            None if named_seen => {
+                ev.error(
+                    Diagnostic::error(
+                        Code::E0205,
+                        a.value.span,
+                        "a positional argument after a named one",
+                    )
+                    .label("name this argument too, or move it before the named ones")
+                    .note(signature(name.as_str(), params)),
+                );
+                ok = false;
+            }
             None => {
                 if positional < fixed {
                     out[positional] = Some(&a.value);
@@ -122,9 +135,12 @@ fn bind_args<'a>(
                 }
                 positional += 1;
             }
-            Some(n) => match params[..fixed]
-                .iter()
-                .position(|p| p.trim_end_matches('?') == n.name)
+            Some(n) => match {
+                named_seen = true;
+                &params[..fixed]
+            }
+            .iter()
+            .position(|p| p.trim_end_matches('?') == n.name)
             {
                 Some(i) if out[i].is_none() => out[i] = Some(&a.value),
                 Some(_) => {
@@ -433,11 +449,12 @@ pub fn call(
                         Code::E0205,
                         span,
                         format!(
-                            "the format has {} conversion{} but {} argument{} follow",
+                            "the format has {} conversion{} but {} argument{} follow{}",
                             specs.len(),
                             if specs.len() == 1 { "" } else { "s" },
                             rest.len(),
-                            if rest.len() == 1 { "" } else { "s" }
+                            if rest.len() == 1 { "" } else { "s" },
+                            if rest.len() == 1 { "s" } else { "" }
                         ),
                     )
                     .label("one argument per %-conversion"),
@@ -554,7 +571,7 @@ pub fn call(
                     return ev.fail(ev.mismatch(le.span, "a positive duration", &other, scope))
                 }
             };
-            if to - length <= from {
+            if to.checked_sub(length).is_none_or(|last| last <= from) {
                 return ev.fail(
                     Diagnostic::error(
                         Code::E0203,
@@ -862,6 +879,9 @@ pub fn read_csv_header(
     Some(CsvTable { header, rows })
 }
 
+/// The widest field a format may ask for.
+pub const MAX_FORMAT_WIDTH: u64 = 256;
+
 /// Parses a printf-style format into its conversion letters.
 pub fn parse_format(f: &str) -> Result<Vec<char>, String> {
     let mut out = Vec::new();
@@ -878,14 +898,24 @@ pub fn parse_format(f: &str) -> Result<Vec<char>, String> {
         while matches!(chars.peek(), Some('0' | '-')) {
             chars.next();
         }
-        while chars.peek().is_some_and(char::is_ascii_digit) {
-            chars.next();
-        }
-        if chars.peek() == Some(&'.') {
-            chars.next();
-            while chars.peek().is_some_and(char::is_ascii_digit) {
+        // Widths and precisions are bounded so that no format can ask for gigabytes per value.
+        let number = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>| -> Result<(), String> {
+            let mut n: u64 = 0;
+            while let Some(d) = chars.peek().and_then(|c| c.to_digit(10)) {
+                n = n.saturating_mul(10).saturating_add(u64::from(d));
                 chars.next();
             }
+            if n > MAX_FORMAT_WIDTH {
+                return Err(format!(
+                    "a width or precision of {n}; at most {MAX_FORMAT_WIDTH} is allowed"
+                ));
+            }
+            Ok(())
+        };
+        number(&mut chars)?;
+        if chars.peek() == Some(&'.') {
+            chars.next();
+            number(&mut chars)?;
         }
         match chars.next() {
             Some(conv @ ('d' | 's' | 'f' | 'x')) => out.push(conv),

@@ -487,7 +487,22 @@ fn axis_values(ev: &Eval<'_>, e: &ast::Expr) -> Option<Vec<Value>> {
     let v = ev.eval(e, &Scope::new(InstanceId::ROOT))?;
     let values = match v {
         Value::List(items) => items,
-        Value::Range(lo, hi) if hi - lo <= 10_000 => (lo..hi).map(Value::Int).collect(),
+        Value::Range(lo, hi) if i128::from(hi) - i128::from(lo) <= 10_000 => {
+            (lo..hi).map(Value::Int).collect()
+        }
+        Value::Range(lo, hi) => {
+            return ev.fail(
+                Diagnostic::error(
+                    Code::E0401,
+                    e.span,
+                    format!(
+                        "the range {lo}..{hi} has {} values",
+                        i128::from(hi) - i128::from(lo)
+                    ),
+                )
+                .label("an axis range may hold at most 10000 values"),
+            )
+        }
         other => {
             return ev.fail(
                 Diagnostic::error(

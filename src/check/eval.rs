@@ -22,6 +22,8 @@ pub struct Scope {
     pub locals: Vec<(String, Value, Option<Ty>)>,
     /// Bind placeholders visible so far, with their types (queries only).
     pub binds: Option<Vec<(u32, Ty)>>,
+    /// Locals whose definition failed: using them fails quietly, the first error says why.
+    pub poisoned: Vec<String>,
 }
 
 impl Scope {
@@ -343,9 +345,13 @@ impl<'p> Eval<'p> {
             ExprKind::Unary(op, x) => {
                 let v = self.eval(x, scope)?;
                 match (op, v) {
-                    (UnOp::Neg, Value::Int(i)) => {
-                        Some(Value::Int(i.checked_neg().unwrap_or(i64::MAX)))
-                    }
+                    (UnOp::Neg, Value::Int(i)) => match i.checked_neg() {
+                        Some(n) => Some(Value::Int(n)),
+                        None => self.fail(
+                            Diagnostic::error(Code::E0203, e.span, "arithmetic overflow")
+                                .label("the negation of the smallest integer does not fit"),
+                        ),
+                    },
                     (UnOp::Neg, Value::Float(f)) => Some(Value::Float(-f)),
                     (UnOp::Neg, Value::Duration(d)) => Some(Value::Duration(-d)),
                     (UnOp::Not, Value::Bool(b)) => Some(Value::Bool(!b)),
@@ -417,6 +423,9 @@ impl<'p> Eval<'p> {
 
     fn path(&self, path: &[Ident], span: Span, scope: &Scope) -> Ev<Value> {
         let first = &path[0];
+        if scope.poisoned.contains(&first.name) {
+            return None;
+        }
         if path.len() == 1 {
             return match self.lookup(first, scope) {
                 Some(v) => v,

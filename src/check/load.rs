@@ -382,6 +382,8 @@ impl Loader {
             let d = match p {
                 LoadProblem::NotFound => not_found(format!("no file at `{}`", full.display()))
                     .note("relative imports resolve against the importing file's folder; `std/...` names the stdlib"),
+                p @ LoadProblem::NotUtf8 { .. } => load_problem(map, id, p, Some(import.path.span))
+                    .also(import.path.span, "imported here"),
                 other => load_problem(map, id, other, Some(import.path.span)),
             };
             diags.push(d);

@@ -542,7 +542,21 @@ pub fn lower_schema(ev: &Eval<'_>, inst: InstanceId, s: &ast::Schema) -> Ev<Sche
                         }
                     },
                     Some(TimeEnd::To(t)) => match ev.eval(t, &scope) {
-                        Some(Value::Timestamp(x)) if x > start => x - start,
+                        Some(Value::Timestamp(x)) if x > start => match x.checked_sub(start) {
+                            Some(d) => d,
+                            None => {
+                                ev.error(
+                                    Diagnostic::error(
+                                        Code::E0203,
+                                        t.span,
+                                        "the time range is too long",
+                                    )
+                                    .label("more than about 292 years between start and end"),
+                                );
+                                ok = false;
+                                continue;
+                            }
+                        },
                         Some(Value::Timestamp(_)) => {
                             ev.error(
                                 Diagnostic::error(
@@ -657,7 +671,11 @@ pub fn lower_schema(ev: &Eval<'_>, inst: InstanceId, s: &ast::Schema) -> Ev<Sche
             ok = false;
             None
         }
-        (None, Some(r)) => positive_int(ev, r, &scope, "rows"),
+        (None, Some(r)) => {
+            let n = positive_int(ev, r, &scope, "rows");
+            ok &= n.is_some();
+            n
+        }
         (None, None) => {
             if series_cols.is_empty() {
                 ev.error(
@@ -837,6 +855,37 @@ pub fn series_domain(ev: &Eval<'_>, inst: InstanceId, s: &ast::Schema, col: &Ide
 // ------------------------------------------------------------------------------------------------
 // Queries
 
+/// `$n` tokens of SQL text that are not placeholders: `$0` or too large for 32 bits.
+pub fn bad_placeholders(sql: &str) -> Vec<String> {
+    let b = sql.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"') => {
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += 1;
+                }
+            }
+            b'$' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                let start = i + 1;
+                i += 1;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if !matches!(sql[start..i].parse::<u32>(), Ok(n) if n > 0) {
+                    out.push(sql[start - 1..i].to_string());
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
 /// `$n` placeholders of SQL text, outside quotes and comments.
 pub fn placeholders(sql: &str) -> Vec<u32> {
     let b = sql.as_bytes();
@@ -927,6 +976,17 @@ pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64)
         None => return None,
     };
     let used = placeholders(&sql);
+    for bad in bad_placeholders(&sql) {
+        ev.error(
+            Diagnostic::error(
+                Code::E0601,
+                sql_clause.value.span,
+                format!("`{bad}` is not a placeholder"),
+            )
+            .label("placeholders run $1, $2, ... up to $4294967295"),
+        );
+        ok = false;
+    }
     let max = used.iter().copied().max().unwrap_or(0);
     for n in 1..=max {
         if !used.contains(&n) {
@@ -971,11 +1031,13 @@ pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64)
             continue;
         }
         let Some(v) = ev.eval(&l.value, &scope) else {
+            scope.poisoned.push(l.name.name.clone());
             ok = false;
             continue;
         };
         let Some(ty) = ev.value_ty(&v, &scope) else {
             ev.error(ev.mismatch(l.value.span, "a value or a generator", &v, &scope));
+            scope.poisoned.push(l.name.name.clone());
             ok = false;
             continue;
         };

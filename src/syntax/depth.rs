@@ -75,9 +75,88 @@ pub fn too_deep(text: &str) -> Option<usize> {
     None
 }
 
+/// Something opened and never closed, found by the same scan: a better place for the error than
+/// the end of the file, where the parser notices.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unclosed {
+    String(usize),
+    Comment(usize),
+}
+
+pub fn unclosed(text: &str) -> Option<Unclosed> {
+    let bytes = text.as_bytes();
+    // Open strings and interpolations, with where each string started.
+    let mut stack: Vec<(Frame, usize)> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if matches!(stack.last(), Some((Frame::Str, _))) {
+            match b {
+                b'\\' => i += 1,
+                b'"' => {
+                    stack.pop();
+                }
+                b'$' if bytes.get(i + 1) == Some(&b'{') => {
+                    stack.push((Frame::Open(b'{'), i));
+                    i += 1;
+                }
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        match b {
+            b'"' => stack.push((Frame::Str, i)),
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                let start = i;
+                i += 2;
+                while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
+                    i += 1;
+                }
+                if i + 1 >= bytes.len() {
+                    return Some(Unclosed::Comment(start));
+                }
+                i += 1;
+            }
+            b'{' | b'(' | b'[' => stack.push((Frame::Open(b), i)),
+            b'}' | b')' | b']' => {
+                if matches!(stack.last(), Some((Frame::Open(_), _))) {
+                    stack.pop();
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    stack
+        .iter()
+        .find(|(f, _)| *f == Frame::Str)
+        .map(|(_, at)| Unclosed::String(*at))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unclosed_strings_and_comments() {
+        assert_eq!(unclosed("param a = \"x\""), None);
+        assert_eq!(
+            unclosed("param a = 1\n/* never"),
+            Some(Unclosed::Comment(12))
+        );
+        assert_eq!(
+            unclosed("param a = \"abc\nparam b = 2\n"),
+            Some(Unclosed::String(10))
+        );
+        assert_eq!(unclosed("// \"quoted in a comment\nparam a = 1"), None);
+        assert_eq!(unclosed("param a = \"${ \"inner\" }\""), None);
+    }
 
     #[test]
     fn shallow_and_deep() {

@@ -30,6 +30,27 @@ pub fn parse(map: &SourceMap, file: FileId) -> Result<ast::File, Diagnostic> {
         .note("brackets, braces, parentheses, strings and `${...}` count; flatten the value"));
     }
     let mut pairs = parser::parse_pairs(text).map_err(|_| {
+        match depth::unclosed(text) {
+            Some(depth::Unclosed::String(at)) => {
+                return Diagnostic::error(
+                    Code::E0001,
+                    Span::new(file, at, at + 1),
+                    "unterminated string",
+                )
+                .label("this string is never closed")
+                .note("close it with `\"`; a `\"` inside a string is written `\\\"`");
+            }
+            Some(depth::Unclosed::Comment(at)) => {
+                return Diagnostic::error(
+                    Code::E0001,
+                    Span::new(file, at, at + 2),
+                    "unterminated block comment",
+                )
+                .label("this comment is never closed")
+                .note("close it with `*/`");
+            }
+            None => {}
+        }
         // Pest records the literal tokens it tried (`)`, `,`, ...) only with error detail on,
         // which costs time on every parse; turn it on for the failing file alone.
         pest::set_error_detail(true);

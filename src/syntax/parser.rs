@@ -635,16 +635,11 @@ impl Walker {
     }
 
     fn placeholder(&self, p: &Pair<'_, Rule>) -> Res<u32> {
-        p.as_str()[1..]
-            .parse::<u32>()
-            .ok()
-            .filter(|&n| n >= 1)
-            .ok_or_else(|| {
-                self.invalid(
-                    p,
-                    format!("placeholder `{}` must be `$1` or higher", p.as_str()),
-                )
-            })
+        match p.as_str()[1..].parse::<u32>() {
+            Ok(n) if n >= 1 => Ok(n),
+            Ok(_) => Err(self.invalid(p, "placeholders start at `$1`".to_string())),
+            Err(_) => Err(self.invalid(p, format!("placeholder `{}` is too large", p.as_str()))),
+        }
     }
 
     fn expect(&self, c: Pair<'_, Rule>) -> Res<Expect> {

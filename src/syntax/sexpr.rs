@@ -60,10 +60,17 @@ fn item_sexpr(o: &mut String, item: &Item) {
             for c in &t.counts {
                 let _ = write!(
                     o,
-                    "\n  (count {:?} via {} {:?} {})",
-                    c.unit,
+                    "\n  (count {} via {} {} {})",
+                    match c.unit {
+                        CountUnit::Rows => "rows",
+                        CountUnit::Samples => "samples",
+                    },
                     c.endpoint,
-                    c.language,
+                    match c.language {
+                        CountLanguage::Sql => "sql",
+                        CountLanguage::PromQl => "promql",
+                        CountLanguage::InfluxQl => "influxql",
+                    },
                     strlit(&c.query)
                 );
             }
@@ -122,7 +129,11 @@ fn item_sexpr(o: &mut String, item: &Item) {
                     }
                 }
                 for (p, _) in &c.per {
-                    let _ = write!(o, " (per {p:?})");
+                    let p = match p {
+                        Per::Series => "series",
+                        Per::Row => "row",
+                    };
+                    let _ = write!(o, " (per {p})");
                 }
                 for n in &c.null {
                     let _ = write!(o, " (null {})", expr(n));
@@ -240,7 +251,11 @@ fn item_sexpr(o: &mut String, item: &Item) {
             for c in &r.rate {
                 let _ = write!(o, "\n  (rate {}", expr(&c.value.rate));
                 if let Some(a) = c.value.arrival {
-                    let _ = write!(o, " {a:?}");
+                    let a = match a {
+                        Arrival::Fixed => "fixed",
+                        Arrival::Poisson => "poisson",
+                    };
+                    let _ = write!(o, " {a}");
                 }
                 o.push(')');
             }

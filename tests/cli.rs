@@ -1,0 +1,549 @@
+//! The `wlrun` binary end to end: exit codes, what goes to stdout and stderr, and the flags that
+//! choose values and cells. Each test writes its workloads into a fresh temp dir and runs the
+//! binary there, so paths in the output are the short relative ones.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// A workload with a param, a two-value axis and a row count that depends on the param:
+/// hosts x 60 rows per cell.
+const MATRIX: &str = r#"
+workload cli_demo { seed 3 }
+param hosts = 4
+target questdb {
+  qwp     "ws://127.0.0.1:9000"
+  ilp_tcp "tcp://127.0.0.1:9009"
+}
+matrix { protocol in [qwp, ilp_tcp] }
+schema s {
+  series host: symbol = format("h%d", n) for n in 0..hosts
+  field v: double = uniform(0.0, 1.0)
+  timestamp ts = every 1m from 2016-01-01T00:00:00Z for 1h
+}
+ingest load { into questdb via protocol  rows s  batch 10 rows }
+"#;
+
+/// Line 4 has an unknown function.
+const BROKEN: &str = "target db { sqlite \"bench.db\" }\nschema s {\n  rows 10\n  field v: long = unifrom(0, 10)\n}\ningest load { into db via sqlite  rows s }\n";
+
+const HOOK_WL: &str = r#"
+target api { http "http://127.0.0.1:8080" }
+hook h from "h.rhai" (init, request, response)
+run r { against api.http  request h.request  count 10 }
+"#;
+
+const HOOK_RHAI: &str = "fn init(ctx) {}\nfn request(ctx) { #{ path: \"/\" } }\nfn response(ctx, resp) { #{ ok: true } }\nfn a(x) {}\nfn b(x) {}\nfn c(x) {}\n";
+
+/// A temp dir with files, and the binary run inside it.
+#[must_use]
+struct Test {
+    dir: tempfile::TempDir,
+    args: Vec<String>,
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Test {
+    fn new() -> Test {
+        Test {
+            dir: tempfile::tempdir().unwrap(),
+            args: Vec::new(),
+        }
+    }
+
+    fn file(self, name: &str, text: &str) -> Test {
+        std::fs::write(self.dir.path().join(name), text).unwrap();
+        self
+    }
+
+    fn args<S: AsRef<str>>(mut self, args: impl IntoIterator<Item = S>) -> Test {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_string()));
+        self
+    }
+
+    fn run(&self) -> Run {
+        let out: Output = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+            .args(&self.args)
+            .current_dir(self.dir.path())
+            .env_remove("RUST_BACKTRACE")
+            .output()
+            .unwrap();
+        Run {
+            code: out.status.code().expect("wlrun exited by a signal"),
+            stdout: String::from_utf8(out.stdout).unwrap(),
+            stderr: String::from_utf8(out.stderr).unwrap(),
+        }
+    }
+}
+
+impl Run {
+    #[track_caller]
+    fn code(self, want: i32) -> Run {
+        assert_eq!(
+            self.code, want,
+            "exit code\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    #[track_caller]
+    fn stderr_has(self, text: &str) -> Run {
+        assert!(
+            self.stderr.contains(text),
+            "stderr lacks `{text}`:\n{}",
+            self.stderr
+        );
+        self
+    }
+
+    #[track_caller]
+    fn stdout_has(self, text: &str) -> Run {
+        assert!(
+            self.stdout.contains(text),
+            "stdout lacks `{text}`:\n{}",
+            self.stdout
+        );
+        self
+    }
+
+    #[track_caller]
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+
+    /// No panic message and no backtrace, whatever the exit code.
+    #[track_caller]
+    fn no_panic(self) -> Run {
+        assert!(
+            !self.stderr.contains("panicked"),
+            "wlrun panicked:\n{}",
+            self.stderr
+        );
+        self
+    }
+}
+
+fn plan_json(args: &[&str]) -> Value {
+    let mut all = vec!["plan", "w.wl", "--json"];
+    all.extend(args);
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(all)
+        .run()
+        .no_panic()
+        .code(0)
+        .json()
+}
+
+/// Expected rows per ingest phase of each cell, in cell order.
+fn rows(plan: &Value) -> Vec<u64> {
+    plan["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["phases"].as_array().unwrap().clone())
+        .map(|p| p["rows_expected"].as_u64().expect("rows_expected"))
+        .collect()
+}
+
+fn cell_keys(plan: &Value) -> Vec<String> {
+    plan["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["key"].as_str().unwrap().to_string())
+        .collect()
+}
+
+// ------------------------------------------------------------------------------------------------
+// check
+
+#[test]
+fn check_ok_exits_0() {
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(["check", "w.wl"])
+        .run()
+        .code(0)
+        .stderr_has("w.wl: ok");
+}
+
+#[test]
+fn check_error_exits_2_with_a_position() {
+    Test::new()
+        .file("bad.wl", BROKEN)
+        .args(["check", "bad.wl"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("error[E0204]: unknown function `unifrom`")
+        .stderr_has("bad.wl:4:19")
+        .stderr_has("bad.wl: 1 error");
+}
+
+#[test]
+fn check_several_files_fails_if_one_fails() {
+    let run = Test::new()
+        .file("good.wl", MATRIX)
+        .file("bad.wl", BROKEN)
+        .args(["check", "good.wl", "bad.wl"])
+        .run()
+        .code(2)
+        .stderr_has("good.wl: ok")
+        .stderr_has("bad.wl: 1 error");
+    // Files are reported in the order given.
+    assert!(run.stderr.find("good.wl: ok") < run.stderr.find("bad.wl:4:19"));
+}
+
+#[test]
+fn check_warnings_still_exit_0() {
+    let text = MATRIX.replace("param hosts = 4", "param hosts = 4\nparam unused = 1");
+    Test::new()
+        .file("w.wl", &text)
+        .args(["check", "w.wl"])
+        .run()
+        .code(0)
+        .stderr_has("warning[W0001]: param `unused` is never used")
+        .stderr_has("w.wl: ok (1 warning)");
+}
+
+#[test]
+fn missing_file_exits_2() {
+    Test::new()
+        .args(["check", "nope.wl"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("E0006")
+        .stderr_has("nope.wl");
+    Test::new()
+        .args(["plan", "nope.wl"])
+        .run()
+        .code(2)
+        .stderr_has("E0006");
+}
+
+#[test]
+fn check_without_files_is_a_usage_error() {
+    Test::new()
+        .args(["check"])
+        .run()
+        .code(2)
+        .stderr_has("Usage");
+}
+
+// ------------------------------------------------------------------------------------------------
+// usage
+
+#[test]
+fn help_exits_0_and_shows_examples() {
+    let run = Test::new()
+        .args(["--help"])
+        .run()
+        .code(0)
+        .stdout_has("Examples:");
+    assert!(run.stdout.contains("wlrun check"), "{}", run.stdout);
+    assert!(run.stdout.contains("Exit codes"), "{}", run.stdout);
+    Test::new()
+        .args(["plan", "--help"])
+        .run()
+        .code(0)
+        .stdout_has("--param");
+}
+
+#[test]
+fn no_arguments_prints_help_and_fails() {
+    Test::new().run().code(2).stderr_has("Usage");
+}
+
+#[test]
+fn unknown_flag_exits_2() {
+    Test::new()
+        .args(["--bogus"])
+        .run()
+        .code(2)
+        .stderr_has("--bogus");
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(["plan", "w.wl", "--bogus"])
+        .run()
+        .code(2)
+        .stderr_has("--bogus");
+}
+
+#[test]
+fn version_exits_0() {
+    Test::new()
+        .args(["--version"])
+        .run()
+        .code(0)
+        .stdout_has("wlrun");
+}
+
+// ------------------------------------------------------------------------------------------------
+// run
+
+#[test]
+fn run_exits_2_naming_the_missing_runners() {
+    let run = Test::new()
+        .file("w.wl", MATRIX)
+        .args(["run", "w.wl"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("cannot execute yet")
+        .stderr_has("ingest runner")
+        .stderr_has("query runner");
+    // It lists what would run: both cells of the matrix.
+    assert!(run.stderr.contains("2 cells"), "{}", run.stderr);
+    assert!(run.stderr.contains("cell 2"), "{}", run.stderr);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+}
+
+#[test]
+fn bare_file_behaves_like_run() {
+    let t = Test::new().file("w.wl", MATRIX);
+    let run = t.args(["run", "w.wl"]).run();
+    let t = Test::new().file("w.wl", MATRIX);
+    let bare = t.args(["w.wl"]).run();
+    assert_eq!(
+        (bare.code, &bare.stdout, &bare.stderr),
+        (run.code, &run.stdout, &run.stderr)
+    );
+    assert_eq!(bare.code, 2);
+}
+
+#[test]
+fn bare_file_with_errors_reports_them() {
+    Test::new()
+        .file("bad.wl", BROKEN)
+        .args(["bad.wl"])
+        .run()
+        .code(2)
+        .stderr_has("bad.wl:4:19");
+}
+
+// ------------------------------------------------------------------------------------------------
+// plan
+
+#[test]
+fn plan_listing_goes_to_stdout() {
+    let run = Test::new()
+        .file("w.wl", MATRIX)
+        .args(["plan", "w.wl"])
+        .run()
+        .code(0);
+    assert!(
+        run.stdout
+            .starts_with("workload cli_demo  seed 3  file w.wl\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("cells 2"), "{}", run.stdout);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+}
+
+#[test]
+fn plan_with_errors_prints_no_plan() {
+    let run = Test::new()
+        .file("bad.wl", BROKEN)
+        .args(["plan", "bad.wl", "--json"])
+        .run()
+        .code(2);
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    assert!(run.stderr.contains("E0204"), "{}", run.stderr);
+}
+
+#[test]
+fn plan_json_has_format_and_cells() {
+    let plan = plan_json(&[]);
+    assert_eq!(plan["format"], serde_json::json!(wlrun::plan::PLAN_FORMAT));
+    assert_eq!(plan["workload"]["name"], "cli_demo");
+    assert_eq!(plan["workload"]["seed"], 3);
+    assert_eq!(cell_keys(&plan), ["protocol=qwp", "protocol=ilp_tcp"]);
+    assert_eq!(rows(&plan), [240, 240]);
+}
+
+#[test]
+fn param_changes_row_counts() {
+    let plan = plan_json(&["--param", "hosts=10"]);
+    assert_eq!(rows(&plan), [600, 600]);
+    assert_eq!(plan["cells"][0]["params"]["hosts"], 10);
+    // The short flag and an expression work too.
+    let plan = plan_json(&["-p", "hosts=2 * 3"]);
+    assert_eq!(rows(&plan), [360, 360]);
+}
+
+#[test]
+fn unknown_param_exits_2_with_e0403() {
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(["plan", "w.wl", "--param", "nosuch=1"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("error[E0403]")
+        .stderr_has("nosuch");
+}
+
+#[test]
+fn malformed_param_exits_2_with_e0403() {
+    for bad in ["hosts", "=4"] {
+        Test::new()
+            .file("w.wl", MATRIX)
+            .args(["plan", "w.wl", "--param", bad])
+            .run()
+            .no_panic()
+            .code(2)
+            .stderr_has("error[E0403]");
+    }
+    // A value that does not parse is a syntax error in the flag's own pseudo-file.
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(["plan", "w.wl", "--param", "hosts=(1"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("error[E0001]")
+        .stderr_has("--param hosts");
+}
+
+#[test]
+fn param_of_the_wrong_type_is_an_error() {
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(["plan", "w.wl", "--param", "hosts=\"ten\""])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("error[");
+}
+
+#[test]
+fn only_keeps_matching_cells() {
+    let plan = plan_json(&["--only", "protocol=qwp"]);
+    assert_eq!(cell_keys(&plan), ["protocol=qwp"]);
+    let plan = plan_json(&["--only", "protocol=ilp_tcp"]);
+    assert_eq!(cell_keys(&plan), ["protocol=ilp_tcp"]);
+    assert_eq!(plan["cells"][0]["phases"][0]["endpoint"]["kind"], "ilp_tcp");
+}
+
+#[test]
+fn only_matching_nothing_exits_2_with_e0402() {
+    // Both values exist, but the exclusion removes their only combination.
+    let text = MATRIX.replace(
+        "matrix { protocol in [qwp, ilp_tcp] }",
+        "matrix {\n  protocol in [qwp, ilp_tcp]\n  batch in [10, 100]\n  exclude protocol == ilp_tcp and batch == 100\n}",
+    )
+    .replace("batch 10 rows", "batch batch rows");
+    Test::new()
+        .file("w.wl", &text)
+        .args([
+            "plan",
+            "w.wl",
+            "--only",
+            "protocol=ilp_tcp",
+            "--only",
+            "batch=100",
+        ])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("error[E0402]");
+    Test::new()
+        .file("w.wl", &text)
+        .args(["plan", "w.wl", "--only", "protocol=ilp_tcp"])
+        .run()
+        .code(0)
+        .stdout_has("cells 1");
+}
+
+#[test]
+fn only_unknown_value_exits_2_with_e0403() {
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(["plan", "w.wl", "--only", "protocol=mysql"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("error[E0403]")
+        .stderr_has("qwp, ilp_tcp");
+}
+
+#[test]
+fn only_unknown_axis_exits_2_with_e0403() {
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(["plan", "w.wl", "--only", "protocl=qwp"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("error[E0403]")
+        .stderr_has("did you mean `protocol`?");
+}
+
+#[test]
+fn seed_overrides_the_workload_seed() {
+    let plan = plan_json(&["--seed", "7"]);
+    assert_eq!(plan["workload"]["seed"], 7);
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(["plan", "w.wl", "--seed", "7"])
+        .run()
+        .code(0)
+        .stdout_has("seed 7");
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(["plan", "w.wl", "--seed", "-1"])
+        .run()
+        .code(2);
+}
+
+/// The same workload gives byte-identical plans from one process to the next, hooks included
+/// (the script engine lists functions in a per-process hash order; the plan must not).
+#[test]
+fn plan_is_identical_across_processes() {
+    let t = Test::new().file("w.wl", HOOK_WL).file("h.rhai", HOOK_RHAI);
+    let first = t.args(["plan", "w.wl", "--json"]);
+    let runs: Vec<String> = (0..6).map(|_| first.run().code(0).stdout).collect();
+    for (i, r) in runs.iter().enumerate().skip(1) {
+        assert_eq!(r, &runs[0], "run {i} differs from run 0");
+    }
+}
+
+/// The shipped pgbench query-window CSV is wlrun's own output, not a copy: generating it again
+/// from its schema gives the same bytes.
+#[test]
+fn pgbench_query_params_csv_is_generated_by_wlrun() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("params.csv");
+    let out = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .args([
+            "gen",
+            "workloads/pgbench-timeseries.wl",
+            "--schema",
+            "query_params",
+        ])
+        .args(["--timestamps", "sql", "-o"])
+        .arg(&out_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let generated = std::fs::read_to_string(&out_path).unwrap();
+    let shipped = std::fs::read_to_string("workloads/pgbench-query-params.csv").unwrap();
+    assert_eq!(generated, shipped);
+    assert!(shipped.starts_with("hostname,start_time,end_time\n"));
+    assert_eq!(shipped.lines().count(), 201);
+}

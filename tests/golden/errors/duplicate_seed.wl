@@ -1,0 +1,5 @@
+workload w {
+  seed 1
+  description "two seeds"
+  seed 2
+}

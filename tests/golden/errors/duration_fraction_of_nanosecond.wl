@@ -1,0 +1,1 @@
+param tick = 1.5ns

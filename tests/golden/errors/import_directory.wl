@@ -1,0 +1,2 @@
+// Importing a folder instead of a file.
+import "support" as lib

@@ -1,0 +1,1 @@
+import "support/no-such-module.wl" as lib

@@ -1,0 +1,1 @@
+import "std/tsbs/cpu.wl" as tsbs

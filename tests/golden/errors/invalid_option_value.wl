@@ -1,0 +1,3 @@
+target db {
+  pg "postgres://postgres@127.0.0.1:5432/postgres" { timeout 10 }
+}

@@ -1,0 +1,3 @@
+target db { sqlite "bench.db" }
+schema s { rows 10  field a: long = 1 }
+ingest load { into db via sqlite  rows s  workers s }

@@ -1,0 +1,5 @@
+target db { sqlite "bench.db" }
+matrix { workers in [1, 2] }
+matrix { batch in [10, 100] }
+schema s { rows 10  field a: long = 1 }
+ingest load { into db via sqlite  rows s  workers workers  batch batch rows }

@@ -1,0 +1,2 @@
+param a = 1
+param b = "café"

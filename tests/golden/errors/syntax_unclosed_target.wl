@@ -1,0 +1,4 @@
+target db {
+  pg "postgres://postgres@127.0.0.1:5432/postgres"
+
+param hosts = 10

@@ -1,0 +1,3 @@
+target db {
+  dialect postgres
+}

@@ -1,0 +1,6 @@
+target db { sqlite "bench.db" }
+schema s {
+  rows 10
+  field v: integer = seq()
+}
+ingest load { into db via sqlite  rows s }

@@ -1,0 +1,3 @@
+target db {
+  pg "postgres://postgres@127.0.0.1:5432/postgres" { timeuot 10s }
+}

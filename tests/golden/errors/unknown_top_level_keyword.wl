@@ -1,0 +1,4 @@
+param hosts = 10
+benchmark b {
+  hosts hosts
+}

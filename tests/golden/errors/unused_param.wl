@@ -1,0 +1,5 @@
+param hosts = 10
+param forgotten = 5
+target db { sqlite "bench.db" }
+schema s { rows hosts  field a: long = 1 }
+ingest load { into db via sqlite  rows s }

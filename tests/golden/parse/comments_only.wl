@@ -1,0 +1,2 @@
+// Nothing but comments.
+/* and a block */

@@ -1,0 +1,3 @@
+hook pull from "ksql-pull.rhai" (init, request, response)
+hook bare from "bare.rhai"
+hook one from "one.rhai" (request,)

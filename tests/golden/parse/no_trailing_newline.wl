@@ -1,0 +1,1 @@
+param no_newline = 1

@@ -1,0 +1,591 @@
+//! Hostile input: bytes that are not text, huge files, deep nesting, long operator chains and
+//! unterminated constructs. Each must end in a positioned diagnostic, never a panic, a stack
+//! overflow or a hang. Every case runs on a thread with a 2 MiB stack (the default for test
+//! threads, stated explicitly so the tests do not depend on a larger main-thread stack); a stack
+//! overflow would abort the whole test binary, which fails it just as loudly.
+//!
+//! A proptest then feeds arbitrary text and token soups built from the grammar to `check_text`.
+
+use std::path::Path;
+use std::process::Command;
+
+use proptest::prelude::*;
+use wlrun::check::{check_file, check_text, Options, Outcome};
+use wlrun::diag::{render_all, Code, Diagnostic, Severity, Style};
+
+const STACK: usize = 2 * 1024 * 1024;
+
+/// Runs `f` on a fresh thread with a 2 MiB stack and returns its result; a panic fails the test
+/// with the case's name.
+fn on_small_stack<T: Send + 'static>(name: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let handle = std::thread::Builder::new()
+        .name(name.to_string())
+        .stack_size(STACK)
+        .spawn(f)
+        .unwrap();
+    match handle.join() {
+        Ok(v) => v,
+        Err(e) => {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panic!("{name}: the checker panicked: {msg}");
+        }
+    }
+}
+
+/// Checks text on a small stack; returns the outcome's diagnostics and their rendering.
+fn check_str(name: &'static str, text: String) -> (Vec<Diagnostic>, String) {
+    on_small_stack(name, move || {
+        let out = check_text(name, &text, &Options::default());
+        let rendered = render_all(&out.map, &out.diagnostics, Style::Plain);
+        (out.diagnostics, rendered)
+    })
+}
+
+/// Checks a file holding `bytes` on a small stack.
+fn check_bytes(name: &'static str, bytes: Vec<u8>) -> (Vec<Diagnostic>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    on_small_stack(name, move || {
+        let out: Outcome = check_file(&path, &Options::default());
+        let rendered = render_all(&out.map, &out.diagnostics, Style::Plain);
+        drop(dir);
+        (out.diagnostics, rendered)
+    })
+}
+
+/// Exactly one error, with this code, at this 1-based line and column of the named file.
+#[track_caller]
+fn assert_one_error(got: &(Vec<Diagnostic>, String), code: Code, at: &str) {
+    let (ds, text) = got;
+    let errors: Vec<&Diagnostic> = ds.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(errors.len(), 1, "expected one error:\n{text}");
+    assert_eq!(errors[0].code, code, "{text}");
+    assert!(text.contains(&format!("error[{code}]")), "{text}");
+    assert!(
+        text.contains(at),
+        "expected the position `{at}` in:\n{text}"
+    );
+}
+
+fn wlrun(dir: &Path, args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    (
+        out.status.code().expect("exit code"),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+// ------------------------------------------------------------------------------------------------
+// Bytes
+
+#[test]
+fn not_utf8_is_e0003_at_the_bad_byte() {
+    let mut bytes = b"param a = 1\nparam b = \"caf".to_vec();
+    bytes.push(0xE9);
+    bytes.extend_from_slice(b"\"\n");
+    let got = check_bytes("latin1.wl", bytes);
+    assert_one_error(&got, Code::E0003, "latin1.wl:2:15");
+    // A lone continuation byte as the very first byte.
+    let got = check_bytes("first.wl", vec![0x80, b'p']);
+    assert_one_error(&got, Code::E0003, "first.wl:1:1");
+}
+
+#[test]
+fn empty_file_is_an_error() {
+    for (name, text) in [
+        ("empty.wl", ""),
+        ("blank.wl", "\n\n  \t\n"),
+        ("comments.wl", "// only\n/* this */\n"),
+    ] {
+        let (ds, text) = check_str(name, text.to_string());
+        assert!(
+            ds.iter().any(Diagnostic::is_error),
+            "{name}: expected an error:\n{text}"
+        );
+        assert!(text.contains(&format!("--> {name}:")), "{name}:\n{text}");
+    }
+}
+
+#[test]
+fn nul_byte_is_a_syntax_error_at_the_nul() {
+    let got = check_str("nul.wl", "param a = 1\nparam b = \u{0}2\n".to_string());
+    assert_one_error(&got, Code::E0001, "nul.wl:2:11");
+    assert!(got.1.contains("NUL"), "{}", got.1);
+}
+
+#[test]
+fn control_characters_are_named() {
+    let got = check_str("ctl.wl", "param a = 1\u{7}\n".to_string());
+    assert_one_error(&got, Code::E0001, "ctl.wl:1:12");
+    assert!(got.1.contains("U+0007"), "{}", got.1);
+}
+
+/// A file-level problem: the message names the file and its size; there is no line to show.
+#[test]
+fn file_over_the_limit_is_e0004() {
+    let bytes = vec![b' '; wlrun::source::MAX_FILE_BYTES + 1];
+    let (ds, text) = check_bytes("huge.wl", bytes);
+    assert_eq!(ds.len(), 1, "{text}");
+    assert_eq!(ds[0].code, Code::E0004);
+    let size = (wlrun::source::MAX_FILE_BYTES + 1).to_string();
+    assert!(
+        text.contains("error[E0004]") && text.contains("huge.wl") && text.contains(&size),
+        "{text}"
+    );
+}
+
+/// Many small declarations: it finishes, every param is reported unused (W0001) with its own
+/// position, and there is no error. 10 MB in an optimised build; 1 MB in a debug build, where the
+/// checker is about 4x slower (10 MB takes ~40 s in debug, ~9 s in release).
+#[test]
+fn many_params_finish() {
+    let target = if cfg!(debug_assertions) {
+        1_000_000
+    } else {
+        10_000_000
+    };
+    let mut text = String::with_capacity(target + 64);
+    let mut n = 0;
+    while text.len() < target {
+        text.push_str(&format!("param p_{n} = {n}\n"));
+        n += 1;
+    }
+    let (ds, rendered) = check_str("many.wl", text);
+    assert!(
+        ds.iter().all(|d| d.severity == Severity::Warning),
+        "unexpected error"
+    );
+    assert_eq!(ds.len(), n, "one W0001 per param");
+    assert!(ds.iter().all(|d| d.code == Code::W0001));
+    let last = format!("many.wl:{n}:7");
+    assert!(rendered.contains(&last), "no `{last}` in the rendering");
+}
+
+/// One 10 MB string literal is a single token; it parses, and only its param is unused.
+#[test]
+fn ten_megabyte_string_literal() {
+    let text = format!("param s = \"{}\"\n", "x".repeat(10_000_000));
+    let (ds, _) = check_str("string.wl", text);
+    assert_eq!(ds.len(), 1, "{ds:?}");
+    assert_eq!(ds[0].code, Code::W0001);
+}
+
+#[test]
+fn ten_megabytes_of_garbage() {
+    // Deterministic noise from the grammar's own characters.
+    let alphabet = b"abcxyz019_{}[]()\"$=+-*/.,;: \n\t%<>!#";
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let bytes: Vec<u8> = (0..10_000_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            alphabet[(state % alphabet.len() as u64) as usize]
+        })
+        .collect();
+    let (ds, text) = check_bytes("garbage.wl", bytes);
+    let errors: Vec<&Diagnostic> = ds.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(errors.len(), 1, "{text}");
+    assert!(
+        matches!(errors[0].code, Code::E0001 | Code::E0002),
+        "{text}"
+    );
+    assert!(text.contains("garbage.wl:"), "{text}");
+    // Garbage with no brackets at all reaches the parser itself.
+    let flat: Vec<u8> = b"param a = 1\n"
+        .iter()
+        .copied()
+        .chain((0..10_000_000).map(|i| b"x+*=; "[i % 6]))
+        .collect();
+    let got = check_bytes("flat.wl", flat);
+    assert_one_error(&got, Code::E0001, "flat.wl:2:");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Depth and length
+
+#[test]
+fn lists_nested_10000_deep() {
+    let text = format!("param a = {}1{}\n", "[".repeat(10_000), "]".repeat(10_000));
+    let max = wlrun::syntax::MAX_DEPTH;
+    let got = check_str("deep.wl", text);
+    // The first bracket past the limit: column 11 is the first `[`.
+    assert_one_error(&got, Code::E0002, &format!("deep.wl:1:{}", 11 + max));
+}
+
+#[test]
+fn mixed_brackets_nested_deep() {
+    let text = format!(
+        "param a = f({}){}\n",
+        "[{ k: (".repeat(3000),
+        ")}]".repeat(3000)
+    );
+    let got = check_str("mixed.wl", text);
+    assert_one_error(&got, Code::E0002, "mixed.wl:1:");
+}
+
+#[test]
+fn ten_thousand_minus_prefixes() {
+    let text = format!("param a = {}1\n", "-".repeat(10_000));
+    let got = check_str("neg.wl", text);
+    assert_one_error(&got, Code::E0002, "neg.wl:1:11");
+    let text = format!("param a = {}true\n", "not ".repeat(10_000));
+    let got = check_str("not.wl", text);
+    assert_one_error(&got, Code::E0002, "not.wl:1:11");
+}
+
+#[test]
+fn hundred_thousand_term_sum() {
+    let text = format!("param a = {}\n", vec!["1"; 100_000].join("+"));
+    let got = check_str("chain.wl", text);
+    assert_one_error(&got, Code::E0002, "chain.wl:1:11");
+    assert!(got.1.contains("99999 operators"), "{}", got.1);
+}
+
+#[test]
+fn long_chain_inside_a_string_interpolation() {
+    let text = format!("param a = \"${{{}}}\"\n", vec!["1"; 10_000].join("*"));
+    let got = check_str("interp-chain.wl", text);
+    assert_one_error(&got, Code::E0002, "interp-chain.wl:1:");
+}
+
+#[test]
+fn deeply_nested_interpolation() {
+    let text = format!(
+        "param a = {}1{}\n",
+        "\"${".repeat(5_000),
+        "}\"".repeat(5_000)
+    );
+    let got = check_str("interp.wl", text);
+    assert_one_error(&got, Code::E0002, "interp.wl:1:");
+}
+
+#[test]
+fn unterminated_string() {
+    let got = check_str(
+        "string.wl",
+        "param a = 1\nparam b = \"abc\nparam c = 2\n".to_string(),
+    );
+    let (ds, text) = &got;
+    assert_eq!(ds.len(), 1, "{text}");
+    assert_eq!(ds[0].code, Code::E0001);
+    // Reported at the opening quote, not where the parser gives up.
+    assert!(text.contains("string.wl:2:11"), "{text}");
+    assert!(text.contains("unterminated string"), "{text}");
+}
+
+#[test]
+fn unterminated_block_comment() {
+    let got = check_str(
+        "comment.wl",
+        "param a = 1\n/* never closed\nparam c = 2\n".to_string(),
+    );
+    let (ds, text) = &got;
+    assert_eq!(ds.len(), 1, "{text}");
+    assert_eq!(ds[0].code, Code::E0001);
+    assert!(text.contains("comment.wl:2:"), "{text}");
+}
+
+#[test]
+fn unterminated_everything_at_end_of_file() {
+    for text in [
+        "target t {",
+        "param a = [1, 2",
+        "param a = {",
+        "param a = f(",
+        "param a = \"${",
+        "param a = \"${1",
+        "param a = env(",
+        "query q { sql \"",
+        "matrix { a in",
+        "param a =",
+        "param",
+        "import",
+        "/*",
+        "param a = 1 /* x",
+    ] {
+        let (ds, rendered) = check_str("eof.wl", text.to_string());
+        assert_eq!(ds.len(), 1, "{text:?}:\n{rendered}");
+        assert!(ds[0].is_error(), "{text:?}:\n{rendered}");
+        assert!(rendered.contains("eof.wl:1:"), "{text:?}:\n{rendered}");
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Through the binary
+
+#[test]
+fn binary_exits_2_on_hostile_files() {
+    let dir = tempfile::tempdir().unwrap();
+    // (name, bytes, code, whether the diagnostic has a line to point at)
+    let files: [(&str, Vec<u8>, &str, bool); 4] = [
+        ("bad-utf8.wl", vec![b'p', 0xFF, b'\n'], "E0003", true),
+        ("nul.wl", b"param a = \x00\n".to_vec(), "E0001", true),
+        (
+            "deep.wl",
+            format!("param a = {}", "(".repeat(10_000)).into_bytes(),
+            "E0002",
+            true,
+        ),
+        (
+            "huge.wl",
+            vec![b'\n'; wlrun::source::MAX_FILE_BYTES + 1],
+            "E0004",
+            false,
+        ),
+    ];
+    for (name, bytes, code, positioned) in files {
+        std::fs::write(dir.path().join(name), bytes).unwrap();
+        let (status, stderr) = wlrun(dir.path(), &["check", name]);
+        assert_eq!(status, 2, "{name}:\n{stderr}");
+        assert!(
+            stderr.contains(&format!("error[{code}]")),
+            "{name}:\n{stderr}"
+        );
+        let at = if positioned {
+            format!("--> {name}:1:")
+        } else {
+            format!("`{name}`")
+        };
+        assert!(stderr.contains(&at), "{name}: no `{at}` in\n{stderr}");
+        assert!(
+            stderr.contains(&format!("{name}: 1 error")),
+            "{name}:\n{stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{name}:\n{stderr}");
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Property tests
+
+/// Every keyword, punctuation mark and literal shape of the grammar.
+const TOKENS: &[&str] = &[
+    "import",
+    "as",
+    "workload",
+    "seed",
+    "description",
+    "param",
+    "target",
+    "dialect",
+    "count",
+    "via",
+    "matrix",
+    "in",
+    "when",
+    "exclude",
+    "schema",
+    "table",
+    "rows",
+    "series",
+    "tag",
+    "field",
+    "timestamp",
+    "for",
+    "per",
+    "row",
+    "null",
+    "every",
+    "from",
+    "to",
+    "ingest",
+    "into",
+    "file",
+    "limit",
+    "batch",
+    "workers",
+    "connections",
+    "ack",
+    "setup",
+    "teardown",
+    "verify",
+    "visible",
+    "within",
+    "calibrate",
+    "query",
+    "label",
+    "sql",
+    "let",
+    "bind",
+    "binds",
+    "csv",
+    "route",
+    "by",
+    "hook",
+    "run",
+    "against",
+    "queries",
+    "weight",
+    "request",
+    "duration",
+    "warmup",
+    "repeat",
+    "rate",
+    "require",
+    "expect",
+    "status",
+    "check",
+    "same",
+    "results",
+    "across",
+    "endpoints",
+    "env",
+    "pg",
+    "http",
+    "ilp_tcp",
+    "ilp_http",
+    "qwp",
+    "sqlite",
+    "samples",
+    "promql",
+    "poisson",
+    "fixed",
+    "true",
+    "false",
+    "none",
+    "and",
+    "or",
+    "not",
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    ",",
+    ":",
+    "=",
+    "==",
+    "!=",
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "..",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    ".",
+    ".*",
+    "$1",
+    "$2",
+    "0",
+    "1",
+    "42",
+    "1_000",
+    "9223372036854775807",
+    "99999999999999999999",
+    "2.5",
+    "1e3",
+    "10s",
+    "1h30m",
+    "500ms",
+    "64MiB",
+    "5000/s",
+    "0.1%",
+    "2016-01-01T00:00:00Z",
+    "2016-02-30T00:00:00Z",
+    "\"text\"",
+    "\"${x}\"",
+    "\"${\"",
+    "\"\\n\"",
+    "\"std/tsbs/cpu-only.wl\"",
+    "\"postgres://u@127.0.0.1:5432/db\"",
+    "\"ws://127.0.0.1:9000\"",
+    "\"tcp://h:9009\"",
+    "hosts",
+    "x",
+    "cpu",
+    "q",
+    "uniform",
+    "seq",
+    "format",
+    "window",
+    "sample",
+    "pick",
+    "//",
+    "/*",
+    "*/",
+    "\n",
+    " ",
+];
+
+fn soup() -> impl Strategy<Value = String> {
+    proptest::collection::vec(proptest::sample::select(TOKENS), 0..60).prop_map(|ts| ts.join(" "))
+}
+
+/// A valid skeleton with one token replaced: close to real workloads, so checking gets past the
+/// parser more often than a random soup does.
+const SKELETON: &str = "param hosts = 4\ntarget t { pg \"postgres://u@127.0.0.1:5432/db\" }\nmatrix { w in [1, 2] }\nschema s { series h: symbol = format(\"h%d\", n) for n in 0..hosts  timestamp ts = every 1m from 2016-01-01T00:00:00Z for 1h }\nquery q { sql \"SELECT $1\" bind $1 = sample(s.h, 2) }\ningest i { into t via pg  rows s  workers w }\nrun r { against t.pg  queries q  count 10 }\n";
+
+fn mutated_skeleton() -> impl Strategy<Value = String> {
+    let words: Vec<&'static str> = SKELETON.split(' ').collect();
+    let n = words.len();
+    (0..n, proptest::sample::select(TOKENS)).prop_map(move |(i, t)| {
+        let mut w = words.clone();
+        w[i] = t;
+        w.join(" ")
+    })
+}
+
+fn never_panics(text: &str) {
+    let out = check_text("prop.wl", text, &Options::default());
+    // Whatever happened, the diagnostics render, in order, with positions.
+    let rendered = render_all(&out.map, &out.diagnostics, Style::Plain);
+    for w in out.diagnostics.windows(2) {
+        assert!(
+            w[0].primary.span <= w[1].primary.span,
+            "unsorted:\n{rendered}"
+        );
+    }
+    if out.diagnostics.iter().any(Diagnostic::is_error) {
+        assert!(out.checked.is_none());
+        assert!(rendered.contains("error["), "{rendered}");
+    } else if let Some(checked) = &out.checked {
+        let plan = wlrun::lower::lower(checked);
+        assert!(!wlrun::plan::listing(&plan).is_empty());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_text_never_panics(text in any::<String>()) {
+        never_panics(&text);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        never_panics(&String::from_utf8_lossy(&bytes));
+    }
+
+    #[test]
+    fn token_soup_never_panics(text in soup()) {
+        never_panics(&text);
+    }
+
+    #[test]
+    fn mutated_workload_never_panics(text in mutated_skeleton()) {
+        never_panics(&text);
+    }
+}
+
+#[test]
+fn skeleton_checks() {
+    let out = check_text("skeleton.wl", SKELETON, &Options::default());
+    let rendered = render_all(&out.map, &out.diagnostics, Style::Plain);
+    assert!(out.checked.is_some(), "{rendered}");
+}
