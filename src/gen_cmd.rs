@@ -7,7 +7,7 @@ use std::time::Instant;
 use crate::check::{self, Checked};
 use crate::cli::TimestampText;
 use crate::encode::{CsvEncoder, TimestampStyle};
-use crate::run::{EXIT_OK, EXIT_USAGE};
+use crate::run::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 /// Counts bytes on their way out, for the summary.
 struct Counting<W> {
@@ -25,6 +25,30 @@ impl<W: Write> Write for Counting<W> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
     }
+}
+
+/// A closed reader (`| head`) anywhere in the error's chain: the reader's choice, not a failure.
+fn broken_pipe(e: &std::io::Error) -> bool {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        return true;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = e.get_ref().map(|x| x as _);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::BrokenPipe {
+                return true;
+            }
+        }
+        if let Some(c) = err.downcast_ref::<::csv::Error>() {
+            if let ::csv::ErrorKind::Io(io) = c.kind() {
+                if io.kind() == std::io::ErrorKind::BrokenPipe {
+                    return true;
+                }
+            }
+        }
+        source = err.source();
+    }
+    false
 }
 
 fn parse_shard(s: &str) -> Result<(u64, u64), String> {
@@ -52,7 +76,7 @@ pub fn run(
     shard: Option<&str>,
 ) -> i32 {
     let fail = |m: String| {
-        eprintln!("wlrun gen: {m}");
+        sayln!("wlrun gen: {m}");
         EXIT_USAGE
     };
     let shard = match shard.map(parse_shard).transpose() {
@@ -83,7 +107,10 @@ pub fn run(
         Some(p) if p == Path::new("-") => Box::new(std::io::stdout().lock()),
         Some(p) => match std::fs::File::create(p) {
             Ok(f) => Box::new(f),
-            Err(e) => return fail(format!("cannot create {}: {e}", p.display())),
+            Err(e) => {
+                sayln!("wlrun gen: cannot create {}: {e}", p.display());
+                return EXIT_FAILED;
+            }
         },
     };
     let started = Instant::now();
@@ -93,31 +120,42 @@ pub fn run(
     };
     let mut enc = match CsvEncoder::new(counting, &plan.columns, style) {
         Ok(e) => e,
-        Err(e) => return fail(format!("write failed: {e}")),
+        Err(e) if broken_pipe(&e) => return EXIT_OK,
+        Err(e) => {
+            sayln!("wlrun gen: write failed: {e}");
+            return EXIT_FAILED;
+        }
     };
     let mut n: u64 = 0;
     for row in rows {
         if let Err(e) = enc.write_row(&row) {
             // A closed pipe (`| head`) is the reader's choice, not a failure.
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
+            if broken_pipe(&e) {
                 return EXIT_OK;
             }
-            return fail(format!("write failed after {n} rows: {e}"));
+            sayln!("wlrun gen: write failed after {n} rows: {e}");
+            return EXIT_FAILED;
         }
         n += 1;
     }
     let mut counting = match enc.finish() {
         Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return EXIT_OK,
-        Err(e) => return fail(format!("write failed: {e}")),
+        Err(e) if broken_pipe(&e) => return EXIT_OK,
+        Err(e) => {
+            sayln!("wlrun gen: write failed: {e}");
+            return EXIT_FAILED;
+        }
     };
     match counting.flush() {
         Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return EXIT_OK,
-        Err(e) => return fail(format!("write failed: {e}")),
+        Err(e) if broken_pipe(&e) => return EXIT_OK,
+        Err(e) => {
+            sayln!("wlrun gen: write failed: {e}");
+            return EXIT_FAILED;
+        }
     }
     let secs = started.elapsed().as_secs_f64().max(1e-9);
-    eprintln!(
+    sayln!(
         "wlrun gen: schema {} -> {} rows, {} bytes ({:.1} bytes/row), {:.0} rows/s",
         plan.name,
         n,

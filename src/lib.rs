@@ -11,6 +11,22 @@
 //!
 //! The library API exists for the binary and the tests; it makes no stability promise.
 
+/// Writes to standard error, ignoring failures: a closed stderr (`2>&1 | head`) must not turn
+/// a result into a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+macro_rules! sayln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod check;
 pub mod cli;
 pub mod diag;

@@ -12,6 +12,8 @@ use crate::diag::{self, Style};
 use crate::{lower, plan};
 
 pub const EXIT_OK: i32 = 0;
+/// A run failed, a threshold was exceeded, or output could not be written.
+pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 
 const SUBCOMMANDS: &[&str] = &["check", "plan", "gen", "run", "help"];
@@ -58,11 +60,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             let mut code = EXIT_OK;
             for file in files {
                 let out = check::check_file(&file, &options(&select));
-                eprint!("{}", diag::render_all(&out.map, &out.diagnostics, style));
+                say!("{}", diag::render_all(&out.map, &out.diagnostics, style));
                 match out.checked {
                     Some(_) => {
                         let warnings = out.diagnostics.len();
-                        eprintln!(
+                        sayln!(
                             "{}: ok{}",
                             file.display(),
                             if warnings > 0 {
@@ -74,7 +76,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                     }
                     None => {
                         let errors = out.diagnostics.iter().filter(|d| d.is_error()).count();
-                        eprintln!("{}: {errors} error{}", file.display(), plural(errors));
+                        sayln!("{}: {errors} error{}", file.display(), plural(errors));
                         code = EXIT_USAGE;
                     }
                 }
@@ -83,7 +85,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         }
         Command::Plan { file, json, select } => {
             let out = check::check_file(&file, &options(&select));
-            eprint!("{}", diag::render_all(&out.map, &out.diagnostics, style));
+            say!("{}", diag::render_all(&out.map, &out.diagnostics, style));
             let Some(checked) = out.checked else {
                 return EXIT_USAGE;
             };
@@ -108,7 +110,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             let mut opts = options(&select);
             opts.csv_may_be_missing = true;
             let out = check::check_file(&file, &opts);
-            eprint!("{}", diag::render_all(&out.map, &out.diagnostics, style));
+            say!("{}", diag::render_all(&out.map, &out.diagnostics, style));
             let Some(checked) = out.checked else {
                 return EXIT_USAGE;
             };
@@ -123,23 +125,23 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         }
         Command::Run { file, select } => {
             let out = check::check_file(&file, &options(&select));
-            eprint!("{}", diag::render_all(&out.map, &out.diagnostics, style));
+            say!("{}", diag::render_all(&out.map, &out.diagnostics, style));
             let Some(checked) = out.checked else {
                 return EXIT_USAGE;
             };
             let plan = lower::lower(&checked);
-            eprintln!(
+            sayln!(
                 "wlrun: `run` cannot execute yet: the ingest runner (issue 4), the query runner \
                  (issue 5), hooks and HTTP request runs (issue 6) and QWP (issue 7) are not built."
             );
-            eprintln!(
+            sayln!(
                 "The workload checks; {} cell{} with these phases would run:",
                 plan.cells.len(),
                 plural(plan.cells.len())
             );
             for cell in &plan.cells {
                 for phase in &cell.phases {
-                    eprintln!("  cell {} {}: cannot run yet", cell.index, phase.describe());
+                    sayln!("  cell {} {}: cannot run yet", cell.index, phase.describe());
                 }
             }
             EXIT_USAGE

@@ -205,6 +205,16 @@ pub fn call(
         );
     }
     let name = &callee[0];
+    if name.name == "env" {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0204,
+                name.span,
+                "`env` takes the variable name in quotes",
+            )
+            .label("write env(\"NAME\") or env(\"NAME\", \"default\")"),
+        );
+    }
     let Some((_, params, _)) = FUNCTIONS.iter().find(|(n, _, _)| *n == name.name) else {
         let mut d = Diagnostic::error(Code::E0204, name.span, format!("unknown function `{name}`"))
             .label("not a built-in function");

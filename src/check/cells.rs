@@ -220,6 +220,28 @@ pub fn check_program(
         return None;
     }
 
+    // Conditions compare axes with bare words; a misspelt axis or value would silently match
+    // nothing, so both are checked against the declared axes and their values.
+    let params: Vec<String> = program
+        .root()
+        .decls
+        .iter()
+        .filter(|(_, d)| matches!(d, Decl::Param(_)))
+        .map(|(k, _)| k.clone())
+        .collect();
+    let conditions = program.root().matrix.iter().flat_map(|m| {
+        m.axes
+            .iter()
+            .filter_map(|a| a.when.as_ref())
+            .chain(m.excludes.iter())
+    });
+    for c in conditions {
+        check_condition(c, &axes, &params, diags);
+    }
+    if diags.error_count() > errors_before {
+        return None;
+    }
+
     // The cartesian product, first axis outermost.
     let mut combos: Vec<IndexMap<String, Value>> = vec![IndexMap::new()];
     for a in &axes {
@@ -351,8 +373,10 @@ pub fn check_program(
         });
     }
 
-    // Warnings: a root param nothing reads, an axis no block reads.
-    for (name, d) in &program.root().decls {
+    // Warnings: a root param nothing reads, an axis no block reads. After an error they would
+    // be noise: a block that failed to lower read nothing.
+    let lowering_failed = diags.error_count() > errors_before;
+    for (name, d) in program.root().decls.iter().filter(|_| !lowering_failed) {
         if let Decl::Param(p) = d {
             let shadowed = axes.iter().any(|a| &a.name == name);
             if !used.contains(&(InstanceId::ROOT, name.clone())) && !shadowed {
@@ -367,7 +391,7 @@ pub fn check_program(
             }
         }
     }
-    for a in axes.iter().filter(|a| !a.implicit) {
+    for a in axes.iter().filter(|a| !a.implicit && !lowering_failed) {
         if !used.contains(&(InstanceId::ROOT, a.name.clone())) {
             diags.push(
                 Diagnostic::warning(
@@ -400,6 +424,88 @@ pub fn check_program(
         lowered,
         file: map.get(root_file).name.clone(),
     })
+}
+
+/// The name a condition operand refers to: `protocol`, or `load.via` for an implicit axis.
+fn operand_name(e: &ast::Expr) -> Option<(String, Span)> {
+    match &e.kind {
+        ast::ExprKind::Path(p) if p.len() == 1 => Some((p[0].name.clone(), p[0].span)),
+        ast::ExprKind::Path(p) if p.len() == 2 && p[1].name == "via" => {
+            Some((format!("{}.via", p[0].name), e.span))
+        }
+        _ => None,
+    }
+}
+
+fn check_condition(e: &ast::Expr, axes: &[AxisDef], params: &[String], diags: &mut Diagnostics) {
+    use ast::{BinOp, ExprKind};
+    match &e.kind {
+        ExprKind::Binary(BinOp::And | BinOp::Or, a, b) => {
+            check_condition(a, axes, params, diags);
+            check_condition(b, axes, params, diags);
+        }
+        ExprKind::Unary(_, x) => check_condition(x, axes, params, diags),
+        ExprKind::Binary(BinOp::Eq | BinOp::Ne | BinOp::In, a, b) => {
+            let known = |n: &str| axes.iter().any(|x| x.name == n) || params.iter().any(|p| p == n);
+            let (la, lb) = (operand_name(a), operand_name(b));
+            let axis_of = |o: &Option<(String, Span)>| {
+                o.as_ref()
+                    .and_then(|(n, _)| axes.iter().find(|x| &x.name == n))
+            };
+            // One side an axis: a bare word on the other side must be one of its values.
+            for (axis, other) in [(axis_of(&la), &lb), (axis_of(&lb), &la)] {
+                let Some(axis) = axis else { continue };
+                let words: Vec<(String, Span)> = match other {
+                    Some((w, span)) if !known(w) => vec![(w.clone(), *span)],
+                    _ => match &(if axis_of(&la).is_some() { b } else { a }).kind {
+                        ExprKind::List(items) => items
+                            .iter()
+                            .filter_map(operand_name)
+                            .filter(|(w, _)| !known(w))
+                            .collect(),
+                        _ => Vec::new(),
+                    },
+                };
+                for (w, span) in words {
+                    let values: Vec<String> = axis.values.iter().map(display_plain).collect();
+                    if w != "none" && !values.contains(&w) {
+                        let mut d = Diagnostic::error(
+                            Code::E0104,
+                            span,
+                            format!("`{w}` is not a value of the axis `{}`", axis.name),
+                        )
+                        .label("this comparison can never be true")
+                        .note(format!("its values: {}", values.join(", ")));
+                        if let Some(s) = suggest(&w, values.iter().map(String::as_str)) {
+                            d = d.note(format!("did you mean `{s}`?"));
+                        }
+                        diags.push(d);
+                    }
+                }
+                return;
+            }
+            // Neither side an axis or a param: the left one is a misspelt axis name (two bare
+            // words never compare usefully).
+            if let Some((n, span)) = [la, lb].into_iter().flatten().find(|(n, _)| !known(n)) {
+                let names: Vec<&str> = axes
+                    .iter()
+                    .map(|x| x.name.as_str())
+                    .chain(params.iter().map(String::as_str))
+                    .collect();
+                let mut d = Diagnostic::error(Code::E0104, span, format!("unknown name `{n}`"))
+                    .label("not an axis or a param")
+                    .note(format!(
+                        "conditions compare axes or params: {}",
+                        names.join(", ")
+                    ));
+                if let Some(s) = suggest(&n, names.iter().copied()) {
+                    d = d.note(format!("did you mean `{s}`?"));
+                }
+                diags.push(d);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn root_params(ev: &Eval<'_>) -> IndexMap<String, Value> {

@@ -975,7 +975,12 @@ pub fn suggest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Opt
         if c == word {
             continue;
         }
-        let d = levenshtein(word, c);
+        // A prefix of three letters or more (`proto` for `protocol`) counts as close.
+        let d = if word.len() >= 3 && c.starts_with(word) {
+            1
+        } else {
+            levenshtein(word, c)
+        };
         let limit = (word.len().max(c.len()) / 3).max(1);
         if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
             best = Some((d, c));

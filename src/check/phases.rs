@@ -1475,7 +1475,29 @@ fn require(ev: &Eval<'_>, c: &ast::Clause<ast::Expr>, scope: &Scope) -> Ev<Requi
             Ok((inst, Decl::Schema(s), used)) if used == p.len() => {
                 lower_schema(ev, inst, s).map(|s| s.table)?
             }
-            _ if p.len() == 1 => p[0].name.clone(),
+            _ if p.len() == 1 => {
+                // Not a schema: a table by name. Close to a schema's name, it is likely a typo.
+                let schemas: Vec<&str> = ev
+                    .prog
+                    .module_of(scope.inst)
+                    .decls
+                    .iter()
+                    .filter(|(_, d)| matches!(d, Decl::Schema(_)))
+                    .map(|(k, _)| k.as_str())
+                    .collect();
+                if let Some(s) = super::eval::suggest(&p[0].name, schemas.iter().copied()) {
+                    ev.error(
+                        Diagnostic::warning(
+                            Code::W0004,
+                            p[0].span,
+                            format!("no schema `{}`; taken as a table name", p[0].name),
+                        )
+                        .label("counted as the table of this name")
+                        .note(format!("did you mean the schema `{s}`?")),
+                    );
+                }
+                p[0].name.clone()
+            }
             Ok(_) | Err(_) => {
                 return ev.fail(
                     Diagnostic::error(

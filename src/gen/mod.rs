@@ -12,7 +12,9 @@
 //!   `eval`: one node at one row;
 //! - `reference`: the rows iterator.
 
+pub mod batch;
 mod cell;
+pub mod columnar;
 mod error;
 mod eval;
 mod format;
@@ -24,6 +26,7 @@ pub mod rng;
 pub mod route;
 
 pub use cell::{unit_ns, Cell, Kind};
+pub use columnar::Columnar;
 pub use error::GenError;
 pub use program::{series_key_column, ReadFile};
 pub use reference::{rows, rows_with, Rows};

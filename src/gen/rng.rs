@@ -91,19 +91,83 @@ impl Rng {
         lo + (hi - lo) * self.f64()
     }
 
-    /// A standard normal deviate by Marsaglia's polar method: `u = 2*f64() - 1`,
-    /// `v = 2*f64() - 1` (both exact), retried until `0 < s = u*u + v*v < 1`; the result is
-    /// `u * sqrt(-2 * ln(s) / s)` (the second deviate, from `v`, is discarded).
+    /// Uniform in (0, 1): never 0, for logarithms.
+    pub fn open01(&mut self) -> f64 {
+        ((self.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// A standard normal deviate by Marsaglia and Tsang's ziggurat with 256 layers ("The
+    /// Ziggurat Method for Generating Random Variables", 2000), one draw in about 99% of
+    /// calls: the low 8 bits of a draw pick the layer `i`, its top 53 bits give `u` in
+    /// [-1, 1); `x = u * X[i]` is returned when `|x| < X[i+1]`. Otherwise the base layer
+    /// (i = 0) samples the tail beyond R from two `open01` draws, and other layers accept `x`
+    /// when `F[i+1] + (F[i] - F[i+1]) * f64() < exp(-x*x/2)`, else start again. The tables
+    /// `X`, `F` are computed once with `libm` (see `ZigTables`), so they are the same bits
+    /// everywhere.
     pub fn std_normal(&mut self) -> f64 {
+        let t = zig_tables();
         loop {
-            let u = 2.0 * self.f64() - 1.0;
-            let v = 2.0 * self.f64() - 1.0;
-            let s = u * u + v * v;
-            if s > 0.0 && s < 1.0 {
-                return u * libm::sqrt(-2.0 * libm::log(s) / s);
+            let bits = self.next_u64();
+            let i = (bits & 0xff) as usize;
+            let u = (bits >> 11) as f64 * (2.0 / (1u64 << 53) as f64) - 1.0;
+            let x = u * t.x[i];
+            if x.abs() < t.x[i + 1] {
+                return x;
+            }
+            if i == 0 {
+                // The tail beyond R (Marsaglia 1964).
+                loop {
+                    let a = libm::log(self.open01()) / ZIG_R;
+                    let b = libm::log(self.open01());
+                    if -2.0 * b >= a * a {
+                        return if u < 0.0 { a - ZIG_R } else { ZIG_R - a };
+                    }
+                }
+            }
+            if t.f[i + 1] + (t.f[i] - t.f[i + 1]) * self.f64() < libm::exp(-0.5 * x * x) {
+                return x;
             }
         }
     }
+}
+
+/// The rightmost layer edge and the common layer area of the 256-layer normal ziggurat.
+const ZIG_R: f64 = 3.654_152_885_361_009;
+const ZIG_V: f64 = 0.004_928_673_233_99;
+
+/// Layer edges `x[0..=256]` (x[0] = V / f(R) is the base strip's virtual width, x[1] = R,
+/// x[i+1] = sqrt(-2 ln(V / x[i] + f(x[i]))), x[256] = 0) and `f[i] = exp(-x[i]^2 / 2)`.
+pub struct ZigTables {
+    pub x: [f64; 257],
+    pub f: [f64; 257],
+}
+
+fn zig_tables() -> &'static ZigTables {
+    static TABLES: std::sync::OnceLock<ZigTables> = std::sync::OnceLock::new();
+    TABLES.get_or_init(|| {
+        let pdf = |x: f64| libm::exp(-0.5 * x * x);
+        let mut x = [0.0; 257];
+        x[0] = ZIG_V / pdf(ZIG_R);
+        x[1] = ZIG_R;
+        for i in 1..256 {
+            let next = -2.0 * libm::log(ZIG_V / x[i] + pdf(x[i]));
+            x[i + 1] = if next > 0.0 { libm::sqrt(next) } else { 0.0 };
+        }
+        x[256] = 0.0;
+        let mut f = [0.0; 257];
+        for i in 0..257 {
+            f[i] = pdf(x[i]);
+        }
+        ZigTables { x, f }
+    })
+}
+
+/// The key prefix of one (stream, series): `key(seed, stream, series, row)` is
+/// `fmix64(prefix ^ row)`, so loops over rows of one series hash once per draw.
+pub fn key_prefix(seed: u64, stream: u64, series: u64) -> u64 {
+    let mut h = fmix64(seed ^ KEY_INIT);
+    h = fmix64(h ^ stream);
+    fmix64(h ^ series)
 }
 
 /// Zipf over ranks 1..=n with exponent s > 0, by Hörmann and Derflinger's rejection-inversion
@@ -193,6 +257,41 @@ fn helper2(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ziggurat_tables_close_at_zero() {
+        let t = zig_tables();
+        assert_eq!(t.x[1], ZIG_R);
+        assert!((t.x[255] - 0.215_241_895_9).abs() < 1e-9, "{}", t.x[255]);
+        assert!(t.x.windows(2).skip(1).all(|w| w[0] > w[1]));
+    }
+
+    #[test]
+    fn ziggurat_normal_moments_and_tails() {
+        let n = 400_000;
+        let (mut sum, mut sq, mut beyond3, mut beyond1) = (0.0, 0.0, 0, 0);
+        for i in 0..n {
+            let x = Rng::new(9, 1, 2, i).std_normal();
+            sum += x;
+            sq += x * x;
+            beyond3 += usize::from(x.abs() > 3.0);
+            beyond1 += usize::from(x.abs() > 1.0);
+        }
+        let mean = sum / n as f64;
+        let var = sq / n as f64 - mean * mean;
+        assert!(mean.abs() < 0.01, "mean {mean}");
+        assert!((var - 1.0).abs() < 0.01, "variance {var}");
+        // P(|X| > 1) = 0.3173, P(|X| > 3) = 0.0027.
+        assert!((beyond1 as f64 / n as f64 - 0.3173).abs() < 0.005);
+        assert!((beyond3 as f64 / n as f64 - 0.0027).abs() < 0.0006);
+    }
+
+    #[test]
+    fn key_prefix_matches_key() {
+        for row in [0, 1, 99, u64::MAX] {
+            assert_eq!(fmix64(key_prefix(5, 6, 7) ^ row), key(5, 6, 7, row));
+        }
+    }
 
     #[test]
     fn splitmix_matches_the_reference_sequence() {

@@ -185,9 +185,9 @@ const GOLDEN: [&str; 6] = [
     "host_0,ap-northeast-1,ap-northeast-1c,92,77,74,2016-01-01T00:00:00Z",
     "host_1,ap-northeast-1,ap-northeast-1c,32,5,6,2016-01-01T00:00:00Z",
     "host_2,us-east-1,us-east-1b,86,88,25,2016-01-01T00:00:00Z",
-    "host_0,ap-northeast-1,ap-northeast-1c,92,76,75,2016-01-01T00:00:10Z",
+    "host_0,ap-northeast-1,ap-northeast-1c,92,76,76,2016-01-01T00:00:10Z",
     "host_1,ap-northeast-1,ap-northeast-1c,32,6,6,2016-01-01T00:00:10Z",
-    "host_2,us-east-1,us-east-1b,86,87,26,2016-01-01T00:00:10Z",
+    "host_2,us-east-1,us-east-1b,86,87,28,2016-01-01T00:00:10Z",
 ];
 
 #[test]

@@ -1,0 +1,269 @@
+//! The column batch: what the generator fills and every encoder reads (ILP, CSV, COPY, SQLite,
+//! QWP, the binary file format). Protocol-neutral: typed columns, a null bitmap per column,
+//! dictionaries for symbols, timestamps in nanoseconds with the column's unit kept alongside.
+//! A batch is reused: `clear` keeps every allocation, so the hot loop allocates nothing once
+//! the buffers have grown to the batch size.
+
+use std::sync::Arc;
+
+use crate::plan::SchemaPlan;
+
+/// Distinct texts of a symbol column, indexed by id. Fixed when the generator is built
+/// (per-series values, or the choices of a `pick`), so encoders may cache per-id bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Dictionary {
+    pub values: Vec<String>,
+}
+
+/// What a column holds in a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Physical {
+    Long,
+    Double,
+    Bool,
+    /// Ids into the column's dictionary.
+    Symbol,
+    /// Text: `offsets[i]..offsets[i + 1]` of `bytes`.
+    Varchar,
+    /// Nanoseconds since the epoch.
+    Timestamp,
+}
+
+/// A column's identity: its place in the schema and how to read its values.
+#[derive(Clone, Debug)]
+pub struct ColumnMeta {
+    pub name: String,
+    /// `series`, `tag`, `field` or `timestamp`, as in the plan.
+    pub role: String,
+    /// The declared type: `symbol`, `varchar`, `long`, `int`, `double`, `boolean`, `timestamp`...
+    pub ty: String,
+    /// Nanoseconds per unit of a timestamp column (1, 1_000 or 1_000_000), else 0.
+    pub unit_ns: i64,
+    pub physical: Physical,
+    /// Present exactly when `physical` is `Symbol`.
+    pub dictionary: Option<Arc<Dictionary>>,
+}
+
+/// The layout every batch of one generator shares.
+#[derive(Clone, Debug)]
+pub struct BatchSchema {
+    pub name: String,
+    pub table: String,
+    pub columns: Vec<ColumnMeta>,
+    /// Index of the series-key column, if any; routing hashes its text.
+    pub series_key: Option<usize>,
+    /// Index of the designated timestamp column, if any.
+    pub timestamp: Option<usize>,
+}
+
+/// One column's values for the rows of a batch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Values {
+    Long(Vec<i64>),
+    Double(Vec<f64>),
+    Bool(Vec<bool>),
+    Symbol(Vec<u32>),
+    Varchar { offsets: Vec<u32>, bytes: Vec<u8> },
+    Timestamp(Vec<i64>),
+}
+
+impl Values {
+    pub fn new(p: Physical) -> Values {
+        match p {
+            Physical::Long => Values::Long(Vec::new()),
+            Physical::Double => Values::Double(Vec::new()),
+            Physical::Bool => Values::Bool(Vec::new()),
+            Physical::Symbol => Values::Symbol(Vec::new()),
+            Physical::Varchar => Values::Varchar {
+                offsets: vec![0],
+                bytes: Vec::new(),
+            },
+            Physical::Timestamp => Values::Timestamp(Vec::new()),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Values::Long(v) | Values::Timestamp(v) => v.len(),
+            Values::Double(v) => v.len(),
+            Values::Bool(v) => v.len(),
+            Values::Symbol(v) => v.len(),
+            Values::Varchar { offsets, .. } => offsets.len() - 1,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn clear(&mut self) {
+        match self {
+            Values::Long(v) | Values::Timestamp(v) => v.clear(),
+            Values::Double(v) => v.clear(),
+            Values::Bool(v) => v.clear(),
+            Values::Symbol(v) => v.clear(),
+            Values::Varchar { offsets, bytes } => {
+                offsets.truncate(1);
+                bytes.clear();
+            }
+        }
+    }
+
+    /// The text of row `i` of a varchar column.
+    pub fn str_at(&self, i: usize) -> &str {
+        match self {
+            Values::Varchar { offsets, bytes } => {
+                let (a, b) = (offsets[i] as usize, offsets[i + 1] as usize);
+                // Only `push_str` writes these bytes, and it takes whole `&str`s.
+                std::str::from_utf8(&bytes[a..b]).unwrap_or_default()
+            }
+            _ => "",
+        }
+    }
+}
+
+/// A null bitmap: bit `i` set means row `i` is null. Absent when the column has no nulls.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Nulls {
+    pub words: Vec<u64>,
+}
+
+impl Nulls {
+    pub fn is_null(&self, i: usize) -> bool {
+        self.words
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    pub fn set(&mut self, i: usize) {
+        if self.words.len() <= i / 64 {
+            self.words.resize(i / 64 + 1, 0);
+        }
+        self.words[i / 64] |= 1 << (i % 64);
+    }
+
+    pub fn clear(&mut self) {
+        self.words.clear();
+    }
+
+    pub fn any(&self) -> bool {
+        self.words.iter().any(|&w| w != 0)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnBatch {
+    pub values: Values,
+    pub nulls: Nulls,
+}
+
+/// A batch of rows in column form, in generation order (epoch-major, series-minor).
+#[derive(Clone, Debug)]
+pub struct Batch {
+    pub schema: Arc<BatchSchema>,
+    pub rows: usize,
+    pub columns: Vec<ColumnBatch>,
+    /// The series index of each row (0 for a schema without series).
+    pub series: Vec<u32>,
+}
+
+impl Batch {
+    pub fn new(schema: Arc<BatchSchema>) -> Batch {
+        let columns = schema
+            .columns
+            .iter()
+            .map(|c| ColumnBatch {
+                values: Values::new(c.physical),
+                nulls: Nulls::default(),
+            })
+            .collect();
+        Batch {
+            schema,
+            rows: 0,
+            columns,
+            series: Vec::new(),
+        }
+    }
+
+    /// Empties the batch, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.rows = 0;
+        self.series.clear();
+        for c in &mut self.columns {
+            c.values.clear();
+            c.nulls.clear();
+        }
+    }
+
+    pub fn is_null(&self, col: usize, row: usize) -> bool {
+        self.columns[col].nulls.is_null(row)
+    }
+
+    /// The text of a symbol or varchar cell, for encoders that write text.
+    pub fn text(&self, col: usize, row: usize) -> &str {
+        match &self.columns[col].values {
+            Values::Symbol(ids) => self.schema.columns[col]
+                .dictionary
+                .as_ref()
+                .and_then(|d| d.values.get(ids[row] as usize))
+                .map_or("", String::as_str),
+            v @ Values::Varchar { .. } => v.str_at(row),
+            _ => "",
+        }
+    }
+}
+
+/// Pushes text onto a varchar column.
+pub fn push_str(values: &mut Values, s: &str) {
+    if let Values::Varchar { offsets, bytes } = values {
+        bytes.extend_from_slice(s.as_bytes());
+        offsets.push(bytes.len() as u32);
+    }
+}
+
+/// The physical kind a declared column type is generated into, before dictionaries are known.
+pub fn physical_of(ty: &str) -> Physical {
+    match ty {
+        "long" | "int" | "short" | "byte" => Physical::Long,
+        "double" | "float" => Physical::Double,
+        "boolean" => Physical::Bool,
+        "timestamp" => Physical::Timestamp,
+        _ => Physical::Varchar,
+    }
+}
+
+/// Nanoseconds per unit for a timestamp column's unit name.
+pub fn unit_ns(unit: Option<&str>) -> i64 {
+    match unit {
+        Some("ns") => 1,
+        Some("ms") => 1_000_000,
+        Some("us") => 1_000,
+        _ => 0,
+    }
+}
+
+impl BatchSchema {
+    /// The layout of a schema; symbol columns become `Varchar` here and the generator turns
+    /// them into dictionary columns where their values are known up front.
+    pub fn from_plan(plan: &SchemaPlan) -> BatchSchema {
+        let columns: Vec<ColumnMeta> = plan
+            .columns
+            .iter()
+            .map(|c| ColumnMeta {
+                name: c.name.clone(),
+                role: c.role.clone(),
+                ty: c.ty.clone(),
+                unit_ns: unit_ns(c.unit.as_deref()),
+                physical: physical_of(&c.ty),
+                dictionary: None,
+            })
+            .collect();
+        BatchSchema {
+            name: plan.name.clone(),
+            table: plan.table.clone(),
+            series_key: columns.iter().position(|c| c.role == "series"),
+            timestamp: columns.iter().position(|c| c.role == "timestamp"),
+            columns,
+        }
+    }
+}
