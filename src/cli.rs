@@ -67,6 +67,9 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = GenFormat::Csv)]
         format: GenFormat,
+        /// Rows per generated batch.
+        #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        batch: u32,
         /// Output file; `-` or absent writes to standard output.
         #[arg(short, long)]
         output: Option<PathBuf>,
@@ -90,7 +93,13 @@ pub enum Command {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum GenFormat {
+    /// InfluxDB line protocol, QuestDB flavour.
+    Ilp,
+    /// CSV with a header line.
     Csv,
+    /// wlrun's binary column-batch file (docs/binary-format.md), replayable without
+    /// regenerating.
+    Bin,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -101,7 +101,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Gen {
             file,
             schema,
-            format: _,
+            format,
+            batch,
             output,
             timestamps,
             shard,
@@ -115,6 +116,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 return EXIT_USAGE;
             };
             crate::gen_cmd::run(
+                format,
+                batch as usize,
                 &checked,
                 &file,
                 schema.as_deref(),

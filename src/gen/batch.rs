@@ -88,7 +88,7 @@ impl Values {
             Values::Double(v) => v.len(),
             Values::Bool(v) => v.len(),
             Values::Symbol(v) => v.len(),
-            Values::Varchar { offsets, .. } => offsets.len() - 1,
+            Values::Varchar { offsets, .. } => offsets.len().saturating_sub(1),
         }
     }
 

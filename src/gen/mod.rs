@@ -24,6 +24,7 @@ mod program;
 mod reference;
 pub mod rng;
 pub mod route;
+pub mod to_batch;
 
 pub use cell::{unit_ns, Cell, Kind};
 pub use columnar::Columnar;

@@ -105,15 +105,28 @@ impl Rng {
     /// `X`, `F` are computed once with `libm` (see `ZigTables`), so they are the same bits
     /// everywhere.
     pub fn std_normal(&mut self) -> f64 {
-        let t = zig_tables();
+        self.std_normal_with(zig_tables())
+    }
+
+    /// `std_normal` with the tables fetched once by the caller, for loops over many rows. The
+    /// one-draw case (about 99%) is inlined; the rest is the same loop, out of line.
+    #[inline(always)]
+    pub fn std_normal_with(&mut self, t: &ZigTables) -> f64 {
+        let bits = self.next_u64();
+        let i = (bits & 0xff) as usize;
+        let u = (bits >> 11) as f64 * (2.0 / (1u64 << 53) as f64) - 1.0;
+        let x = u * t.x[i];
+        if x.abs() < t.x[i + 1] {
+            return x;
+        }
+        self.std_normal_rest(t, i, u, x)
+    }
+
+    /// The ziggurat after a first draw fell outside its layer's rectangle.
+    #[cold]
+    #[inline(never)]
+    fn std_normal_rest(&mut self, t: &ZigTables, mut i: usize, mut u: f64, mut x: f64) -> f64 {
         loop {
-            let bits = self.next_u64();
-            let i = (bits & 0xff) as usize;
-            let u = (bits >> 11) as f64 * (2.0 / (1u64 << 53) as f64) - 1.0;
-            let x = u * t.x[i];
-            if x.abs() < t.x[i + 1] {
-                return x;
-            }
             if i == 0 {
                 // The tail beyond R (Marsaglia 1964).
                 loop {
@@ -125,6 +138,13 @@ impl Rng {
                 }
             }
             if t.f[i + 1] + (t.f[i] - t.f[i + 1]) * self.f64() < libm::exp(-0.5 * x * x) {
+                return x;
+            }
+            let bits = self.next_u64();
+            i = (bits & 0xff) as usize;
+            u = (bits >> 11) as f64 * (2.0 / (1u64 << 53) as f64) - 1.0;
+            x = u * t.x[i];
+            if x.abs() < t.x[i + 1] {
                 return x;
             }
         }
@@ -142,7 +162,7 @@ pub struct ZigTables {
     pub f: [f64; 257],
 }
 
-fn zig_tables() -> &'static ZigTables {
+pub fn zig_tables() -> &'static ZigTables {
     static TABLES: std::sync::OnceLock<ZigTables> = std::sync::OnceLock::new();
     TABLES.get_or_init(|| {
         let pdf = |x: f64| libm::exp(-0.5 * x * x);
