@@ -10,6 +10,7 @@ Examples:
   wlrun check workloads/*.wl                   parse and check, print every diagnostic
   wlrun plan workloads/questdb-ingest.wl       list the cells with resolved values and row counts
   wlrun plan w.wl --param hosts=100 --only protocol=qwp --json
+  wlrun gen workloads/questdb-ingest.wl --param hosts=100 --format ilp -o cpu.ilp
 
 Exit codes: 0 ok, 1 run failed or a threshold was exceeded, 2 usage error or workload
 diagnostics, 130 interrupted.";
@@ -50,6 +51,7 @@ pub enum Command {
     },
     /// Print the execution plan: every cell with its resolved values and phases.
     Plan {
+        /// The workload file (.wl).
         file: PathBuf,
         /// Print the plan as JSON instead of the listing.
         #[arg(long)]
@@ -57,8 +59,9 @@ pub enum Command {
         #[command(flatten)]
         select: Select,
     },
-    /// Generate a schema's rows to a file (CSV for now) with the reference generator.
+    /// Generate a schema's rows (ILP, CSV or the binary format) to a file or standard output.
     Gen {
+        /// The workload file (.wl).
         file: PathBuf,
         /// The schema to generate: a name or `alias.name`; defaults to the only schema, or the
         /// first ingest block's.
@@ -85,6 +88,7 @@ pub enum Command {
     },
     /// Run every cell of the plan (`wlrun FILE.wl` is the same).
     Run {
+        /// The workload file (.wl).
         file: PathBuf,
         #[command(flatten)]
         select: Select,

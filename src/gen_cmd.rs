@@ -37,7 +37,7 @@ impl<W: Write> Write for Counting<W> {
 }
 use crate::run::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
-/// A closed reader (`| head`) anywhere in the error's chain: the reader's choice, not a failure.
+/// A closed reader (`| head`) anywhere in the error's chain.
 fn broken_pipe(e: &std::io::Error) -> bool {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         return true;
@@ -150,8 +150,11 @@ pub fn run(
     let mut batch = generator.new_batch();
     let mut n: u64 = 0;
     let write_failed = |n: u64, e: std::io::Error| {
+        // A reader that went away (`| head`) gets its own message; either way the data set is
+        // incomplete, so the exit status says so.
         if broken_pipe(&e) {
-            return EXIT_OK;
+            sayln!("wlrun gen: the output was closed after {n} rows; the data set is incomplete");
+            return EXIT_FAILED;
         }
         sayln!("wlrun gen: write failed after {n} rows: {e}");
         EXIT_FAILED
