@@ -43,6 +43,9 @@ pub struct Eval<'p> {
     pub prog: &'p Program,
     pub cell: &'p CellEnv,
     memo: RefCell<HashMap<(InstanceId, String), Option<Value>>>,
+    /// Lowered schemas of this cell: an ingest, every `sample` and every `require` of a query
+    /// run name the same schema, which is lowered (and reported on) once.
+    pub schemas: RefCell<HashMap<(InstanceId, String), Option<crate::plan::SchemaPlan>>>,
     active: RefCell<Vec<(InstanceId, String)>>,
     /// Params and axes looked up while evaluating, for the unused-name warnings.
     pub used: RefCell<HashSet<(InstanceId, String)>>,
@@ -57,6 +60,7 @@ impl<'p> Eval<'p> {
             prog,
             cell,
             memo: RefCell::default(),
+            schemas: RefCell::default(),
             active: RefCell::default(),
             used: RefCell::default(),
             diags: RefCell::default(),

@@ -273,6 +273,16 @@ fn col_type_of(ty: &Ty) -> &'static str {
 }
 
 pub fn lower_schema(ev: &Eval<'_>, inst: InstanceId, s: &ast::Schema) -> Ev<SchemaPlan> {
+    let key = (inst, s.name.name.clone());
+    if let Some(done) = ev.schemas.borrow().get(&key) {
+        return done.clone();
+    }
+    let plan = lower_schema_once(ev, inst, s);
+    ev.schemas.borrow_mut().insert(key, plan.clone());
+    plan
+}
+
+fn lower_schema_once(ev: &Eval<'_>, inst: InstanceId, s: &ast::Schema) -> Ev<SchemaPlan> {
     let mut scope = Scope::new(inst);
     let mut ok = true;
     // Every column is visible to every other one (pick_by), typed by its declaration.

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use super::cell::Kind;
 use crate::plan::SchemaPlan;
 
 /// Distinct texts of a symbol column, indexed by id. Fixed when the generator is built
@@ -221,24 +222,15 @@ pub fn push_str(values: &mut Values, s: &str) {
     }
 }
 
-/// The physical kind a declared column type is generated into, before dictionaries are known.
-pub fn physical_of(ty: &str) -> Physical {
-    match ty {
-        "long" | "int" | "short" | "byte" => Physical::Long,
-        "double" | "float" => Physical::Double,
-        "boolean" => Physical::Bool,
-        "timestamp" => Physical::Timestamp,
-        _ => Physical::Varchar,
-    }
-}
-
-/// Nanoseconds per unit for a timestamp column's unit name.
-pub fn unit_ns(unit: Option<&str>) -> i64 {
-    match unit {
-        Some("ns") => 1,
-        Some("ms") => 1_000_000,
-        Some("us") => 1_000,
-        _ => 0,
+/// The physical kind a column type is generated into, before dictionaries are known: the
+/// generator's own type rules (`Kind`), so layout and coercion cannot disagree.
+pub fn physical_of(kind: Kind) -> Physical {
+    match kind {
+        Kind::Long => Physical::Long,
+        Kind::Double => Physical::Double,
+        Kind::Bool => Physical::Bool,
+        Kind::Timestamp { .. } => Physical::Timestamp,
+        Kind::Str | Kind::Any => Physical::Varchar,
     }
 }
 
@@ -249,13 +241,19 @@ impl BatchSchema {
         let columns: Vec<ColumnMeta> = plan
             .columns
             .iter()
-            .map(|c| ColumnMeta {
-                name: c.name.clone(),
-                role: c.role.clone(),
-                ty: c.ty.clone(),
-                unit_ns: unit_ns(c.unit.as_deref()),
-                physical: physical_of(&c.ty),
-                dictionary: None,
+            .map(|c| {
+                let kind = Kind::of(&c.ty, c.unit.as_deref());
+                ColumnMeta {
+                    name: c.name.clone(),
+                    role: c.role.clone(),
+                    ty: c.ty.clone(),
+                    unit_ns: match kind {
+                        Kind::Timestamp { unit_ns } => unit_ns,
+                        _ => 0,
+                    },
+                    physical: physical_of(kind),
+                    dictionary: None,
+                }
             })
             .collect();
         BatchSchema {

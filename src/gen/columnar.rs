@@ -20,8 +20,8 @@ use super::error::GenError;
 use super::eval::Ctx;
 use super::node::Node;
 use super::program::{compile, Program, ReadFile, Source};
-use super::reference::{rows_with, Rows};
-use super::rng::{fmix64, key_prefix, zig_tables, Rng, PER_SERIES};
+use super::reference::{rows_with, series_template, Rows};
+use super::rng::{fmix64, key_prefix, zig_tables, Rng};
 use super::route::shard_of;
 use crate::plan::SchemaPlan;
 
@@ -540,35 +540,6 @@ impl ClampTotal for f64 {
             self
         }
     }
-}
-
-/// The per-series values of series `s`, in the reference's order and with its null rule.
-fn series_template(prog: &Program, seed: u64, s: u64) -> Vec<Cell> {
-    let mut template = vec![Cell::Null; prog.columns.len()];
-    for &c in &prog.series_order {
-        let col = &prog.columns[c];
-        let Source::Node(node) = &col.source else {
-            continue;
-        };
-        let v = Ctx {
-            seed,
-            series: s,
-            index: s,
-            per_series: true,
-            row: &template,
-            walks: &mut [],
-        }
-        .eval(node);
-        let v = col.kind.coerce(v);
-        template[c] = if col.null_probability > 0.0
-            && Rng::new(seed, col.null_stream, s, PER_SERIES).f64() < col.null_probability
-        {
-            Cell::Null
-        } else {
-            v
-        };
-    }
-    template
 }
 
 /// Appends one cell to a column of any physical kind; nulls push a placeholder (the bitmap

@@ -77,6 +77,41 @@ pub fn rows_with(
     Ok(rows)
 }
 
+/// The per-series values of series `s` (per-row slots Null): what every row of the series
+/// starts from. The columnar engine builds its dictionaries from the same function.
+pub(super) fn series_template(prog: &Program, seed: u64, s: u64) -> Vec<Cell> {
+    let mut template = vec![Cell::Null; prog.columns.len()];
+    for &c in &prog.series_order {
+        let Source::Node(node) = &prog.columns[c].source else {
+            continue;
+        };
+        let v = Ctx {
+            seed,
+            series: s,
+            index: s,
+            per_series: true,
+            row: &template,
+            walks: &mut [],
+        }
+        .eval(node);
+        template[c] = finish(prog, seed, c, v, s, PER_SERIES);
+    }
+    template
+}
+
+/// Coerces to the column's type, then applies its null probability: null when `f64() < p` on
+/// the column's null stream at (series, row counter).
+fn finish(prog: &Program, seed: u64, c: usize, v: Cell, series: u64, row: u64) -> Cell {
+    let col = &prog.columns[c];
+    let v = col.kind.coerce(v);
+    if col.null_probability > 0.0
+        && Rng::new(seed, col.null_stream, series, row).f64() < col.null_probability
+    {
+        return Cell::Null;
+    }
+    v
+}
+
 /// The rows of one schema (or shard): an iterator of `Vec<Cell>`, one cell per column.
 pub struct Rows {
     prog: Program,
@@ -99,41 +134,15 @@ struct SeriesState {
 
 impl Rows {
     fn series_state(&self, s: u64) -> SeriesState {
-        let mut template = vec![Cell::Null; self.prog.columns.len()];
-        for &c in &self.prog.series_order {
-            let col = &self.prog.columns[c];
-            let Source::Node(node) = &col.source else {
-                continue;
-            };
-            let v = Ctx {
-                seed: self.seed,
-                series: s,
-                index: s,
-                per_series: true,
-                row: &template,
-                walks: &mut [],
-            }
-            .eval(node);
-            template[c] = self.finish(c, v, s, PER_SERIES);
-        }
         SeriesState {
             index: s,
-            template,
+            template: series_template(&self.prog, self.seed, s),
             walks: vec![0.0; self.prog.walks],
         }
     }
 
-    /// Coerces to the column's type, then applies its null probability: null when
-    /// `f64() < p` on the column's null stream at (series, row counter).
     fn finish(&self, c: usize, v: Cell, series: u64, row: u64) -> Cell {
-        let col = &self.prog.columns[c];
-        let v = col.kind.coerce(v);
-        if col.null_probability > 0.0
-            && Rng::new(self.seed, col.null_stream, series, row).f64() < col.null_probability
-        {
-            return Cell::Null;
-        }
-        v
+        finish(&self.prog, self.seed, c, v, series, row)
     }
 
     fn row(&mut self, at: usize, epoch: u64) -> Vec<Cell> {
