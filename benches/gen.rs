@@ -13,7 +13,7 @@ use wlrun::gen::batch::{Batch, BatchSchema};
 use wlrun::gen::Columnar;
 use wlrun::plan::SchemaPlan;
 
-const RUNS: usize = 5;
+const RUNS: usize = 7;
 /// Rows per batch; `WLRUN_BENCH_BATCH` overrides it.
 fn batch_rows() -> usize {
     std::env::var("WLRUN_BENCH_BATCH")
@@ -37,90 +37,120 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 type Consumer = Box<dyn FnMut(&Batch) -> usize>;
+type MakeConsumer = Box<dyn Fn(Arc<BatchSchema>) -> Consumer>;
 
-/// Rows/s and bytes/row of one way of consuming the generated batches; `make` builds the
-/// consumer for each run from that run's batch layout (encoders cache per-dictionary bytes).
-fn measure(plan: &SchemaPlan, mut make: impl FnMut(Arc<BatchSchema>) -> Consumer) -> (f64, f64) {
-    let mut rates = Vec::new();
-    let mut bytes_per_row = 0.0;
-    for _ in 0..RUNS {
-        let mut g = Columnar::new(plan, 123, None, &|p| std::fs::read(p)).expect("generator");
-        let mut consume = make(g.schema());
-        let mut b = g.new_batch();
-        let started = Instant::now();
-        let (mut rows, mut bytes) = (0usize, 0usize);
-        loop {
-            let n = g.fill(&mut b, batch_rows());
-            if n == 0 {
-                break;
-            }
-            rows += n;
-            bytes += consume(&b);
+/// Rows/s and bytes/row of one run of one way of consuming the generated batches; `make`
+/// builds the consumer from the run's batch layout (encoders cache per-dictionary bytes).
+fn run_once(plan: &SchemaPlan, make: &MakeConsumer) -> (f64, f64) {
+    let mut g = Columnar::new(plan, 123, None, &|p| std::fs::read(p)).expect("generator");
+    let mut consume = make(g.schema());
+    let mut b = g.new_batch();
+    let started = Instant::now();
+    let (mut rows, mut bytes) = (0usize, 0usize);
+    loop {
+        let n = g.fill(&mut b, batch_rows());
+        if n == 0 {
+            break;
         }
-        rates.push(rows as f64 / started.elapsed().as_secs_f64());
-        bytes_per_row = bytes as f64 / rows as f64;
+        rows += n;
+        bytes += consume(&b);
     }
-    (median(rates), bytes_per_row)
+    (
+        rows as f64 / started.elapsed().as_secs_f64(),
+        bytes as f64 / rows as f64,
+    )
+}
+
+fn encoder(mut f: impl FnMut(&Batch, &mut Vec<u8>) + 'static) -> Consumer {
+    let mut buf = Vec::with_capacity(8 << 20);
+    Box::new(move |b: &Batch| {
+        buf.clear();
+        f(b, &mut buf);
+        buf.len()
+    })
+}
+
+fn paths() -> Vec<(&'static str, Option<f64>, MakeConsumer)> {
+    vec![
+        (
+            "generate",
+            Some(15e6),
+            Box::new(|_| Box::new(|_: &Batch| 0)),
+        ),
+        (
+            "generate+csv",
+            None,
+            Box::new(|_| {
+                let mut enc = CsvBatchEncoder::new(TimestampStyle::Rfc3339);
+                encoder(move |b, buf| enc.encode(b, buf))
+            }),
+        ),
+        (
+            "generate+ilp",
+            Some(5e6),
+            Box::new(|schema| {
+                let mut enc = IlpEncoder::new(schema).expect("ilp encoder");
+                encoder(move |b, buf| {
+                    enc.encode(b, buf);
+                })
+            }),
+        ),
+        (
+            "generate+bin",
+            None,
+            Box::new(|schema| {
+                let mut w =
+                    BinWriter::new(std::io::sink(), &schema, 123, None).expect("bin writer");
+                Box::new(move |b: &Batch| {
+                    w.write(b).expect("the sink accepts");
+                    0
+                })
+            }),
+        ),
+    ]
 }
 
 fn main() {
     println!(
-        "TSBS cpu-only, one core, median of {RUNS} runs, batches of {} rows",
+        "TSBS cpu-only, one core, median of {RUNS} interleaved runs, batches of {} rows",
         batch_rows()
     );
     println!(
         "{:<10} {:<18} {:>14} {:>10} {:>8}",
         "hosts", "path", "rows/s", "bytes/row", "target"
     );
-    for (hosts, minutes) in [(4_000u64, 30u64), (100_000, 2)] {
+    let paths = paths();
+    let mut ilp_per_row = Vec::new();
+    for (hosts, minutes) in [(4_000u64, 30u64), (100_000, 4)] {
         let plan = tsbs(hosts, minutes);
-        let (gen_rate, _) = measure(&plan, |_| Box::new(|_: &Batch| 0));
+        // Runs of every path interleaved, so that a noisy neighbour hurts all paths alike.
+        let mut rates = vec![Vec::new(); paths.len()];
+        let mut bytes = vec![0.0; paths.len()];
+        for _ in 0..RUNS {
+            for (k, (_, _, make)) in paths.iter().enumerate() {
+                let (rate, bpr) = run_once(&plan, make);
+                rates[k].push(rate);
+                bytes[k] = bpr;
+            }
+        }
+        for (k, (name, target, _)) in paths.iter().enumerate() {
+            let rate = median(rates[k].clone());
+            let bpr = if bytes[k] > 0.0 {
+                format!("{:.1}", bytes[k])
+            } else {
+                "-".into()
+            };
+            let vs = target.map_or("-".into(), |t| format!("{:.2}x", rate / t));
+            println!("{hosts:<10} {name:<18} {rate:>14.0} {bpr:>10} {vs:>8}");
+            if *name == "generate+ilp" {
+                ilp_per_row.push(1.0 / rate);
+            }
+        }
+    }
+    if let [small, large] = ilp_per_row[..] {
         println!(
-            "{hosts:<10} {:<18} {:>14.0} {:>10} {:>7.2}x",
-            "generate",
-            gen_rate,
-            "-",
-            gen_rate / 15e6
-        );
-        let (csv_rate, csv_bpr) = measure(&plan, |_| {
-            let mut enc = CsvBatchEncoder::new(TimestampStyle::Rfc3339);
-            let mut buf = Vec::with_capacity(8 << 20);
-            Box::new(move |b: &Batch| {
-                buf.clear();
-                enc.encode(b, &mut buf);
-                buf.len()
-            })
-        });
-        println!(
-            "{hosts:<10} {:<18} {:>14.0} {:>10.1} {:>8}",
-            "generate+csv", csv_rate, csv_bpr, "-"
-        );
-        let (ilp_rate, ilp_bpr) = measure(&plan, |schema| {
-            let mut enc = IlpEncoder::new(schema).expect("ilp encoder");
-            let mut buf = Vec::with_capacity(8 << 20);
-            Box::new(move |b: &Batch| {
-                buf.clear();
-                enc.encode(b, &mut buf);
-                buf.len()
-            })
-        });
-        println!(
-            "{hosts:<10} {:<18} {:>14.0} {:>10.1} {:>7.2}x",
-            "generate+ilp",
-            ilp_rate,
-            ilp_bpr,
-            ilp_rate / 5e6
-        );
-        let (bin_rate, _) = measure(&plan, |schema| {
-            let mut w = BinWriter::new(std::io::sink(), &schema, 123, None).expect("bin writer");
-            Box::new(move |b: &Batch| {
-                w.write(b).expect("the sink accepts");
-                0
-            })
-        });
-        println!(
-            "{hosts:<10} {:<18} {:>14.0} {:>10} {:>8}",
-            "generate+bin", bin_rate, "-", "-"
+            "cost per row, generate+ilp, 100,000 vs 4,000 hosts: {:.2}x (target at most 1.50x)",
+            large / small
         );
     }
 }

@@ -21,7 +21,7 @@ use super::eval::Ctx;
 use super::node::Node;
 use super::program::{compile, Program, ReadFile, Source};
 use super::reference::{rows_with, series_template, Rows};
-use super::rng::{fmix64, key_prefix, zig_tables, Rng};
+use super::rng::{key_at, key_prefix, std_normal_first, zig_tables, Rng};
 use super::route::shard_of;
 use crate::plan::SchemaPlan;
 
@@ -49,7 +49,7 @@ enum Fill {
     /// A per-series symbol: one dictionary id per owned series.
     SeriesSymbol {
         ids: Vec<u32>,
-        nulls: Vec<bool>,
+        nulls: Option<Vec<bool>>,
     },
     /// A per-series value of another kind, copied from the series' template.
     SeriesCell,
@@ -246,6 +246,8 @@ impl Columnar {
                         }
                         meta.physical = Physical::Symbol;
                         meta.dictionary = Some(Arc::new(dict));
+                        // Most tag columns have no nulls: skip the per-row scan for those.
+                        let nulls = nulls.contains(&true).then_some(nulls);
                         Fill::SeriesSymbol { ids, nulls }
                     } else {
                         Fill::SeriesCell
@@ -402,9 +404,11 @@ impl Columnar {
                     if let Values::Symbol(v) = &mut out.values {
                         v.extend_from_slice(&ids[from..to]);
                     }
-                    for (k, &n) in nulls[from..to].iter().enumerate() {
-                        if n {
-                            out.nulls.set(base + k);
+                    if let Some(nulls) = nulls {
+                        for (k, &n) in nulls[from..to].iter().enumerate() {
+                            if n {
+                                out.nulls.set(base + k);
+                            }
                         }
                     }
                 }
@@ -427,36 +431,50 @@ impl Columnar {
                     let (min, max, step) = (*min, *max, *step);
                     let zig = zig_tables();
                     let st = &mut state[from..to];
-                    // Advance every series of the run by one step, then copy out: two tight
-                    // loops over slices, no per-row dispatch and no bounds checks.
-                    if epoch == 0 {
-                        st.copy_from_slice(&start[from..to]);
-                    } else {
-                        let pf = &prefixes[from..to];
-                        match step {
-                            Draw::Normal { mean, stddev } => {
-                                for (s, p) in st.iter_mut().zip(pf) {
-                                    let z = Rng::from_key(fmix64(p ^ epoch)).std_normal_with(zig);
-                                    *s = (*s + (mean + stddev * z)).clamp_total(min, max);
+                    let pf = &prefixes[from..to];
+                    // The common case, a normal step into a long or double column: advance and
+                    // write out in one pass over the run (exact-size iterators, so no
+                    // per-row capacity checks and no per-row dispatch).
+                    let fused = match (step, &mut out.values) {
+                        (Draw::Normal { mean, stddev }, values) if epoch > 0 => {
+                            let advance = |(s, p): (&mut f64, &u64)| {
+                                let z = std_normal_first(key_at(*p, epoch), zig);
+                                *s = (*s + (mean + stddev * z)).clamp_total(min, max);
+                                *s
+                            };
+                            match values {
+                                Values::Long(x) if matches!(kind, Kind::Long) => {
+                                    x.extend(st.iter_mut().zip(pf).map(advance).map(|v| v as i64));
+                                    true
                                 }
+                                Values::Double(x) => {
+                                    x.extend(st.iter_mut().zip(pf).map(advance));
+                                    true
+                                }
+                                _ => false,
                             }
+                        }
+                        _ => false,
+                    };
+                    if !fused {
+                        if epoch == 0 {
+                            st.copy_from_slice(&start[from..to]);
+                        } else {
+                            for (s, p) in st.iter_mut().zip(pf) {
+                                let d = step.f64_at(key_at(*p, epoch));
+                                *s = (*s + d).clamp_total(min, max);
+                            }
+                        }
+                        // Walks feed long (truncated toward zero) or double columns.
+                        match &mut out.values {
+                            Values::Long(x) if matches!(kind, Kind::Long) => {
+                                x.extend(st.iter().map(|&v| v as i64));
+                            }
+                            Values::Double(x) => x.extend_from_slice(st),
                             other => {
-                                for (s, p) in st.iter_mut().zip(pf) {
-                                    let d = other.f64_at(fmix64(p ^ epoch));
-                                    *s = (*s + d).clamp_total(min, max);
+                                for &v in st.iter() {
+                                    push_cell(other, &kind.coerce(Cell::Double(v)));
                                 }
-                            }
-                        }
-                    }
-                    // Walks feed long (truncated toward zero) or double columns.
-                    match &mut out.values {
-                        Values::Long(x) if matches!(kind, Kind::Long) => {
-                            x.extend(st.iter().map(|&v| v as i64));
-                        }
-                        Values::Double(x) => x.extend_from_slice(st),
-                        other => {
-                            for &v in st.iter() {
-                                push_cell(other, &kind.coerce(Cell::Double(v)));
                             }
                         }
                     }
@@ -467,18 +485,18 @@ impl Columnar {
                         (Values::Double(x), Draw::Normal { mean, stddev }) => {
                             for p in &prefixes[from..to] {
                                 x.push(
-                                    mean + stddev * Rng::from_key(fmix64(p ^ epoch)).std_normal(),
+                                    mean + stddev * Rng::from_key(key_at(*p, epoch)).std_normal(),
                                 );
                             }
                         }
                         (Values::Long(x), Draw::UniformLong { lo, hi }) => {
                             for p in &prefixes[from..to] {
-                                x.push(Rng::from_key(fmix64(p ^ epoch)).range_i64(lo, hi));
+                                x.push(Rng::from_key(key_at(*p, epoch)).range_i64(lo, hi));
                             }
                         }
                         (values, draw) => {
                             for p in &prefixes[from..to] {
-                                push_cell(values, &kind.coerce(draw.at(fmix64(p ^ epoch))));
+                                push_cell(values, &kind.coerce(draw.at(key_at(*p, epoch))));
                             }
                         }
                     }
@@ -490,7 +508,7 @@ impl Columnar {
                 } => {
                     let n = values.len() as u64;
                     for p in &prefixes[from..to] {
-                        let i = Rng::from_key(fmix64(p ^ epoch)).below(n) as usize;
+                        let i = Rng::from_key(key_at(*p, epoch)).below(n) as usize;
                         match &mut out.values {
                             Values::Symbol(x) if *symbol => x.push(i as u32),
                             other => push_cell(other, &kind.coerce(values[i].clone())),
@@ -514,7 +532,7 @@ impl Columnar {
             if let Some(prefixes) = &self.null_prefixes[c] {
                 let p = self.prog.columns[c].null_probability;
                 for (k, pre) in prefixes[from..to].iter().enumerate() {
-                    if Rng::from_key(fmix64(pre ^ epoch)).f64() < p {
+                    if Rng::from_key(key_at(*pre, epoch)).f64() < p {
                         out.nulls.set(base + k);
                     }
                 }
@@ -701,7 +719,11 @@ mod speed {
         let text = "import \"std/tsbs/cpu-only.wl\" as tsbs (hosts = 4000, end = 2016-01-01T00:20:00Z)\nschema unused { rows 1 field a: long = 1 }";
         let out = crate::check::check_text("t.wl", text, &Default::default());
         let plan = crate::check::schema_plan(&out.checked.unwrap(), Some("tsbs.cpu")).unwrap();
-        for _ in 0..3 {
+        for _ in 0..std::env::var("WLRUN_SPEED_RUNS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3)
+        {
             let mut g = Columnar::new(&plan, 1, None, &|p| std::fs::read(p)).unwrap();
             let mut b = g.new_batch();
             let t = std::time::Instant::now();

@@ -174,12 +174,13 @@ fn repeat(inner: &str, text: &str) -> Result<(u64, u64), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gen::rng::key_at;
 
     fn samples(p: &str, n: u64) -> Vec<String> {
         let p = Pattern::parse(p).unwrap();
         (0..n)
             .map(|k| {
-                let mut r = Rng::from_key(k);
+                let mut r = Rng::from_key(key_at(0, k));
                 let mut s = String::new();
                 p.sample(&mut r, &mut s);
                 s

@@ -23,37 +23,50 @@ pub fn fmix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The key of one draw site: `fmix64` absorbs seed, stream, series and row in that order.
-/// Each step is a bijection of the running value, so for a fixed prefix distinct counters give
-/// distinct keys.
+/// The key of one draw site: `fmix64` absorbs seed, stream and series in that order (the
+/// prefix), then the row is the counter of a SplitMix64 sequence seeded with the prefix. Each
+/// step is a bijection, so for a fixed prefix distinct rows give distinct keys.
 pub fn key(seed: u64, stream: u64, series: u64, row: u64) -> u64 {
-    let mut h = fmix64(seed ^ KEY_INIT);
-    h = fmix64(h ^ stream);
-    h = fmix64(h ^ series);
-    fmix64(h ^ row)
+    key_at(key_prefix(seed, stream, series), row)
 }
 
-/// SplitMix64 (Steele, Lea, Flood 2014) started from a key: the draws of one generator at one
-/// (series, row). The n-th output (n = 1, 2, ...) is `fmix64(key + n * GOLDEN)`.
+/// The key at `row` of the site whose prefix is `prefix`: SplitMix64's output number `row`
+/// from the prefix. One hash per draw in loops over the rows of one series.
+#[inline(always)]
+pub fn key_at(prefix: u64, row: u64) -> u64 {
+    fmix64(prefix.wrapping_add(row.wrapping_mul(GOLDEN)))
+}
+
+/// The draws of one generator at one (series, row). The first output is the key itself, so
+/// the common one-draw case costs one hash; the n-th output (n >= 2) is `fmix64(key + (n - 1)
+/// * GOLDEN)`, SplitMix64 (Steele, Lea, Flood 2014) started from the key.
 #[derive(Clone, Debug)]
 pub struct Rng {
-    state: u64,
+    key: u64,
+    drawn: u64,
 }
 
 impl Rng {
     pub fn new(seed: u64, stream: u64, series: u64, row: u64) -> Rng {
-        Rng {
-            state: key(seed, stream, series, row),
-        }
+        Rng::from_key(key(seed, stream, series, row))
     }
 
+    /// The generator at a site whose key came from `key` or `key_at`: a raw counter is not
+    /// a key (the first draw *is* the key, so it must already be hashed).
+    #[inline(always)]
     pub fn from_key(key: u64) -> Rng {
-        Rng { state: key }
+        Rng { key, drawn: 0 }
     }
 
+    #[inline(always)]
     pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(GOLDEN);
-        fmix64(self.state)
+        let out = if self.drawn == 0 {
+            self.key
+        } else {
+            fmix64(self.key.wrapping_add(self.drawn.wrapping_mul(GOLDEN)))
+        };
+        self.drawn += 1;
+        out
     }
 
     /// Uniform in [0, 1): the top 53 bits of one draw times 2^-53.
@@ -112,7 +125,16 @@ impl Rng {
     /// one-draw case (about 99%) is inlined; the rest is the same loop, out of line.
     #[inline(always)]
     pub fn std_normal_with(&mut self, t: &ZigTables) -> f64 {
+        if self.drawn == 0 {
+            self.drawn = 1;
+            return std_normal_first(self.key, t);
+        }
         let bits = self.next_u64();
+        self.std_normal_from(t, bits)
+    }
+
+    #[inline(always)]
+    fn std_normal_from(&mut self, t: &ZigTables, bits: u64) -> f64 {
         let i = (bits & 0xff) as usize;
         let u = (bits >> 11) as f64 * (2.0 / (1u64 << 53) as f64) - 1.0;
         let x = u * t.x[i];
@@ -182,8 +204,21 @@ pub fn zig_tables() -> &'static ZigTables {
     })
 }
 
+/// The standard normal whose first draw is `key` (`Rng::from_key(key).std_normal_with(t)`),
+/// written for the hot loop: no generator state unless the first draw is rejected.
+#[inline(always)]
+pub fn std_normal_first(key: u64, t: &ZigTables) -> f64 {
+    let i = (key & 0xff) as usize;
+    let u = (key >> 11) as f64 * (2.0 / (1u64 << 53) as f64) - 1.0;
+    let x = u * t.x[i];
+    if x.abs() < t.x[i + 1] {
+        return x;
+    }
+    Rng { key, drawn: 1 }.std_normal_rest(t, i, u, x)
+}
+
 /// The key prefix of one (stream, series): `key(seed, stream, series, row)` is
-/// `fmix64(prefix ^ row)`, so loops over rows of one series hash once per draw.
+/// `key_at(prefix, row)`.
 pub fn key_prefix(seed: u64, stream: u64, series: u64) -> u64 {
     let mut h = fmix64(seed ^ KEY_INIT);
     h = fmix64(h ^ stream);
@@ -309,14 +344,23 @@ mod tests {
     #[test]
     fn key_prefix_matches_key() {
         for row in [0, 1, 99, u64::MAX] {
-            assert_eq!(fmix64(key_prefix(5, 6, 7) ^ row), key(5, 6, 7, row));
+            assert_eq!(key_at(key_prefix(5, 6, 7), row), key(5, 6, 7, row));
         }
     }
 
     #[test]
+    fn keys_along_rows_are_splitmix_outputs() {
+        // SplitMix64 seeded with 1234567: its first published output is the key of row 1.
+        assert_eq!(key_at(1_234_567, 1), 6_457_827_717_110_365_317);
+        assert_eq!(key_at(1_234_567, 2), 3_203_168_211_198_807_973);
+    }
+
+    #[test]
     fn splitmix_matches_the_reference_sequence() {
-        // SplitMix64 seeded with 1234567 (state = key), the published reference outputs.
+        // The first draw is the key; then SplitMix64 seeded with the key (state 1234567), the
+        // published reference outputs.
         let mut r = Rng::from_key(1_234_567);
+        assert_eq!(r.next_u64(), 1_234_567);
         assert_eq!(r.next_u64(), 6_457_827_717_110_365_317);
         assert_eq!(r.next_u64(), 3_203_168_211_198_807_973);
         assert_eq!(r.next_u64(), 9_817_491_932_198_370_423);

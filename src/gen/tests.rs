@@ -182,12 +182,12 @@ fn tsbs_golden_values() {
 }
 
 const GOLDEN: [&str; 6] = [
-    "host_0,ap-northeast-1,ap-northeast-1c,92,77,74,2016-01-01T00:00:00Z",
-    "host_1,ap-northeast-1,ap-northeast-1c,32,5,6,2016-01-01T00:00:00Z",
-    "host_2,us-east-1,us-east-1b,86,88,25,2016-01-01T00:00:00Z",
-    "host_0,ap-northeast-1,ap-northeast-1c,92,76,76,2016-01-01T00:00:10Z",
-    "host_1,ap-northeast-1,ap-northeast-1c,32,6,6,2016-01-01T00:00:10Z",
-    "host_2,us-east-1,us-east-1b,86,87,28,2016-01-01T00:00:10Z",
+    "host_0,ap-northeast-1,ap-northeast-1c,73,26,30,2016-01-01T00:00:00Z",
+    "host_1,eu-west-1,eu-west-1b,1,28,62,2016-01-01T00:00:00Z",
+    "host_2,ap-northeast-1,ap-northeast-1c,22,33,95,2016-01-01T00:00:00Z",
+    "host_0,ap-northeast-1,ap-northeast-1c,73,26,31,2016-01-01T00:00:10Z",
+    "host_1,eu-west-1,eu-west-1b,1,27,62,2016-01-01T00:00:10Z",
+    "host_2,ap-northeast-1,ap-northeast-1c,22,34,94,2016-01-01T00:00:10Z",
 ];
 
 #[test]
