@@ -90,6 +90,18 @@ pub enum Command {
     Run {
         /// The workload file (.wl).
         file: PathBuf,
+        /// Print the report as JSON on standard output instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Write report.json, report.csv, plan.json and the workload's sources into DIR.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Seconds between progress lines while a phase runs (0: none).
+        #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+        progress_every: f64,
+        /// No progress lines or bar; the per-cell lines and the final table still print.
+        #[arg(long, short)]
+        quiet: bool,
         #[command(flatten)]
         select: Select,
     },

@@ -29,12 +29,17 @@ macro_rules! sayln {
 
 pub mod check;
 pub mod cli;
+pub mod client;
 pub mod diag;
+pub mod driver;
 pub mod encode;
+pub mod exec;
 pub mod gen;
 mod gen_cmd;
+pub mod http;
 pub mod lower;
 pub mod plan;
+pub mod report;
 mod run;
 pub mod source;
 pub mod span;

@@ -3,18 +3,24 @@
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Parser;
 
 use crate::check::{self, Options};
 use crate::cli::{Cli, Color, Command, Select};
 use crate::diag::{self, Style};
-use crate::{lower, plan};
+use crate::{exec, lower, plan, report};
 
 pub const EXIT_OK: i32 = 0;
 /// A run failed, a threshold was exceeded, or output could not be written.
 pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
+/// Ctrl-C: the report of what was measured is still printed and written.
+pub const EXIT_INTERRUPTED: i32 = 130;
 
 const SUBCOMMANDS: &[&str] = &["check", "plan", "gen", "run", "help"];
 
@@ -126,28 +132,68 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 shard.as_deref(),
             )
         }
-        Command::Run { file, select } => {
-            let out = check::check_file(&file, &options(&select));
-            say!("{}", diag::render_all(&out.map, &out.diagnostics, style));
-            let Some(checked) = out.checked else {
+        Command::Run {
+            file,
+            json,
+            out,
+            progress_every,
+            quiet,
+            select,
+        } => {
+            let outcome = check::check_file(&file, &options(&select));
+            say!(
+                "{}",
+                diag::render_all(&outcome.map, &outcome.diagnostics, style)
+            );
+            let Some(checked) = outcome.checked else {
                 return EXIT_USAGE;
             };
+            if !progress_every.is_finite() || progress_every < 0.0 {
+                sayln!("wlrun: --progress-every takes a number of seconds, 0 or more");
+                return EXIT_USAGE;
+            }
             let plan = lower::lower(&checked);
-            sayln!(
-                "wlrun: `run` cannot execute yet: the ingest runner (issue 4), the query runner \
-                 (issue 5), hooks and HTTP request runs (issue 6) and QWP (issue 7) are not built."
-            );
-            sayln!(
-                "The workload checks; {} cell{} with these phases would run:",
-                plan.cells.len(),
-                plural(plan.cells.len())
-            );
-            for cell in &plan.cells {
-                for phase in &cell.phases {
-                    sayln!("  cell {} {}: cannot run yet", cell.index, phase.describe());
+            let env = exec::RunEnv {
+                seed: checked.seed,
+                base_dir: file.parent().unwrap_or(Path::new("")).to_path_buf(),
+                stop: Arc::new(AtomicBool::new(false)),
+                progress_every: Duration::from_secs_f64(progress_every),
+                quiet,
+            };
+            let total = plan.cells.len();
+            let report = exec::run_plan(&plan, &env, |cell| {
+                say!("{}", report::render::cell_lines(cell, total));
+            });
+            let text = if json {
+                serde_json::to_string_pretty(&report).expect("the report serializes") + "\n"
+            } else {
+                report::render::table(&report)
+            };
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            let mut code = if report.interrupted {
+                EXIT_INTERRUPTED
+            } else if report.ok() {
+                EXIT_OK
+            } else {
+                EXIT_FAILED
+            };
+            if let Some(dir) = out {
+                let sources: Vec<(String, String)> = outcome
+                    .map
+                    .files()
+                    .map(|(_, f)| (f.name.clone(), f.text.clone()))
+                    .collect();
+                match report::files::write(&dir, &report, &plan, &sources) {
+                    Ok(()) => sayln!("wlrun: report written to {}", dir.display()),
+                    Err(e) => {
+                        sayln!("wlrun: {e}");
+                        if code == EXIT_OK {
+                            code = EXIT_FAILED;
+                        }
+                    }
                 }
             }
-            EXIT_USAGE
+            code
         }
     }
 }

@@ -1,0 +1,232 @@
+//! `cargo bench --bench ingest`: the ingest runner's own ceiling, medians of interleaved runs.
+//!
+//! - TSBS cpu-only (4,000 hosts) into the `null` driver, one worker: generate + encode + hand
+//!   over, against a plain generate + ILP-encode loop (the target: within 10%);
+//! - the same over ILP/TCP into a discarding TCP sink on 127.0.0.1 (a thread of this process,
+//!   so on the other core), one worker: target 3 M rows/s;
+//! - PostgreSQL binary COPY, one worker, batches of 10,000 rows, into the local server
+//!   (`WLRUN_TEST_PG`, default postgres://wlrun:wlrun@127.0.0.1:5432/wlrun): target 300 k
+//!   rows/s, and its ratio to `psql \copy` of the same rows as CSV. Skipped when no server
+//!   answers.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wlrun::check::{check_text, schema_plan, Options};
+use wlrun::encode::IlpEncoder;
+use wlrun::exec::{run_plan, RunEnv};
+use wlrun::gen::Columnar;
+use wlrun::report::PhaseReport;
+
+const RUNS: usize = 5;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn tsbs(minutes: u64) -> String {
+    format!(
+        "import \"std/tsbs/cpu-only.wl\" as tsbs (hosts = 4000, end = 2016-01-01T00:00:00Z + {minutes}m)\nworkload b {{ seed 9 }}\n"
+    )
+}
+
+/// Send rate of the single ingest phase of `text`, run through the library as `wlrun run`
+/// would.
+fn ingest_rate(text: &str) -> f64 {
+    let out = check_text("bench.wl", text, &Options::default());
+    let checked = out.checked.unwrap_or_else(|| {
+        panic!(
+            "the bench workload checks: {:?}",
+            out.diagnostics
+                .iter()
+                .map(|d| d.message.clone())
+                .collect::<Vec<_>>()
+        )
+    });
+    let plan = wlrun::lower::lower(&checked);
+    let env = RunEnv {
+        seed: checked.seed,
+        base_dir: std::env::temp_dir(),
+        stop: Arc::new(AtomicBool::new(false)),
+        progress_every: Duration::ZERO,
+        quiet: true,
+    };
+    let report = run_plan(&plan, &env, |_| {});
+    match &report.cells[0].phases[0] {
+        PhaseReport::Ingest(r) => {
+            assert!(
+                r.failures.is_empty(),
+                "the bench phase failed: {:?}",
+                r.failures
+            );
+            r.send_rows_per_s
+        }
+        PhaseReport::NotRun { reason, .. } => panic!("not run: {reason}"),
+    }
+}
+
+/// The generate + ILP encode loop of `benches/gen.rs`, for the null driver's ratio.
+fn gen_ilp_rate(text: &str) -> f64 {
+    let out = check_text("bench.wl", text, &Options::default());
+    let checked = out.checked.expect("checks");
+    let plan = schema_plan(&checked, Some("tsbs.cpu")).expect("schema");
+    let mut g = Columnar::new(&plan, checked.seed, None, &|p| std::fs::read(p)).expect("gen");
+    let mut enc = IlpEncoder::new(g.schema()).expect("encoder");
+    let mut b = g.new_batch();
+    let mut buf = Vec::with_capacity(8 << 20);
+    let started = Instant::now();
+    let mut rows = 0;
+    loop {
+        let n = g.fill(&mut b, 10_000);
+        if n == 0 {
+            break;
+        }
+        buf.clear();
+        enc.encode(&b, &mut buf);
+        rows += n;
+    }
+    rows as f64 / started.elapsed().as_secs_f64()
+}
+
+/// A TCP server on 127.0.0.1 that reads and discards everything, on its own threads.
+fn discarding_sink() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 1 << 20];
+                while matches!(stream.read(&mut buf), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    port
+}
+
+fn pg_url() -> String {
+    std::env::var("WLRUN_TEST_PG")
+        .unwrap_or_else(|_| "postgres://wlrun:wlrun@127.0.0.1:5432/wlrun".into())
+}
+
+/// Seconds `psql \copy` takes to load `csv` into a fresh table like wlrun's.
+fn psql_copy_seconds(csv: &std::path::Path, rows: u64) -> Option<f64> {
+    let ddl = "DROP TABLE IF EXISTS bench_psql; CREATE TABLE bench_psql (hostname text, region text, datacenter text, rack text, os text, arch text, team text, service text, service_version text, service_environment text, usage_user bigint, usage_system bigint, usage_idle bigint, usage_nice bigint, usage_iowait bigint, usage_irq bigint, usage_softirq bigint, usage_steal bigint, usage_guest bigint, usage_guest_nice bigint, timestamp timestamptz)";
+    let psql = |args: &[&str]| {
+        std::process::Command::new("psql")
+            .arg(pg_url())
+            .args(["-v", "ON_ERROR_STOP=1", "-q"])
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+    };
+    psql(&["-c", ddl])?;
+    let copy = format!(
+        "\\copy bench_psql FROM '{}' WITH (FORMAT csv, HEADER true)",
+        csv.display()
+    );
+    let started = Instant::now();
+    psql(&["-c", &copy])?;
+    let secs = started.elapsed().as_secs_f64();
+    let count = psql(&["-tAc", "SELECT count(*) FROM bench_psql"])?;
+    let n: u64 = String::from_utf8_lossy(&count.stdout).trim().parse().ok()?;
+    psql(&["-c", "DROP TABLE bench_psql"])?;
+    (n == rows).then_some(secs)
+}
+
+fn main() {
+    println!("ingest runner, TSBS cpu-only at 4,000 hosts, one worker, medians of {RUNS} interleaved runs");
+    let base = tsbs(60);
+    let null = format!("{base}target t {{ null }}\ningest load {{ into t via null  rows tsbs.cpu  batch 10_000 rows }}\n");
+    let port = discarding_sink();
+    let tcp = format!("{base}target t {{ ilp_tcp \"tcp://127.0.0.1:{port}\" }}\ningest load {{ into t via ilp_tcp  rows tsbs.cpu  batch 10_000 rows }}\n");
+    let (mut gen, mut nul, mut ilp) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        gen.push(gen_ilp_rate(&base));
+        nul.push(ingest_rate(&null));
+        ilp.push(ingest_rate(&tcp));
+    }
+    let (gen, nul, ilp) = (median(gen), median(nul), median(ilp));
+    println!(
+        "{:<44} {:>12.0} rows/s",
+        "generate + ILP encode (plain loop)", gen
+    );
+    println!(
+        "{:<44} {:>12.0} rows/s  {:.2}x of the loop (target >= 0.90x)",
+        "null driver",
+        nul,
+        nul / gen
+    );
+    println!(
+        "{:<44} {:>12.0} rows/s  {:.2}x of 3 M rows/s",
+        "ILP/TCP into a discarding sink",
+        ilp,
+        ilp / 3e6
+    );
+
+    if std::net::TcpStream::connect("127.0.0.1:5432").is_err() {
+        println!("PostgreSQL: no server on 127.0.0.1:5432, COPY figures skipped");
+        return;
+    }
+    let pg_base = tsbs(30);
+    let copy = format!(
+        "{pg_base}target db {{ dialect postgres\n pg \"{}\" }}\ningest load {{ into db via pg table \"bench_copy\"  rows tsbs.cpu  batch 10_000 rows  teardown drop }}\n",
+        pg_url()
+    );
+    let dir = std::env::temp_dir().join(format!("wlrun-bench-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let csv = dir.join("cpu.csv");
+    std::fs::write(dir.join("w.wl"), &pg_base).expect("temp workload");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .args(["gen"])
+        .arg(dir.join("w.wl"))
+        .args([
+            "--schema",
+            "tsbs.cpu",
+            "--format",
+            "csv",
+            "--timestamps",
+            "sql",
+            "-o",
+        ])
+        .arg(&csv)
+        .output()
+        .expect("wlrun gen");
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let rows = 4000 * 180;
+    let (mut copies, mut psqls) = (Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        copies.push(ingest_rate(&copy));
+        if let Some(s) = psql_copy_seconds(&csv, rows) {
+            psqls.push(rows as f64 / s);
+        }
+    }
+    let copy = median(copies);
+    println!(
+        "{:<44} {:>12.0} rows/s  {:.2}x of 300 k rows/s",
+        "PostgreSQL binary COPY, 10,000-row batches",
+        copy,
+        copy / 3e5
+    );
+    if psqls.is_empty() {
+        println!("psql \\copy: could not run psql, no ratio");
+    } else {
+        let p = median(psqls);
+        println!(
+            "{:<44} {:>12.0} rows/s  wlrun COPY is {:.2}x of it",
+            "psql \\copy of the same rows as CSV",
+            p,
+            copy / p
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

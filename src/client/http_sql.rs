@@ -1,0 +1,225 @@
+//! SQL over QuestDB's REST endpoint: `GET /exec?query=<sql>`, one statement per request.
+//!
+//! Answers (questdb.com/docs, REST API): a query gives
+//! `{"query":..,"columns":[{"name":..,"type":..}],"timestamp":..,"dataset":[[..],..],"count":n}`,
+//! DDL gives `{"ddl":"OK"}`, and a failure gives HTTP 400 with
+//! `{"query":..,"error":"<text>","position":<byte offset in the query>}`.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::header::HeaderMap;
+use hyper::Method;
+use serde_json::Value as Json;
+
+use crate::driver::{DriverError, ErrorClass};
+use crate::http::{
+    connect_timeout, option_text, quote_server_text, url_encode, with_query, HttpClient, Response,
+};
+use crate::plan::EndpointPlan;
+
+const DEFAULT_PATH: &str = "/exec";
+
+/// SQL text quoted in error messages is cut to this many characters.
+const MAX_QUOTED_SQL: usize = 200;
+
+pub struct HttpSql {
+    client: HttpClient,
+    path: String,
+}
+
+impl HttpSql {
+    pub async fn connect(
+        endpoint: &EndpointPlan,
+        url: &str,
+        timeout: Duration,
+    ) -> Result<HttpSql, DriverError> {
+        let path = option_text(endpoint, "path")?.unwrap_or_else(|| DEFAULT_PATH.to_string());
+        if !path.starts_with('/') {
+            return Err(crate::http::config_error(
+                endpoint,
+                format!("option `path`: `{path}` must start with `/`"),
+            ));
+        }
+        let client =
+            HttpClient::for_endpoint(endpoint, url, connect_timeout(endpoint, timeout), timeout)
+                .await?;
+        Ok(HttpSql::with_client(client, path))
+    }
+
+    /// Over a client already connected; `path` is QuestDB's `/exec` or its equivalent.
+    pub fn with_client(client: HttpClient, path: String) -> HttpSql {
+        HttpSql { client, path }
+    }
+
+    /// Runs a statement whose result, if any, is not needed (DDL, TRUNCATE).
+    pub async fn execute(&mut self, sql: &str) -> Result<(), DriverError> {
+        self.run(sql).await.map(|_| ())
+    }
+
+    /// Runs a query and returns its first row's first value, which must be a non-negative
+    /// integer.
+    pub async fn count(&mut self, sql: &str) -> Result<u64, DriverError> {
+        let answer = self.run(sql).await?;
+        let fail = |why: String| {
+            DriverError::new(
+                ErrorClass::Server,
+                format!(
+                    "{}: the count `{}` {why}",
+                    self.client.endpoint(),
+                    quote_sql(sql)
+                ),
+                false,
+            )
+        };
+        let Some(rows) = answer.get("dataset").and_then(Json::as_array) else {
+            return Err(fail("returned no `dataset`".to_string()));
+        };
+        let Some(first) = rows.first() else {
+            return Err(fail("returned no rows".to_string()));
+        };
+        let Some(value) = first.as_array().and_then(|r| r.first()) else {
+            return Err(fail("returned a row without columns".to_string()));
+        };
+        json_count(value).map_err(fail)
+    }
+
+    async fn run(&mut self, sql: &str) -> Result<Json, DriverError> {
+        let target = with_query(&self.path, &format!("query={}", url_encode(sql)));
+        let answer = self
+            .client
+            .request(Method::GET, &target, &HeaderMap::new(), Bytes::new())
+            .await?;
+        let parsed = serde_json::from_slice::<Json>(&answer.body).ok();
+        if let Some(message) = parsed.as_ref().and_then(|j| sql_error(j, sql)) {
+            return Err(DriverError::new(
+                ErrorClass::Server,
+                format!(
+                    "{} rejected `{}`: {message} (HTTP {})",
+                    self.client.endpoint(),
+                    quote_sql(sql),
+                    answer.status
+                ),
+                false,
+            ));
+        }
+        if !answer.is_success() {
+            return Err(reject(&self.client, sql, &answer));
+        }
+        match parsed {
+            Some(j) => Ok(j),
+            None => Err(DriverError::new(
+                ErrorClass::Server,
+                format!(
+                    "{}: the answer to `{}` is not JSON: {}",
+                    self.client.endpoint(),
+                    quote_sql(sql),
+                    quote_server_text(&String::from_utf8_lossy(&answer.body))
+                ),
+                false,
+            )),
+        }
+    }
+}
+
+fn reject(client: &HttpClient, sql: &str, answer: &Response) -> DriverError {
+    answer.server_error(&format!(
+        "{} rejected `{}`",
+        client.endpoint(),
+        quote_sql(sql)
+    ))
+}
+
+/// QuestDB's `error`, with the text of the query from its `position` on.
+fn sql_error(answer: &Json, sql: &str) -> Option<String> {
+    let error = answer.get("error")?;
+    let mut message = match error {
+        Json::String(s) => quote_server_text(s),
+        other => quote_server_text(&other.to_string()),
+    };
+    if let Some(pos) = answer.get("position").and_then(Json::as_u64) {
+        let at = usize::try_from(pos).unwrap_or(usize::MAX);
+        match sql.get(at..) {
+            Some(rest) if !rest.is_empty() => {
+                let near: String = rest.chars().take(40).collect();
+                message = format!("{message} (at position {pos}: `{near}`)");
+            }
+            _ => message = format!("{message} (at position {pos})"),
+        }
+    }
+    Some(message)
+}
+
+fn quote_sql(sql: &str) -> String {
+    let one_line = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one_line.char_indices().nth(MAX_QUOTED_SQL) {
+        Some((cut, _)) => format!("{}...", &one_line[..cut]),
+        None => one_line,
+    }
+}
+
+/// A JSON value as a row count: a non-negative integer (an integral float such as `42.0`
+/// counts too; `42.5`, negatives, null and text do not).
+pub fn json_count(v: &Json) -> Result<u64, String> {
+    if let Some(n) = v.as_u64() {
+        return Ok(n);
+    }
+    if let Some(n) = v.as_i64() {
+        return Err(format!("returned {n}, which is negative"));
+    }
+    if let Some(f) = v.as_f64() {
+        return float_count(f).ok_or_else(|| format!("returned {f}, which is not a whole count"));
+    }
+    match v {
+        Json::Null => Err("returned NULL".to_string()),
+        other => Err(format!(
+            "returned {}, which is not a number",
+            quote_server_text(&other.to_string())
+        )),
+    }
+}
+
+/// `f` as a count if it is finite, non-negative and whole, and exact in an `f64`.
+pub fn float_count(f: f64) -> Option<u64> {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    (f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f <= EXACT).then_some(f as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_from_json() {
+        assert_eq!(json_count(&serde_json::json!(42)), Ok(42));
+        assert_eq!(json_count(&serde_json::json!(42.0)), Ok(42));
+        assert!(json_count(&serde_json::json!(-1))
+            .unwrap_err()
+            .contains("negative"));
+        assert!(json_count(&serde_json::json!(1.5))
+            .unwrap_err()
+            .contains("whole"));
+        assert!(json_count(&Json::Null).unwrap_err().contains("NULL"));
+        assert!(json_count(&serde_json::json!("42"))
+            .unwrap_err()
+            .contains("not a number"));
+    }
+
+    #[test]
+    fn error_positions() {
+        let answer = serde_json::json!({
+            "query": "SELECT count() FROM nope",
+            "error": "table does not exist [table=nope]",
+            "position": 20
+        });
+        assert_eq!(
+            sql_error(&answer, "SELECT count() FROM nope").as_deref(),
+            Some("table does not exist [table=nope] (at position 20: `nope`)")
+        );
+        assert_eq!(
+            sql_error(&answer, "short").as_deref(),
+            Some("table does not exist [table=nope] (at position 20)")
+        );
+        assert_eq!(sql_error(&serde_json::json!({"ddl": "OK"}), "x"), None);
+    }
+}

@@ -1,0 +1,322 @@
+//! Counts for line-protocol stores without SQL, and VictoriaMetrics' admin calls.
+//!
+//! - PromQL (`/api/v1/query`, Prometheus and VictoriaMetrics): an instant query whose vector's
+//!   values are summed; an empty vector is 0.
+//! - InfluxQL (`/query`, InfluxDB v1): the second column of every row of every series of the
+//!   first statement's result is summed (`SELECT count(f) ... GROUP BY ...` gives one row per
+//!   group); no series is 0.
+//!
+//! The endpoint's `path` option, when set, replaces the query path (`/api/v1/query` or
+//! `/query`), e.g. `path "/query?db=benchmark"`; the URL's own path is a prefix of every path
+//! (`http://vmselect:8481/select/0/prometheus`).
+//!
+//! VictoriaMetrics keeps one sample per field (`cpu,host=a usage_user=1i` is the series
+//! `cpu_usage_user{host="a"}`), makes new samples searchable only after a few seconds or a
+//! `force_flush`, and caches query results: counts ask with `nocache=1`.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::header::HeaderMap;
+use hyper::Method;
+use serde_json::Value as Json;
+
+use crate::client::http_sql::float_count;
+use crate::driver::{DriverError, ErrorClass};
+use crate::http::{
+    connect_timeout, option_text, quote_server_text, url_encode, with_query, HttpClient, Response,
+};
+use crate::plan::EndpointPlan;
+
+const PROMQL_PATH: &str = "/api/v1/query";
+const INFLUXQL_PATH: &str = "/query";
+
+/// An HTTP connection to a metric store's query API.
+pub struct MetricsClient {
+    http: HttpClient,
+    /// The endpoint's `path` option.
+    path: Option<String>,
+}
+
+impl MetricsClient {
+    pub async fn connect(
+        endpoint: &EndpointPlan,
+        url: &str,
+        timeout: Duration,
+    ) -> Result<MetricsClient, DriverError> {
+        let path = option_text(endpoint, "path")?;
+        if let Some(p) = path.as_deref().filter(|p| !p.starts_with('/')) {
+            return Err(crate::http::config_error(
+                endpoint,
+                format!("option `path`: `{p}` must start with `/`"),
+            ));
+        }
+        let http =
+            HttpClient::for_endpoint(endpoint, url, connect_timeout(endpoint, timeout), timeout)
+                .await?;
+        Ok(MetricsClient { http, path })
+    }
+
+    /// Over a client already connected; `path` replaces the default query paths.
+    pub fn with_client(http: HttpClient, path: Option<String>) -> MetricsClient {
+        MetricsClient { http, path }
+    }
+
+    pub fn http(&mut self) -> &mut HttpClient {
+        &mut self.http
+    }
+
+    async fn get(&mut self, target: &str) -> Result<Response, DriverError> {
+        self.http
+            .request(Method::GET, target, &HeaderMap::new(), Bytes::new())
+            .await
+    }
+
+    fn error(&self, message: String) -> DriverError {
+        DriverError::new(
+            ErrorClass::Server,
+            format!("{}: {message}", self.http.endpoint()),
+            false,
+        )
+    }
+}
+
+/// PromQL's `time`: seconds with millisecond decimals.
+fn promql_time(unix_ms: i64) -> String {
+    let sign = if unix_ms < 0 { "-" } else { "" };
+    let abs = unix_ms.unsigned_abs();
+    format!("{sign}{}.{:03}", abs / 1000, abs % 1000)
+}
+
+/// Evaluates `query` at `at_unix_ms` and returns the sum of its result's values, which must
+/// be whole, non-negative numbers.
+pub async fn promql_count(
+    client: &mut MetricsClient,
+    query: &str,
+    at_unix_ms: i64,
+) -> Result<u64, DriverError> {
+    let path = client.path.as_deref().unwrap_or(PROMQL_PATH).to_string();
+    let target = with_query(
+        &path,
+        &format!(
+            "query={}&time={}&nocache=1",
+            url_encode(query),
+            promql_time(at_unix_ms)
+        ),
+    );
+    let answer = client.get(&target).await?;
+    let what = format!("PromQL `{}`", quote_server_text(query));
+    let json = match serde_json::from_slice::<Json>(&answer.body) {
+        Ok(j) => j,
+        Err(_) if !answer.is_success() => {
+            return Err(answer.server_error(&client_what(client, &what)))
+        }
+        Err(_) => {
+            return Err(client.error(format!(
+                "the answer to {what} is not JSON: {}",
+                quote_server_text(&String::from_utf8_lossy(&answer.body))
+            )))
+        }
+    };
+    if json.get("status").and_then(Json::as_str) != Some("success") || !answer.is_success() {
+        let kind = json.get("errorType").and_then(Json::as_str).unwrap_or("");
+        let text = match json.get("error").and_then(Json::as_str) {
+            Some(e) => quote_server_text(e),
+            None => quote_server_text(&String::from_utf8_lossy(&answer.body)),
+        };
+        let kind = if kind.is_empty() {
+            String::new()
+        } else {
+            format!("{kind}: ")
+        };
+        return Err(client.error(format!(
+            "{what} failed (HTTP {}): {kind}{text}",
+            answer.status
+        )));
+    }
+    let data = json.get("data").unwrap_or(&Json::Null);
+    let result = data.get("result").unwrap_or(&Json::Null);
+    let fail = |why: String| client.error(format!("{what} {why}"));
+    match data.get("resultType").and_then(Json::as_str) {
+        Some("vector") => {
+            let Some(samples) = result.as_array() else {
+                return Err(fail("returned a vector without `result`".to_string()));
+            };
+            let mut total: u64 = 0;
+            for s in samples {
+                let n = promql_value(s.get("value").unwrap_or(&Json::Null)).map_err(|why| {
+                    fail(format!(
+                        "returned {why} for {}",
+                        quote_server_text(&s.get("metric").unwrap_or(&Json::Null).to_string())
+                    ))
+                })?;
+                total = total
+                    .checked_add(n)
+                    .ok_or_else(|| fail("returned counts whose sum overflows".to_string()))?;
+            }
+            Ok(total)
+        }
+        Some("scalar") => promql_value(result).map_err(|why| fail(format!("returned {why}"))),
+        Some(other) => Err(fail(format!(
+            "returned a {other}, not an instant vector: count with e.g. \
+             `sum(count_over_time(...[<range>]))`"
+        ))),
+        None => Err(fail("returned no `resultType`".to_string())),
+    }
+}
+
+fn client_what(client: &MetricsClient, what: &str) -> String {
+    format!("{}: {what}", client.http.endpoint())
+}
+
+/// A PromQL sample `[<unix seconds>, "<value>"]` as a count.
+fn promql_value(sample: &Json) -> Result<u64, String> {
+    let text = sample
+        .as_array()
+        .and_then(|pair| pair.get(1))
+        .and_then(Json::as_str)
+        .ok_or_else(|| {
+            format!(
+                "a malformed sample {}",
+                quote_server_text(&sample.to_string())
+            )
+        })?;
+    let f: f64 = text.parse().map_err(|_| {
+        format!(
+            "the value `{}`, which is not a number",
+            quote_server_text(text)
+        )
+    })?;
+    float_count(f).ok_or_else(|| format!("the value {text}, which is not a whole count"))
+}
+
+/// Runs an InfluxQL query and returns the sum of the second column over every row of every
+/// series of the first statement.
+pub async fn influxql_count(client: &mut MetricsClient, query: &str) -> Result<u64, DriverError> {
+    let path = client.path.as_deref().unwrap_or(INFLUXQL_PATH).to_string();
+    let target = with_query(&path, &format!("q={}", url_encode(query)));
+    let answer = client.get(&target).await?;
+    let what = format!("InfluxQL `{}`", quote_server_text(query));
+    let json = match serde_json::from_slice::<Json>(&answer.body) {
+        Ok(j) => j,
+        Err(_) if !answer.is_success() => {
+            return Err(answer.server_error(&client_what(client, &what)))
+        }
+        Err(_) => {
+            return Err(client.error(format!(
+                "the answer to {what} is not JSON: {}",
+                quote_server_text(&String::from_utf8_lossy(&answer.body))
+            )))
+        }
+    };
+    let first = json
+        .get("results")
+        .and_then(Json::as_array)
+        .and_then(|r| r.first());
+    // InfluxDB puts a request error at the top level, a statement's error in its result.
+    let error = json
+        .get("error")
+        .or_else(|| first.and_then(|r| r.get("error")))
+        .and_then(Json::as_str);
+    if let Some(e) = error {
+        return Err(client.error(format!(
+            "{what} failed (HTTP {}): {}",
+            answer.status,
+            quote_server_text(e)
+        )));
+    }
+    if !answer.is_success() {
+        return Err(answer.server_error(&client_what(client, &what)));
+    }
+    let Some(first) = first else {
+        return Err(client.error(format!("{what} returned no result")));
+    };
+    let series = match first.get("series") {
+        None | Some(Json::Null) => return Ok(0),
+        Some(Json::Array(s)) => s,
+        Some(other) => {
+            return Err(client.error(format!(
+                "{what} returned a malformed `series`: {}",
+                quote_server_text(&other.to_string())
+            )))
+        }
+    };
+    let mut total: u64 = 0;
+    for s in series {
+        let rows = s.get("values").and_then(Json::as_array);
+        for row in rows.into_iter().flatten() {
+            let n = match row.as_array().and_then(|r| r.get(1)) {
+                // `count` over a group with no points in it, with `fill(null)`.
+                Some(Json::Null) => 0,
+                Some(v) => crate::client::http_sql::json_count(v)
+                    .map_err(|why| client.error(format!("{what} {why}")))?,
+                None => {
+                    return Err(client.error(format!(
+                        "{what} returned a row without a second column: {}",
+                        quote_server_text(&row.to_string())
+                    )))
+                }
+            };
+            total = total.checked_add(n).ok_or_else(|| {
+                client.error(format!("{what} returned counts whose sum overflows"))
+            })?;
+        }
+    }
+    Ok(total)
+}
+
+/// Deletes every series `match_selector` matches (`{__name__=~"cpu_.*"}`).
+pub async fn victoria_delete_series(
+    client: &mut MetricsClient,
+    match_selector: &str,
+) -> Result<(), DriverError> {
+    let target = format!(
+        "/api/v1/admin/tsdb/delete_series?match%5B%5D={}",
+        url_encode(match_selector)
+    );
+    let answer = client.get(&target).await?;
+    if answer.is_success() {
+        Ok(())
+    } else {
+        Err(answer.server_error(&client_what(
+            client,
+            &format!("deleting the series {match_selector}"),
+        )))
+    }
+}
+
+/// Makes every sample received so far searchable now rather than in a few seconds.
+pub async fn victoria_force_flush(client: &mut MetricsClient) -> Result<(), DriverError> {
+    let answer = client.get("/internal/force_flush").await?;
+    if answer.is_success() {
+        Ok(())
+    } else {
+        Err(answer.server_error(&client_what(client, "flushing recent samples")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn promql_times() {
+        assert_eq!(promql_time(1_451_606_400_000), "1451606400.000");
+        assert_eq!(promql_time(1_451_606_400_999), "1451606400.999");
+        assert_eq!(promql_time(-1_500), "-1.500");
+        assert_eq!(promql_time(0), "0.000");
+    }
+
+    #[test]
+    fn promql_values() {
+        assert_eq!(promql_value(&serde_json::json!([1.5, "360"])), Ok(360));
+        assert_eq!(
+            promql_value(&serde_json::json!([1, "1e+06"])),
+            Ok(1_000_000)
+        );
+        assert!(promql_value(&serde_json::json!([1, "NaN"])).is_err());
+        assert!(promql_value(&serde_json::json!([1, "2.5"])).is_err());
+        assert!(promql_value(&serde_json::json!([1, "-3"])).is_err());
+        assert!(promql_value(&serde_json::json!([1, 3])).is_err());
+    }
+}

@@ -1,0 +1,203 @@
+//! Drivers: one connection of one ingest worker to one endpoint. A driver takes chunks the
+//! worker's producer has already generated and encoded, sends them, and says what the server
+//! confirmed. It does not generate, route or count rows; `exec::ingest` does.
+//!
+//! Dispatch is an enum, once per chunk (thousands of rows), never per row.
+
+pub mod ilp_http;
+pub mod ilp_tcp;
+pub mod null;
+pub mod pg;
+pub mod sqlite;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::gen::batch::{Batch, BatchSchema};
+use crate::plan::EndpointPlan;
+
+/// What a worker's producer turns each batch into, before the clock of the send starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// InfluxDB line protocol, QuestDB flavour (`encode::IlpEncoder`).
+    Ilp,
+    /// PostgreSQL's binary COPY stream: header, tuples, trailer (`driver::pg::CopyEncoder`).
+    PgCopy,
+    /// Nothing: the driver binds the batch's values itself (SQLite, PostgreSQL INSERT).
+    Rows,
+}
+
+/// One batch on its way to a server: the rows and, unless the encoding is `Rows`, their
+/// encoded bytes. Chunks are recycled between the producer and the driver, so the hot loop
+/// allocates nothing once the buffers have grown.
+pub struct Chunk {
+    pub rows: u64,
+    pub bytes: Vec<u8>,
+    pub batch: Batch,
+}
+
+/// What sending one chunk achieved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Bytes written to the socket for this chunk: the payload plus the protocol's framing
+    /// (HTTP request line and headers, COPY messages, ...).
+    pub socket_bytes: u64,
+    /// The server confirmed these rows (HTTP 2xx, COPY complete, SQLite commit). Always
+    /// `false` for ILP over TCP and `null`.
+    pub acked: bool,
+}
+
+/// The kinds of failure a report counts separately.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ErrorClass {
+    /// The connection could not be made (refused, unreachable, handshake or login failed).
+    Connect,
+    /// The connection broke while sending or waiting (reset, closed by the server).
+    Connection,
+    /// The server answered with an error: an HTTP status, a SQL error, a rejected batch.
+    Server,
+    /// A wait ran past its timeout.
+    Timeout,
+    /// The rows could not be encoded for this endpoint.
+    Encode,
+}
+
+impl ErrorClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Connect => "connect",
+            ErrorClass::Connection => "connection",
+            ErrorClass::Server => "server",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Encode => "encode",
+        }
+    }
+}
+
+/// A failure with the server's own words where there are any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DriverError {
+    pub class: ErrorClass,
+    pub message: String,
+    /// The connection is unusable afterwards: the worker stops. A rejected batch on a healthy
+    /// connection (an HTTP 400, a failed COPY) is not fatal: the next batch is sent.
+    pub fatal: bool,
+}
+
+impl DriverError {
+    pub fn new(class: ErrorClass, message: impl Into<String>, fatal: bool) -> DriverError {
+        DriverError {
+            class,
+            message: message.into(),
+            fatal,
+        }
+    }
+
+    pub fn connect(endpoint: &str, e: impl std::fmt::Display) -> DriverError {
+        DriverError::new(
+            ErrorClass::Connect,
+            format!("cannot connect to {endpoint}: {e}"),
+            true,
+        )
+    }
+
+    pub fn timeout(what: impl std::fmt::Display, after: Duration) -> DriverError {
+        DriverError::new(
+            ErrorClass::Timeout,
+            format!(
+                "{what}: no answer within {}",
+                crate::exec::fmt_duration(after)
+            ),
+            true,
+        )
+    }
+}
+
+impl std::fmt::Display for DriverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} error: {}", self.class.as_str(), self.message)
+    }
+}
+
+/// Everything a driver needs to open its connection.
+#[derive(Clone, Debug)]
+pub struct DriverConfig {
+    pub endpoint: EndpointPlan,
+    /// The resolved URL (secrets filled in); `None` for `null`.
+    pub url: Option<String>,
+    pub table: String,
+    pub schema: Arc<BatchSchema>,
+    /// Every wait on the server (write, answer, commit) ends after this.
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    /// The directory of the workload file, for relative paths (SQLite databases).
+    pub base_dir: PathBuf,
+    pub worker: usize,
+}
+
+/// One worker's connection.
+pub enum Driver {
+    Null(null::Null),
+    IlpTcp(ilp_tcp::IlpTcp),
+    IlpHttp(ilp_http::IlpHttp),
+    Pg(Box<pg::PgWriter>),
+    Sqlite(sqlite::SqliteWriter),
+}
+
+impl Driver {
+    /// The encoding the producer must prepare for an endpoint kind. `calibrate` runs `null`
+    /// with the encoding of the endpoint it calibrates.
+    pub fn encoding(endpoint: &EndpointPlan) -> Encoding {
+        match endpoint.kind.as_str() {
+            "pg" => pg::encoding(endpoint),
+            "sqlite" => Encoding::Rows,
+            _ => Encoding::Ilp,
+        }
+    }
+
+    /// Whether this wlrun has a driver for the endpoint kind.
+    pub fn can_ingest(kind: &str) -> bool {
+        matches!(kind, "null" | "ilp_tcp" | "ilp_http" | "pg" | "sqlite")
+    }
+
+    pub async fn connect(cfg: &DriverConfig) -> Result<Driver, DriverError> {
+        Ok(match cfg.endpoint.kind.as_str() {
+            "null" => Driver::Null(null::Null),
+            "ilp_tcp" => Driver::IlpTcp(ilp_tcp::IlpTcp::connect(cfg).await?),
+            "ilp_http" => Driver::IlpHttp(ilp_http::IlpHttp::connect(cfg).await?),
+            "pg" => Driver::Pg(Box::new(pg::PgWriter::connect(cfg).await?)),
+            "sqlite" => Driver::Sqlite(sqlite::SqliteWriter::open(cfg)?),
+            other => {
+                return Err(DriverError::new(
+                    ErrorClass::Connect,
+                    format!("wlrun cannot ingest over `{other}` endpoints yet"),
+                    true,
+                ))
+            }
+        })
+    }
+
+    /// Sends one chunk; for acknowledging drivers, returns once the server has answered.
+    pub async fn send(&mut self, chunk: &Chunk) -> Result<Sent, DriverError> {
+        match self {
+            Driver::Null(d) => Ok(d.send(chunk)),
+            Driver::IlpTcp(d) => d.send(chunk).await,
+            Driver::IlpHttp(d) => d.send(chunk).await,
+            Driver::Pg(d) => d.send(chunk).await,
+            // SQLite works synchronously; let the runtime move other tasks off this thread.
+            Driver::Sqlite(d) => tokio::task::block_in_place(|| d.send(chunk)),
+        }
+    }
+
+    /// Flushes and closes the connection; returns the socket bytes that closing wrote.
+    pub async fn finish(&mut self) -> Result<u64, DriverError> {
+        match self {
+            Driver::Null(_) => Ok(0),
+            Driver::IlpTcp(d) => d.finish().await,
+            Driver::IlpHttp(_) => Ok(0),
+            Driver::Pg(d) => d.finish().await,
+            Driver::Sqlite(_) => Ok(0),
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! Around the measured part of an ingest phase: the table's setup and teardown, and the count
+//! that says how many rows the server shows. Which endpoint does each is decided here.
+
+use std::time::Duration;
+
+use super::{ddl, resolve_url, timeouts, RunEnv};
+use crate::client::metrics::{self, MetricsClient};
+use crate::client::SqlClient;
+use crate::driver::{DriverError, ErrorClass};
+use crate::gen::batch::BatchSchema;
+use crate::plan::{EndpointPlan, IngestPhase, SchemaPlan, Setup, Teardown};
+use crate::value::Value;
+
+/// How the rows a server shows are counted, and what it showed before the phase.
+pub struct Visibility {
+    pub within: Duration,
+    pub baseline: u64,
+    counter: Counter,
+}
+
+enum Counter {
+    Sql(SqlClient, String),
+    Promql {
+        client: MetricsClient,
+        query: String,
+        at_unix_ms: i64,
+        /// Samples per row: a metric store keeps one sample per field.
+        fields: u64,
+        flush: bool,
+    },
+    Influxql {
+        client: MetricsClient,
+        query: String,
+        fields: u64,
+    },
+}
+
+impl Visibility {
+    /// Rows the server shows now, less the baseline.
+    pub async fn count(&mut self, _env: &RunEnv) -> Result<u64, DriverError> {
+        let raw = match &mut self.counter {
+            Counter::Sql(c, q) => c.count(q).await?,
+            Counter::Promql {
+                client,
+                query,
+                at_unix_ms,
+                fields,
+                flush,
+            } => {
+                if *flush {
+                    metrics::victoria_force_flush(client).await?;
+                }
+                metrics::promql_count(client, query, *at_unix_ms).await? / (*fields).max(1)
+            }
+            Counter::Influxql {
+                client,
+                query,
+                fields,
+            } => metrics::influxql_count(client, query).await? / (*fields).max(1),
+        };
+        Ok(raw.saturating_sub(self.baseline))
+    }
+}
+
+/// The dialect whose DDL an endpoint takes: SQLite is SQLite whatever the target says, and a
+/// generic PostgreSQL-wire endpoint takes PostgreSQL's.
+fn ddl_dialect(ep: &EndpointPlan) -> &str {
+    match (ep.kind.as_str(), ep.dialect.as_str()) {
+        ("sqlite", _) => "sqlite",
+        (_, "generic") => "postgres",
+        (_, d) => d,
+    }
+}
+
+/// The endpoint that takes the table's DDL: the ingest endpoint when it speaks SQL, else the
+/// SQL endpoint the phase counts with.
+fn ddl_endpoint(phase: &IngestPhase) -> Option<&EndpointPlan> {
+    if matches!(phase.endpoint.kind.as_str(), "pg" | "sqlite") {
+        return Some(&phase.endpoint);
+    }
+    phase
+        .verify
+        .as_ref()
+        .filter(|v| v.language == "sql")
+        .map(|v| &v.endpoint)
+}
+
+async fn sql_client(env: &RunEnv, ep: &EndpointPlan) -> Result<SqlClient, DriverError> {
+    let url = match &ep.url {
+        Some(u) => resolve_url(u).map_err(|e| DriverError::new(ErrorClass::Connect, e, true))?,
+        None => String::new(),
+    };
+    let (timeout, _) = timeouts(ep);
+    SqlClient::connect(ep, &url, &env.base_dir, timeout).await
+}
+
+async fn metrics_client(ep: &EndpointPlan) -> Result<MetricsClient, DriverError> {
+    let url = match &ep.url {
+        Some(u) => resolve_url(u).map_err(|e| DriverError::new(ErrorClass::Connect, e, true))?,
+        None => String::new(),
+    };
+    let (timeout, _) = timeouts(ep);
+    MetricsClient::connect(ep, &url, timeout).await
+}
+
+/// The end of the schema's time range (exclusive), in Unix milliseconds.
+fn time_end_ms(schema: &SchemaPlan) -> Option<i64> {
+    let t = schema.time.as_ref()?;
+    let (Value::Timestamp(start), Value::Duration(step)) = (&t.start, &t.step) else {
+        return None;
+    };
+    let end = start.saturating_add(step.saturating_mul(t.count as i64));
+    Some(end.div_euclid(1_000_000))
+}
+
+/// Sets the table up as the phase says, and prepares the count with its baseline.
+pub async fn prepare(
+    env: &RunEnv,
+    phase: &IngestPhase,
+    schema: &SchemaPlan,
+) -> Result<Option<Visibility>, DriverError> {
+    let layout = BatchSchema::from_plan(schema);
+    if let Some(ep) = ddl_endpoint(phase) {
+        let dialect = ddl_dialect(ep);
+        let statements: Vec<String> = match phase.setup {
+            Setup::Recreate => ddl::drop_table(dialect, &phase.table)
+                .into_iter()
+                .chain(ddl::create_table(dialect, &phase.table, &layout))
+                .collect(),
+            Setup::Truncate => ddl::truncate_table(dialect, &phase.table)
+                .into_iter()
+                .collect(),
+            Setup::Shared => Vec::new(),
+        };
+        if !statements.is_empty() {
+            let mut client = sql_client(env, ep).await?;
+            for s in &statements {
+                client.execute(s).await?;
+            }
+        }
+    } else if phase.setup != Setup::Shared && phase.endpoint.dialect == "victoriametrics" {
+        // A metric store has no tables: "a fresh table" is deleting the measurement's series.
+        if let Some(v) = phase.verify.as_ref().filter(|v| v.endpoint.kind == "http") {
+            let mut client = metrics_client(&v.endpoint).await?;
+            let selector = format!("{{__name__=~\"{}_.*\"}}", escape_regex(&phase.table));
+            metrics::victoria_delete_series(&mut client, &selector).await?;
+        }
+    }
+    let Some(v) = &phase.verify else {
+        return Ok(None);
+    };
+    let within = match v.within {
+        Value::Duration(ns) if ns > 0 => Duration::from_nanos(ns as u64),
+        _ => Duration::from_secs(60),
+    };
+    let fields = layout.columns.iter().filter(|c| c.role == "field").count() as u64;
+    let counter = match v.language.as_str() {
+        "sql" => Counter::Sql(sql_client(env, &v.endpoint).await?, v.query.clone()),
+        "promql" => Counter::Promql {
+            client: metrics_client(&v.endpoint).await?,
+            query: v.query.clone(),
+            // One millisecond before the end: PromQL windows are (t - d, t], the rows
+            // [start, end).
+            at_unix_ms: time_end_ms(schema).map_or_else(now_ms, |e| e - 1),
+            fields: if v.unit == "samples" { fields } else { 1 },
+            flush: v.endpoint.dialect == "victoriametrics",
+        },
+        "influxql" => Counter::Influxql {
+            client: metrics_client(&v.endpoint).await?,
+            query: v.query.clone(),
+            fields: if v.unit == "samples" { fields } else { 1 },
+        },
+        other => {
+            return Err(DriverError::new(
+                ErrorClass::Connect,
+                format!("counting in `{other}` is not supported"),
+                true,
+            ))
+        }
+    };
+    let mut vis = Visibility {
+        within,
+        baseline: 0,
+        counter,
+    };
+    vis.baseline = vis.count(env).await?;
+    Ok(Some(vis))
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn escape_regex(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Drops the table when the phase says so.
+pub async fn teardown(
+    env: &RunEnv,
+    phase: &IngestPhase,
+    _vis: Option<&mut Visibility>,
+) -> Result<(), DriverError> {
+    if phase.teardown != Teardown::Drop {
+        return Ok(());
+    }
+    if let Some(ep) = ddl_endpoint(phase) {
+        if let Some(sql) = ddl::drop_table(ddl_dialect(ep), &phase.table) {
+            sql_client(env, ep).await?.execute(&sql).await?;
+        }
+    }
+    Ok(())
+}

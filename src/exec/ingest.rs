@@ -1,0 +1,560 @@
+//! One ingest phase: set the table up, run N workers (a producer thread and a sender task
+//! each, one connection each, each owning the series that route to it), then count what the
+//! server shows and tear down. Everything measured is kept, whatever fails.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+
+use super::admin::{self, Visibility};
+use super::producer::{self, Produced};
+use super::{cpu, progress, resolve_url, timeouts, RunEnv};
+use crate::driver::{Driver, DriverConfig, DriverError, Encoding, ErrorClass};
+use crate::gen::Columnar;
+use crate::plan::{EndpointPlan, IngestPhase, RowSource, SchemaPlan};
+use crate::report::{Calibration, ErrorCount, IngestReport, Status};
+
+/// Counters the progress ticker reads while the workers run.
+#[derive(Default)]
+pub struct Live {
+    pub rows_sent: AtomicU64,
+    pub rows_acked: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+/// What one worker measured.
+struct Worker {
+    rows_generated: u64,
+    rows_dropped: u64,
+    payload_bytes: u64,
+    rows_sent: u64,
+    rows_acked: u64,
+    socket_bytes: u64,
+    latency: Histogram<u64>,
+    errors: BTreeMap<ErrorClass, ErrorCount>,
+    first_send: Option<Instant>,
+    done: Option<Instant>,
+    /// Every chunk the producer made was sent.
+    complete: bool,
+}
+
+impl Worker {
+    fn new() -> Worker {
+        Worker {
+            rows_generated: 0,
+            rows_dropped: 0,
+            payload_bytes: 0,
+            rows_sent: 0,
+            rows_acked: 0,
+            socket_bytes: 0,
+            latency: new_histogram(),
+            errors: BTreeMap::new(),
+            first_send: None,
+            done: None,
+            complete: false,
+        }
+    }
+
+    fn error(&mut self, live: &Live, e: &DriverError) {
+        live.errors.fetch_add(1, Ordering::Relaxed);
+        let entry = self.errors.entry(e.class).or_default();
+        if entry.count == 0 {
+            entry.first = e.message.clone();
+        }
+        entry.count += 1;
+    }
+}
+
+/// Microseconds up to one hour, 3 significant digits: the same histogram everywhere.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("static histogram bounds are valid")
+}
+
+/// Runs one ingest phase; never panics on a server's behaviour, always returns what it
+/// measured.
+pub async fn run(env: &RunEnv, label: &str, phase: &IngestPhase) -> IngestReport {
+    let mut report = empty_report(phase);
+    if !Driver::can_ingest(&phase.endpoint.kind) {
+        report.status = Status::NotRun;
+        report.failures.push(format!(
+            "ingesting over `{}` is not built yet",
+            phase.endpoint.kind
+        ));
+        return report;
+    }
+    let schema = match &phase.source {
+        RowSource::Schema(s) => s,
+        RowSource::File { path, .. } => {
+            report.status = Status::NotRun;
+            report.failures.push(format!(
+                "rows from file \"{path}\": replaying pre-generated files is not built yet"
+            ));
+            return report;
+        }
+    };
+    if phase.calibrate {
+        let mut null = phase.clone();
+        null.endpoint = EndpointPlan {
+            target: phase.endpoint.target.clone(),
+            name: "null".into(),
+            kind: "null".into(),
+            dialect: phase.endpoint.dialect.clone(),
+            url: None,
+            options: Default::default(),
+        };
+        null.verify = None;
+        null.calibrate = false;
+        let encoding = Driver::encoding(&phase.endpoint);
+        let (ceiling, _) = send_all(
+            env,
+            &format!("{label} (calibrating)"),
+            &null,
+            schema,
+            encoding,
+        )
+        .await;
+        let rate = ceiling.send_rows_per_s;
+        if rate > 0.0 {
+            report.calibration = Some(Calibration {
+                null_rows_per_s: rate,
+                ratio: 0.0,
+            });
+        }
+    }
+    let encoding = Driver::encoding(&phase.endpoint);
+    // Setup, and the baseline of what the count sees before anything is sent.
+    let mut visibility = match admin::prepare(env, phase, schema).await {
+        Ok(v) => v,
+        Err(e) => {
+            report.status = Status::Failed;
+            report.failures.push(format!("setup: {e}"));
+            *report
+                .errors
+                .entry(e.class.as_str().to_string())
+                .or_default() = ErrorCount {
+                count: 1,
+                first: e.message,
+            };
+            return report;
+        }
+    };
+    let (sent, workers) = send_all(env, label, phase, schema, encoding).await;
+    let calibration = report.calibration.take();
+    report = sent;
+    if let Some(mut c) = calibration {
+        c.ratio = report.send_rows_per_s / c.null_rows_per_s;
+        report.calibration = Some(c);
+    }
+    let interrupted = env.stop.load(Ordering::Relaxed);
+    if let Some(v) = visibility.as_mut() {
+        if !interrupted {
+            verify(env, v, &mut report).await;
+        }
+    }
+    if let Err(e) = admin::teardown(env, phase, visibility.as_mut()).await {
+        report.failures.push(format!("teardown: {e}"));
+    }
+    judge(&mut report, phase, workers, interrupted);
+    report
+}
+
+fn empty_report(phase: &IngestPhase) -> IngestReport {
+    IngestReport {
+        name: phase.name.clone(),
+        endpoint: format!(
+            "{}.{} ({})",
+            phase.endpoint.target, phase.endpoint.name, phase.endpoint.kind
+        ),
+        kind: phase.endpoint.kind.clone(),
+        table: phase.table.clone(),
+        workers: phase.workers,
+        batch_rows: phase.batch_rows,
+        status: Status::Ok,
+        failures: Vec::new(),
+        rows_expected: phase.rows_expected,
+        rows_generated: 0,
+        rows_dropped: 0,
+        payload_bytes: 0,
+        rows_sent: 0,
+        rows_acked: None,
+        rows_visible: None,
+        visible_baseline: None,
+        visible_after_s: None,
+        socket_bytes: 0,
+        payload_bytes_per_row: None,
+        socket_bytes_per_row: None,
+        elapsed_s: 0.0,
+        send_rows_per_s: 0.0,
+        ack_rows_per_s: None,
+        batch_latency: Default::default(),
+        client_cpu_s: None,
+        errors: BTreeMap::new(),
+        rows_per_worker: Vec::new(),
+        calibration: None,
+    }
+}
+
+/// Whether every worker sent everything it generated.
+struct WorkersDone {
+    complete: bool,
+}
+
+/// The measured part: workers connect, then send their shards; returns the report's
+/// counting fields.
+async fn send_all(
+    env: &RunEnv,
+    label: &str,
+    phase: &IngestPhase,
+    schema: &SchemaPlan,
+    encoding: Encoding,
+) -> (IngestReport, WorkersDone) {
+    let mut report = empty_report(phase);
+    let n = phase.workers.max(1);
+    let url = match phase.endpoint.url.as_ref().map(resolve_url).transpose() {
+        Ok(u) => u,
+        Err(e) => {
+            report.failures.push(e.clone());
+            report
+                .errors
+                .insert("connect".into(), ErrorCount { count: 1, first: e });
+            return (report, WorkersDone { complete: false });
+        }
+    };
+    let (timeout, connect_timeout) = timeouts(&phase.endpoint);
+    let live = Arc::new(Live::default());
+    let cpu_before = cpu::process_cpu_seconds();
+    let mut tasks = Vec::new();
+    for w in 0..n {
+        let shard = (n > 1).then_some((w, n));
+        let dir = env.base_dir.clone();
+        let read = move |p: &str| -> std::io::Result<Vec<u8>> {
+            match std::fs::read(dir.join(p)) {
+                Ok(b) => Ok(b),
+                Err(e) => crate::source::stdlib_file(p).map(<[u8]>::to_vec).ok_or(e),
+            }
+        };
+        let generator = match Columnar::new(schema, env.seed, shard, &read) {
+            Ok(g) => g,
+            Err(e) => {
+                report.failures.push(format!("generator: {e}"));
+                return (report, WorkersDone { complete: false });
+            }
+        };
+        let producer = match producer::start(
+            generator,
+            encoding,
+            phase.batch_rows as usize,
+            env.stop.clone(),
+            format!("wlrun-gen-{w}"),
+        ) {
+            Ok(p) => p,
+            Err(e) => {
+                report.failures.push(format!("encoder: {e}"));
+                return (report, WorkersDone { complete: false });
+            }
+        };
+        let cfg = DriverConfig {
+            endpoint: phase.endpoint.clone(),
+            url: url.clone(),
+            table: phase.table.clone(),
+            schema: producer.schema.clone(),
+            timeout,
+            connect_timeout,
+            base_dir: env.base_dir.clone(),
+            worker: w as usize,
+        };
+        tasks.push(tokio::spawn(worker(
+            cfg,
+            producer,
+            live.clone(),
+            env.stop.clone(),
+        )));
+    }
+    let ticker = progress::start(
+        env,
+        label.to_string(),
+        phase.rows_expected,
+        live.clone(),
+        matches!(encoding, Encoding::Rows | Encoding::PgCopy) || phase.endpoint.kind == "ilp_http",
+    );
+    let mut results = Vec::new();
+    for t in tasks {
+        match t.await {
+            Ok(w) => results.push(w),
+            Err(e) => {
+                report
+                    .failures
+                    .push(format!("a worker stopped unexpectedly: {e}"));
+            }
+        }
+    }
+    ticker.finish().await;
+    let cpu_after = cpu::process_cpu_seconds();
+    let acks = results.iter().any(|w| w.rows_acked > 0)
+        || matches!(phase.endpoint.kind.as_str(), "ilp_http" | "pg" | "sqlite");
+    let mut latency = new_histogram();
+    let mut first: Option<Instant> = None;
+    let mut last: Option<Instant> = None;
+    let mut complete = results.len() as u64 == n;
+    let mut acked = 0;
+    for w in &results {
+        report.rows_generated += w.rows_generated;
+        report.rows_dropped += w.rows_dropped;
+        report.payload_bytes += w.payload_bytes;
+        report.rows_sent += w.rows_sent;
+        acked += w.rows_acked;
+        report.socket_bytes += w.socket_bytes;
+        let _ = latency.add(&w.latency);
+        for (class, e) in &w.errors {
+            let entry = report.errors.entry(class.as_str().to_string()).or_default();
+            if entry.count == 0 {
+                entry.first = e.first.clone();
+            }
+            entry.count += e.count;
+        }
+        first = match (first, w.first_send) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        last = match (last, w.done) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        complete &= w.complete;
+        report.rows_per_worker.push(w.rows_sent);
+    }
+    report.rows_acked = acks.then_some(acked);
+    let elapsed = match (first, last) {
+        (Some(a), Some(b)) => b.duration_since(a),
+        _ => Duration::ZERO,
+    };
+    report.elapsed_s = elapsed.as_secs_f64();
+    if report.elapsed_s > 0.0 {
+        report.send_rows_per_s = report.rows_sent as f64 / report.elapsed_s;
+        report.ack_rows_per_s = report.rows_acked.map(|a| a as f64 / report.elapsed_s);
+    }
+    if report.rows_sent > 0 && report.payload_bytes > 0 {
+        report.payload_bytes_per_row = Some(report.payload_bytes as f64 / report.rows_sent as f64);
+        if report.socket_bytes > 0 {
+            report.socket_bytes_per_row =
+                Some(report.socket_bytes as f64 / report.rows_sent as f64);
+        }
+    }
+    report.batch_latency = super::latency(&latency);
+    report.client_cpu_s = match (cpu_before, cpu_after) {
+        (Some(a), Some(b)) => Some(b - a),
+        _ => None,
+    };
+    (report, WorkersDone { complete })
+}
+
+/// One worker's sender: connects, then sends whatever its producer makes until the producer
+/// ends, the run is stopped, or the connection is lost.
+async fn worker(
+    cfg: DriverConfig,
+    mut producer: producer::Producer,
+    live: Arc<Live>,
+    stop: Arc<AtomicBool>,
+) -> Worker {
+    let mut w = Worker::new();
+    let mut driver = match Driver::connect(&cfg).await {
+        Ok(d) => Some(d),
+        Err(e) => {
+            w.error(&live, &e);
+            None
+        }
+    };
+    if let Some(d) = driver.as_mut() {
+        let mut healthy = true;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let Some(produced) = producer.chunks.recv().await else {
+                w.complete = healthy;
+                break;
+            };
+            let chunk = match produced {
+                Produced::Chunk(c) => c,
+                Produced::Failed(m) => {
+                    w.error(&live, &DriverError::new(ErrorClass::Encode, m, true));
+                    break;
+                }
+            };
+            w.rows_generated += chunk.batch.rows as u64;
+            w.rows_dropped += chunk.batch.rows as u64 - chunk.rows;
+            w.payload_bytes += chunk.bytes.len() as u64;
+            let started = Instant::now();
+            w.first_send.get_or_insert(started);
+            match d.send(&chunk).await {
+                Ok(sent) => {
+                    w.rows_sent += chunk.rows;
+                    w.socket_bytes += sent.socket_bytes;
+                    live.rows_sent.fetch_add(chunk.rows, Ordering::Relaxed);
+                    if sent.acked {
+                        w.rows_acked += chunk.rows;
+                        live.rows_acked.fetch_add(chunk.rows, Ordering::Relaxed);
+                    }
+                    let us = started.elapsed().as_micros().max(1) as u64;
+                    let _ = w.latency.record(us.min(3_600_000_000));
+                }
+                Err(e) => {
+                    w.error(&live, &e);
+                    if e.fatal {
+                        healthy = false;
+                        break;
+                    }
+                    // A rejected batch went out on a healthy connection: it was sent, and
+                    // not acknowledged.
+                    w.rows_sent += chunk.rows;
+                    w.socket_bytes += chunk.bytes.len() as u64;
+                    live.rows_sent.fetch_add(chunk.rows, Ordering::Relaxed);
+                    healthy = false;
+                }
+            }
+            // Fails only once the producer has finished: chunks still queued are sent all
+            // the same.
+            let _ = producer.recycle.send(chunk).await;
+        }
+        // Closing flushes what the kernel still holds; a failure there loses rows.
+        if let Err(e) = d.finish().await {
+            w.error(&live, &e);
+            w.complete = false;
+        }
+        // Only a clean run leaves `complete` set: a rejected batch clears it above.
+        if !healthy {
+            w.complete = false;
+        }
+    }
+    w.done = Some(Instant::now());
+    // Ends the producer: its next send or recycle wait fails.
+    let producer::Producer {
+        chunks,
+        recycle,
+        thread,
+        ..
+    } = producer;
+    drop(chunks);
+    drop(recycle);
+    let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+    w
+}
+
+/// Polls the count until it reaches what the server confirmed (or, without acks, what was
+/// sent), or the phase's `within` runs out.
+async fn verify(env: &RunEnv, v: &mut Visibility, report: &mut IngestReport) {
+    let target = report.rows_acked.unwrap_or(report.rows_sent);
+    let started = Instant::now();
+    let mut wait = Duration::from_millis(50);
+    let mut last = None;
+    loop {
+        match v.count(env).await {
+            Ok(n) => {
+                last = Some(n);
+                if n >= target {
+                    report.visible_after_s = Some(started.elapsed().as_secs_f64());
+                    break;
+                }
+            }
+            Err(e) => {
+                let entry = report.errors.entry("verify".into()).or_default();
+                if entry.count == 0 {
+                    entry.first = e.to_string();
+                }
+                entry.count += 1;
+                if e.fatal {
+                    break;
+                }
+            }
+        }
+        if started.elapsed() >= v.within || env.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        tokio::time::sleep(wait.min(v.within.saturating_sub(started.elapsed()))).await;
+        wait = (wait * 2).min(Duration::from_secs(1));
+    }
+    report.rows_visible = last;
+    report.visible_baseline = Some(v.baseline);
+}
+
+/// The verdict: any error, missing rows or rows that never became visible fail the phase.
+fn judge(report: &mut IngestReport, phase: &IngestPhase, workers: WorkersDone, interrupted: bool) {
+    if interrupted {
+        report.status = Status::Interrupted;
+        report
+            .failures
+            .push("interrupted: the figures cover what was sent until then".into());
+        return;
+    }
+    let errors: u64 = report.errors.values().map(|e| e.count).sum();
+    if errors > 0 {
+        let classes: Vec<String> = report
+            .errors
+            .iter()
+            .map(|(c, e)| format!("{} {c}", e.count))
+            .collect();
+        report.failures.push(format!(
+            "errors: {} (first: {})",
+            classes.join(", "),
+            first_error(report)
+        ));
+    }
+    if !workers.complete && errors == 0 {
+        report
+            .failures
+            .push("not every worker sent all its rows".into());
+    }
+    if let Some(expected) = phase.rows_expected {
+        let carried = report.rows_sent + report.rows_dropped;
+        if carried < expected && workers.complete {
+            report.failures.push(format!(
+                "sent {} of the {expected} rows expected",
+                report.rows_sent
+            ));
+        }
+    }
+    if report.rows_dropped > 0 {
+        report.failures.push(format!(
+            "{} rows could not be encoded for {} (a line-protocol row needs a non-null field)",
+            report.rows_dropped, report.kind
+        ));
+    }
+    if let Some(visible) = report.rows_visible {
+        let target = report.rows_acked.unwrap_or(report.rows_sent);
+        if visible < target {
+            let what = if report.rows_acked.is_some() {
+                "acknowledged"
+            } else {
+                "sent"
+            };
+            report.failures.push(format!(
+                "{} rows {what} but never visible: the count reached {visible} of {target}",
+                target - visible
+            ));
+        } else if visible > target && report.rows_acked.is_some() {
+            // More rows than acknowledged: a retried batch, or a table shared with
+            // another writer. Not a failure, but it must show.
+            report.failures.push(format!(
+                "note: the count ({visible}) exceeds the rows acknowledged ({target})"
+            ));
+        }
+    } else if phase.verify.is_some() && report.rows_sent > 0 {
+        report
+            .failures
+            .push("the visible rows could not be counted".into());
+    }
+    let failed = report.failures.iter().any(|f| !f.starts_with("note:"));
+    report.status = if failed { Status::Failed } else { Status::Ok };
+}
+
+fn first_error(report: &IngestReport) -> String {
+    report
+        .errors
+        .values()
+        .next()
+        .map(|e| e.first.clone())
+        .unwrap_or_default()
+}

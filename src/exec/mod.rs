@@ -1,0 +1,178 @@
+//! Execution: runs the cells of a plan one after another against real servers and measures
+//! them. A failed cell is reported and the next one still runs; Ctrl-C stops sending and
+//! keeps what was measured.
+
+mod admin;
+mod cpu;
+pub mod ddl;
+pub mod ingest;
+mod producer;
+pub mod progress;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+
+use crate::plan::{EndpointPlan, Phase, Plan};
+use crate::report::{CellReport, Latency, PhaseReport, Report, REPORT_FORMAT};
+use crate::value::{Text, Value};
+
+/// What every phase of a run shares.
+pub struct RunEnv {
+    pub seed: u64,
+    /// The workload file's directory: `csv(...)` and data files are relative to it.
+    pub base_dir: PathBuf,
+    /// Set by Ctrl-C: workers stop sending, the report is still written.
+    pub stop: Arc<AtomicBool>,
+    pub progress_every: Duration,
+    pub quiet: bool,
+}
+
+/// `1.5s`, `250ms`, `2.0m`: short human durations for messages.
+pub fn fmt_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1_000 {
+        format!("{ms}ms")
+    } else if ms < 120_000 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else {
+        format!("{:.1}m", d.as_secs_f64() / 60.0)
+    }
+}
+
+/// The URL with `env(...)` parts filled in from the environment, now.
+pub fn resolve_url(t: &Text) -> Result<String, String> {
+    t.resolve(|name| std::env::var(name).ok())
+}
+
+/// The endpoint's `timeout` (every wait on the server; default 60 s) and `connect_timeout`
+/// (default 10 s).
+pub fn timeouts(ep: &EndpointPlan) -> (Duration, Duration) {
+    let get = |name: &str, default: u64| match ep.options.get(name) {
+        Some(Value::Duration(ns)) if *ns > 0 => Duration::from_nanos(*ns as u64),
+        _ => Duration::from_secs(default),
+    };
+    (get("timeout", 60), get("connect_timeout", 10))
+}
+
+/// Percentiles of a microsecond histogram, and the histogram itself.
+pub fn latency(h: &Histogram<u64>) -> Latency {
+    if h.is_empty() {
+        return Latency::default();
+    }
+    let mut bytes = Vec::new();
+    let histogram = match V2DeflateSerializer::new().serialize(h, &mut bytes) {
+        Ok(_) => base64::engine::general_purpose::STANDARD.encode(&bytes),
+        Err(_) => String::new(),
+    };
+    Latency {
+        count: h.len(),
+        min_us: h.min(),
+        mean_us: h.mean(),
+        p50_us: h.value_at_quantile(0.50),
+        p90_us: h.value_at_quantile(0.90),
+        p95_us: h.value_at_quantile(0.95),
+        p99_us: h.value_at_quantile(0.99),
+        p999_us: h.value_at_quantile(0.999),
+        max_us: h.max(),
+        stddev_us: h.stdev(),
+        histogram,
+    }
+}
+
+/// Runs every cell of `plan` and returns the report; `on_cell` sees each cell's report as it
+/// completes (the terminal table grows while the run goes on).
+pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport)) -> Report {
+    let started_wall = time::OffsetDateTime::now_utc();
+    let started = Instant::now();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("wlrun-io")
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            sayln!("wlrun: cannot start the async runtime: {e}");
+            return Report {
+                format: REPORT_FORMAT,
+                workload: plan.workload.name.clone(),
+                file: plan.workload.file.clone(),
+                seed: env.seed,
+                started: rfc3339(started_wall),
+                elapsed_s: 0.0,
+                interrupted: false,
+                cells: Vec::new(),
+            };
+        }
+    };
+    let stop = env.stop.clone();
+    runtime.spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stop.store(true, Ordering::Relaxed);
+            sayln!("wlrun: interrupted; stopping the workers and writing the report");
+        }
+    });
+    let total = plan.cells.len();
+    let mut cells = Vec::new();
+    for cell in &plan.cells {
+        if env.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let label = if cell.key.is_empty() {
+            format!("[{}/{total}]", cell.index)
+        } else {
+            format!("[{}/{total} {}]", cell.index, cell.key)
+        };
+        let mut phases = Vec::new();
+        for phase in &cell.phases {
+            let report = match phase {
+                Phase::Ingest(p) => {
+                    let label = format!("{label} {}", p.name);
+                    PhaseReport::Ingest(Box::new(runtime.block_on(ingest::run(env, &label, p))))
+                }
+                Phase::Queries(q) => PhaseReport::NotRun {
+                    name: q.name.clone(),
+                    reason: "query runs are not built yet (the query runner is the next issue)"
+                        .into(),
+                },
+                Phase::Requests(r) => PhaseReport::NotRun {
+                    name: r.name.clone(),
+                    reason: "request runs are not built yet (they follow the query runner)".into(),
+                },
+            };
+            phases.push(report);
+            if env.stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        let report = CellReport {
+            index: cell.index,
+            key: cell.key.clone(),
+            phases,
+        };
+        on_cell(&report);
+        cells.push(report);
+    }
+    // Workers may still hold sockets being closed: give them a moment, not forever.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    Report {
+        format: REPORT_FORMAT,
+        workload: plan.workload.name.clone(),
+        file: plan.workload.file.clone(),
+        seed: env.seed,
+        started: rfc3339(started_wall),
+        elapsed_s: started.elapsed().as_secs_f64(),
+        interrupted: env.stop.load(Ordering::Relaxed),
+        cells,
+    }
+}
+
+fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}

@@ -1,0 +1,122 @@
+//! What a person watching sees while a phase runs: a line every N seconds (TSBS prints one
+//! every 10 s) and, on a terminal, a progress bar.
+
+use std::io::IsTerminal;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use tokio::sync::watch;
+
+use super::ingest::Live;
+use super::RunEnv;
+
+pub struct Ticker {
+    done: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Ticker {
+    pub async fn finish(self) {
+        let _ = self.done.send(true);
+        let _ = self.task.await;
+    }
+}
+
+/// `1234567` -> `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub fn start(
+    env: &RunEnv,
+    label: String,
+    expected: Option<u64>,
+    live: Arc<Live>,
+    acks: bool,
+) -> Ticker {
+    let (done, mut done_rx) = watch::channel(false);
+    let every = env.progress_every;
+    let quiet = env.quiet;
+    let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+        let bar = ProgressBar::new(expected.unwrap_or(0));
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{prefix} [{bar:30}] {human_pos}/{human_len} rows, {per_sec}, eta {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        bar.set_prefix(label.clone());
+        bar
+    });
+    let task = tokio::spawn(async move {
+        let started = Instant::now();
+        let mut next_line = started + every;
+        let mut last_rows = 0u64;
+        let mut last_at = started;
+        loop {
+            let tick = if bar.is_some() {
+                Duration::from_millis(200)
+            } else {
+                every
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(tick) => {}
+                _ = done_rx.changed() => break,
+            }
+            let sent = live.rows_sent.load(Ordering::Relaxed);
+            if let Some(bar) = &bar {
+                bar.set_position(sent);
+            }
+            let now = Instant::now();
+            if now >= next_line && !quiet && !every.is_zero() {
+                next_line = now + every;
+                let rate = (sent - last_rows) as f64 / now.duration_since(last_at).as_secs_f64();
+                last_rows = sent;
+                last_at = now;
+                let mut line = format!(
+                    "{label}: {:.0}s, {} rows sent ({} rows/s)",
+                    now.duration_since(started).as_secs_f64(),
+                    thousands(sent),
+                    thousands(rate as u64)
+                );
+                if acks {
+                    line += &format!(
+                        ", {} acked",
+                        thousands(live.rows_acked.load(Ordering::Relaxed))
+                    );
+                }
+                line += &format!(", {} errors", live.errors.load(Ordering::Relaxed));
+                match &bar {
+                    Some(bar) => bar.println(line),
+                    None => sayln!("{line}"),
+                }
+            }
+        }
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+    });
+    Ticker { done, task }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thousands() {
+        assert_eq!(super::thousands(0), "0");
+        assert_eq!(super::thousands(999), "999");
+        assert_eq!(super::thousands(1000), "1,000");
+        assert_eq!(super::thousands(1234567), "1,234,567");
+    }
+}

@@ -1,0 +1,202 @@
+//! The report as people read it: one line per finished cell while the run goes on, and a
+//! table of every cell at the end.
+
+use super::{CellReport, IngestReport, PhaseReport, Report, Status};
+use crate::exec::progress::thousands;
+
+fn opt_rows(v: Option<u64>) -> String {
+    v.map_or("-".into(), thousands)
+}
+
+fn status(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "ok",
+        Status::Failed => "FAILED",
+        Status::Interrupted => "interrupted",
+        Status::NotRun => "not run",
+    }
+}
+
+fn ms(us: u64) -> String {
+    if us >= 10_000 {
+        format!("{:.0}ms", us as f64 / 1000.0)
+    } else {
+        format!("{:.2}ms", us as f64 / 1000.0)
+    }
+}
+
+/// The lines printed when a cell completes: a summary per phase, then every failure.
+pub fn cell_lines(cell: &CellReport, total: usize) -> String {
+    let mut out = String::new();
+    let label = if cell.key.is_empty() {
+        format!("cell {}/{total}", cell.index)
+    } else {
+        format!("cell {}/{total} {}", cell.index, cell.key)
+    };
+    for phase in &cell.phases {
+        match phase {
+            PhaseReport::Ingest(r) if r.status == Status::NotRun => {
+                out += &format!(
+                    "{label}: ingest {} -> {}: not run: {}\n",
+                    r.name,
+                    r.endpoint,
+                    r.failures.join("; ")
+                );
+            }
+            PhaseReport::Ingest(r) => {
+                out += &format!(
+                    "{label}: ingest {} -> {}: {}\n",
+                    r.name,
+                    r.endpoint,
+                    status(r.status)
+                );
+                out += &format!("  {}\n", ingest_summary(r));
+                for f in &r.failures {
+                    out += &format!("  {f}\n");
+                }
+            }
+            PhaseReport::NotRun { name, reason } => {
+                out += &format!("{label}: {name}: not run: {reason}\n");
+            }
+        }
+    }
+    out
+}
+
+fn ingest_summary(r: &IngestReport) -> String {
+    let mut parts = vec![format!(
+        "{} rows sent in {:.2}s = {} rows/s",
+        thousands(r.rows_sent),
+        r.elapsed_s,
+        thousands(r.send_rows_per_s as u64)
+    )];
+    match r.rows_acked {
+        Some(a) => parts.push(format!("{} acked", thousands(a))),
+        None => parts.push("no acks (protocol has none)".into()),
+    }
+    if let Some(v) = r.rows_visible {
+        let after = r
+            .visible_after_s
+            .map_or(" (never complete)".to_string(), |s| {
+                format!(" after {s:.2}s")
+            });
+        parts.push(format!("{} visible{after}", thousands(v)));
+    }
+    if let Some(b) = r.socket_bytes_per_row {
+        parts.push(format!("{b:.1} B/row on the socket"));
+    } else if let Some(b) = r.payload_bytes_per_row {
+        parts.push(format!("{b:.1} B/row payload"));
+    }
+    if r.batch_latency.count > 0 {
+        parts.push(format!(
+            "batch p50 {} p99 {}",
+            ms(r.batch_latency.p50_us),
+            ms(r.batch_latency.p99_us)
+        ));
+    }
+    if let Some(cpu) = r.client_cpu_s {
+        if r.elapsed_s > 0.0 {
+            parts.push(format!("client cpu {:.2} cores", cpu / r.elapsed_s));
+        }
+    }
+    if let Some(c) = &r.calibration {
+        parts.push(format!(
+            "{:.2}x of the null-sink ceiling ({} rows/s)",
+            c.ratio,
+            thousands(c.null_rows_per_s as u64)
+        ));
+    }
+    parts.join(", ")
+}
+
+/// The final table: one row per phase of every cell.
+pub fn table(report: &Report) -> String {
+    let header = [
+        "cell", "phase", "endpoint", "status", "sent", "acked", "visible", "rows/s", "B/row",
+        "p99", "errors",
+    ];
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for cell in &report.cells {
+        let name = if cell.key.is_empty() {
+            format!("{}", cell.index)
+        } else {
+            format!("{} {}", cell.index, cell.key)
+        };
+        for phase in &cell.phases {
+            match phase {
+                PhaseReport::Ingest(r) => rows.push(vec![
+                    name.clone(),
+                    r.name.clone(),
+                    r.endpoint.clone(),
+                    status(r.status).into(),
+                    thousands(r.rows_sent),
+                    opt_rows(r.rows_acked),
+                    opt_rows(r.rows_visible),
+                    thousands(r.send_rows_per_s as u64),
+                    r.socket_bytes_per_row
+                        .or(r.payload_bytes_per_row)
+                        .map_or("-".into(), |b| format!("{b:.1}")),
+                    if r.batch_latency.count > 0 {
+                        ms(r.batch_latency.p99_us)
+                    } else {
+                        "-".into()
+                    },
+                    r.errors.values().map(|e| e.count).sum::<u64>().to_string(),
+                ]),
+                PhaseReport::NotRun { name: phase, .. } => rows.push(vec![
+                    name.clone(),
+                    phase.clone(),
+                    "-".into(),
+                    "not run".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                ]),
+            }
+        }
+    }
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    // Text columns left-aligned, figures right-aligned.
+    let right = |i: usize| i >= 4;
+    let line = |cells: Vec<String>| -> String {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            if right(i) {
+                s += &format!("{c:>w$}");
+            } else {
+                s += &format!("{c:<w$}");
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(header.iter().map(|h| h.to_string()).collect());
+    for r in rows {
+        out += &line(r);
+    }
+    let failed = report.cells.iter().filter(|c| !c.ok()).count();
+    out += &format!(
+        "{} cell{}, {} not ok, {:.1}s{}\n",
+        report.cells.len(),
+        if report.cells.len() == 1 { "" } else { "s" },
+        failed,
+        report.elapsed_s,
+        if report.interrupted {
+            ", interrupted"
+        } else {
+            ""
+        }
+    );
+    out
+}
