@@ -81,7 +81,7 @@ fn gen_ilp_rate(text: &str) -> f64 {
     let started = Instant::now();
     let mut rows = 0;
     loop {
-        let n = g.fill(&mut b, 10_000);
+        let n = g.fill(&mut b, 2048);
         if n == 0 {
             break;
         }
@@ -142,7 +142,7 @@ fn psql_copy_seconds(csv: &std::path::Path, rows: u64) -> Option<f64> {
 fn main() {
     println!("ingest runner, TSBS cpu-only at 4,000 hosts, one worker, medians of {RUNS} interleaved runs");
     let base = tsbs(60);
-    let null = format!("{base}target t {{ null }}\ningest load {{ into t via null  rows tsbs.cpu  batch 10_000 rows }}\n");
+    let null = format!("{base}target t {{ null }}\ningest load {{ into t via null  rows tsbs.cpu  batch 2048 rows }}\n");
     let port = discarding_sink();
     let tcp = format!("{base}target t {{ ilp_tcp \"tcp://127.0.0.1:{port}\" }}\ningest load {{ into t via ilp_tcp  rows tsbs.cpu  batch 10_000 rows }}\n");
     let (mut gen, mut nul, mut ilp) = (Vec::new(), Vec::new(), Vec::new());
@@ -154,7 +154,7 @@ fn main() {
     let (gen, nul, ilp) = (median(gen), median(nul), median(ilp));
     println!(
         "{:<44} {:>12.0} rows/s",
-        "generate + ILP encode (plain loop)", gen
+        "generate + ILP encode (wlrun gen loop, 2048)", gen
     );
     println!(
         "{:<44} {:>12.0} rows/s  {:.2}x of the loop (target >= 0.90x)",

@@ -377,6 +377,7 @@ fn generated_chunks(rows: usize) -> (Arc<BatchSchema>, Vec<Chunk>) {
         assert_eq!(enc.encode(&b, &mut bytes), Ok(n));
         chunks.push(Chunk {
             rows: n as u64,
+            generated: n as u64,
             bytes,
             batch: b,
         });
@@ -388,7 +389,12 @@ fn copy_chunk(batch: Batch) -> Chunk {
     let mut enc = CopyEncoder::new(Arc::clone(&batch.schema)).expect("COPY encoder");
     let mut bytes = Vec::new();
     let rows = enc.encode(&batch, &mut bytes).expect("encodes") as u64;
-    Chunk { rows, bytes, batch }
+    Chunk {
+        rows,
+        generated: rows,
+        bytes,
+        batch,
+    }
 }
 
 /// Sends every chunk through one writer and checks that each is acknowledged, then that the

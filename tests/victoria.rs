@@ -226,6 +226,7 @@ fn tsbs_chunks(hosts: u64, minutes: u64, batch: usize) -> (Arc<BatchSchema>, Vec
         enc.encode(&b, &mut bytes);
         chunks.push(Chunk {
             rows: n as u64,
+            generated: n as u64,
             bytes,
             batch: b,
         });
@@ -236,6 +237,7 @@ fn tsbs_chunks(hosts: u64, minutes: u64, batch: usize) -> (Arc<BatchSchema>, Vec
 fn raw_chunk(schema: &Arc<BatchSchema>, rows: u64, text: &str) -> Chunk {
     Chunk {
         rows,
+        generated: rows,
         bytes: text.as_bytes().to_vec(),
         batch: Batch::new(schema.clone()),
     }

@@ -28,11 +28,15 @@ pub enum Encoding {
     Rows,
 }
 
-/// One batch on its way to a server: the rows and, unless the encoding is `Rows`, their
-/// encoded bytes. Chunks are recycled between the producer and the driver, so the hot loop
-/// allocates nothing once the buffers have grown.
+/// One batch on its way to a server (one request, COPY or transaction): with the `Rows`
+/// encoding its rows in `batch`, otherwise their encoded bytes (generated in smaller batches
+/// that stay in cache, then appended). Chunks are recycled between the producer and the
+/// driver, so the hot loop allocates nothing once the buffers have grown.
 pub struct Chunk {
+    /// Rows the chunk carries.
     pub rows: u64,
+    /// Rows generated for it; more than `rows` when the encoding could not carry some.
+    pub generated: u64,
     pub bytes: Vec<u8>,
     pub batch: Batch,
 }

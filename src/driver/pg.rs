@@ -453,6 +453,33 @@ impl CopyEncoder {
     /// the number of rows. On error (a value the column's type cannot hold, a batch of
     /// another layout) `out` is left as it was.
     pub fn encode(&mut self, batch: &Batch, out: &mut Vec<u8>) -> Result<usize, String> {
+        let base = out.len();
+        CopyEncoder::begin(out);
+        match self.tuples(batch, out) {
+            Ok(rows) => {
+                CopyEncoder::end(out);
+                Ok(rows)
+            }
+            Err(e) => {
+                out.truncate(base);
+                Err(e)
+            }
+        }
+    }
+
+    /// The stream's header: a stream is `begin`, any number of `tuples`, then `end`, so
+    /// that one COPY can carry several generated batches.
+    pub fn begin(out: &mut Vec<u8>) {
+        out.extend_from_slice(&COPY_HEADER);
+    }
+
+    pub fn end(out: &mut Vec<u8>) {
+        out.extend_from_slice(&COPY_TRAILER);
+    }
+
+    /// Appends one tuple per row of `batch`; returns the number of rows. On error `out` is
+    /// left as it was.
+    pub fn tuples(&mut self, batch: &Batch, out: &mut Vec<u8>) -> Result<usize, String> {
         check_layout(&self.schema, &self.fields, batch)?;
         let rows = batch.rows;
         let cursor = &mut self.cursor;
@@ -465,14 +492,13 @@ impl CopyEncoder {
             write_column(f, &batch.columns[c], dict, rows, &mut sizes)?;
         }
         let base = out.len();
-        let mut at = base + COPY_HEADER.len();
+        let mut at = base;
         for c in cursor.iter_mut() {
             let len = *c;
             *c = at;
             at += len;
         }
-        out.resize(at + COPY_TRAILER.len(), 0);
-        out[base..base + COPY_HEADER.len()].copy_from_slice(&COPY_HEADER);
+        out.resize(at, 0);
         let count = (self.fields.len() as i16).to_be_bytes();
         for c in cursor.iter_mut() {
             out[*c..*c + 2].copy_from_slice(&count);
@@ -490,7 +516,6 @@ impl CopyEncoder {
                 return Err(e);
             }
         }
-        out[at..].copy_from_slice(&COPY_TRAILER);
         Ok(rows)
     }
 }

@@ -384,8 +384,8 @@ async fn worker(
                     break;
                 }
             };
-            w.rows_generated += chunk.batch.rows as u64;
-            w.rows_dropped += chunk.batch.rows as u64 - chunk.rows;
+            w.rows_generated += chunk.generated;
+            w.rows_dropped += chunk.generated - chunk.rows;
             w.payload_bytes += chunk.bytes.len() as u64;
             let started = Instant::now();
             w.first_send.get_or_insert(started);

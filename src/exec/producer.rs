@@ -11,11 +11,16 @@ use tokio::sync::mpsc;
 use crate::driver::pg::CopyEncoder;
 use crate::driver::{Chunk, Encoding};
 use crate::encode::IlpEncoder;
-use crate::gen::batch::BatchSchema;
+use crate::gen::batch::{Batch, BatchSchema};
 use crate::gen::Columnar;
 
 /// Chunks in flight per worker: one being sent, one being filled, one spare.
 pub const IN_FLIGHT: usize = 3;
+
+/// Rows generated and encoded at a time into a byte chunk: a 10,000-row batch of TSBS rows
+/// is ~3.5 MB of ILP, past the L2 cache, and encoding it in one piece runs at two thirds of
+/// the speed of pieces this size.
+const SUB_BATCH: usize = 2048;
 
 enum Encoder {
     Ilp(Box<IlpEncoder>),
@@ -32,15 +37,57 @@ impl Encoder {
         })
     }
 
-    /// Fills `chunk.bytes` from `chunk.batch`; returns the rows the encoding carries.
-    fn encode(&mut self, chunk: &mut Chunk) -> Result<u64, String> {
-        chunk.bytes.clear();
+    fn begin(&mut self, out: &mut Vec<u8>) {
+        if let Encoder::Copy(_) = self {
+            CopyEncoder::begin(out);
+        }
+    }
+
+    /// Appends `batch` to `out`; returns the rows the encoding carries.
+    fn append(&mut self, batch: &Batch, out: &mut Vec<u8>) -> Result<u64, String> {
         Ok(match self {
-            Encoder::Ilp(e) => e.encode(&chunk.batch, &mut chunk.bytes) as u64,
-            Encoder::Copy(e) => e.encode(&chunk.batch, &mut chunk.bytes)? as u64,
-            Encoder::Rows => chunk.batch.rows as u64,
+            Encoder::Ilp(e) => e.encode(batch, out) as u64,
+            Encoder::Copy(e) => e.tuples(batch, out)? as u64,
+            Encoder::Rows => batch.rows as u64,
         })
     }
+
+    fn end(&mut self, out: &mut Vec<u8>) {
+        if let Encoder::Copy(_) = self {
+            CopyEncoder::end(out);
+        }
+    }
+}
+
+/// Fills `chunk` with up to `batch_rows` next rows; `Ok(false)` at the end of the rows.
+fn fill(
+    generator: &mut Columnar,
+    encoder: &mut Encoder,
+    sub: &mut Batch,
+    chunk: &mut Chunk,
+    batch_rows: usize,
+) -> Result<bool, String> {
+    chunk.bytes.clear();
+    chunk.rows = 0;
+    chunk.generated = 0;
+    if let Encoder::Rows = encoder {
+        let n = generator.fill(&mut chunk.batch, batch_rows);
+        chunk.rows = n as u64;
+        chunk.generated = n as u64;
+        return Ok(n > 0);
+    }
+    encoder.begin(&mut chunk.bytes);
+    while (chunk.generated as usize) < batch_rows {
+        let want = SUB_BATCH.min(batch_rows - chunk.generated as usize);
+        let n = generator.fill(sub, want);
+        if n == 0 {
+            break;
+        }
+        chunk.generated += n as u64;
+        chunk.rows += encoder.append(sub, &mut chunk.bytes)?;
+    }
+    encoder.end(&mut chunk.bytes);
+    Ok(chunk.generated > 0)
 }
 
 /// What the producer hands the sender.
@@ -73,6 +120,7 @@ pub fn start(
         // Cannot fail: the channel has room for exactly these.
         let _ = recycle_tx.try_send(Chunk {
             rows: 0,
+            generated: 0,
             bytes: Vec::new(),
             batch: generator.new_batch(),
         });
@@ -80,18 +128,20 @@ pub fn start(
     let thread = std::thread::Builder::new()
         .name(name)
         .spawn(move || {
+            let mut sub = generator.new_batch();
             while !stop.load(Ordering::Relaxed) {
                 let Some(mut chunk) = recycle_rx.blocking_recv() else {
                     return;
                 };
-                if generator.fill(&mut chunk.batch, batch_rows) == 0 {
-                    return;
-                }
-                let produced = match encoder.encode(&mut chunk) {
-                    Ok(rows) => {
-                        chunk.rows = rows;
-                        Produced::Chunk(chunk)
-                    }
+                let produced = match fill(
+                    &mut generator,
+                    &mut encoder,
+                    &mut sub,
+                    &mut chunk,
+                    batch_rows,
+                ) {
+                    Ok(false) => return,
+                    Ok(true) => Produced::Chunk(chunk),
                     Err(e) => Produced::Failed(e),
                 };
                 let failed = matches!(produced, Produced::Failed(_));

@@ -67,6 +67,9 @@ pub fn start(
         loop {
             let tick = if bar.is_some() {
                 Duration::from_millis(200)
+            } else if every.is_zero() || quiet {
+                // Nothing to show: wait for the end without waking up.
+                Duration::from_secs(3600)
             } else {
                 every
             };
