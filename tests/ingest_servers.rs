@@ -186,6 +186,55 @@ fn victoria_metrics_dropping_old_samples_fails_the_run() {
     assert!(err.contains("acknowledged but never visible"), "{err}");
 }
 
+#[test]
+fn questdb_ingest_workload_runs_against_victoria_metrics() {
+    // The shipped workload's line-protocol cells, pointed at VictoriaMetrics and scaled down,
+    // as its header comment says.
+    let Some(vm) = Victoria::start("100y") else {
+        return;
+    };
+    let root = env!("CARGO_MANIFEST_DIR");
+    let http = vm.http.to_string();
+    let ilp = vm.influx.to_string();
+    let args = [
+        "run",
+        "workloads/questdb-ingest.wl",
+        "--json",
+        "--quiet",
+        "--param",
+        "db=victoria",
+        "--param",
+        "hosts=1000",
+        "--param",
+        "duration=10m",
+        "--only",
+        "protocol=ilp_tcp",
+        "--only",
+        "protocol=ilp_http",
+        "--only",
+        "workers=4",
+    ];
+    let mut args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    args.extend(["--param".into(), format!("vm_http_port={http}")]);
+    args.extend(["--param".into(), format!("vm_ilp_port={ilp}")]);
+    let out = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .current_dir(root)
+        .args(&args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cells = r["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2);
+    for c in cells {
+        let p = &c["phases"][0];
+        // 1,000 hosts x 60 timestamps, every one sent and counted back from the server.
+        assert_eq!(p["rows_sent"], 60_000, "{p}");
+        assert_eq!(p["rows_visible"], 60_000, "{p}");
+    }
+}
+
 fn pg_workload(mode: &str) -> String {
     format!(
         r#"{TSBS}

@@ -14,13 +14,24 @@
 // 3 protocols x 3 scales x 2 worker counts, and 2 ack policies for QWP only: 24 cells. At
 // 100,000 hosts a cell is 864,000,000 rows; narrow the run with e.g.
 //   wlrun workloads/questdb-ingest.wl --only protocol=qwp --param hosts=4000
+//
+// The same line-protocol cells run against VictoriaMetrics (`victoria-metrics
+// -influxListenAddr=127.0.0.1:8089 -retentionPeriod=100y`: TSBS data is from 2016, older than
+// its default retention), which stores one sample per field and is counted with PromQL:
+//   wlrun workloads/questdb-ingest.wl --param db=victoria --only protocol=ilp_http \
+//         --param hosts=1000 --param duration=1h
 
-import "std/tsbs/cpu-only.wl" as tsbs (hosts = hosts)
+import "std/tsbs/cpu-only.wl" as tsbs (hosts = hosts, end = 2016-01-01T00:00:00Z + duration)
 
 workload questdb_ingest {
   seed 123
   description "TSBS cpu-only (1 day, 10 s) into QuestDB over QWP, ILP/TCP and ILP/HTTP"
 }
+
+// Which target the cells load: `--param db=victoria` points them at VictoriaMetrics.
+param db = questdb
+// How much of TSBS's day to load; `--param duration=1h` for a quick run.
+param duration = 1d
 
 target questdb {
   dialect questdb
@@ -30,6 +41,18 @@ target questdb {
   pg       "postgres://admin:${env("QDB_PASSWORD", "quest")}@127.0.0.1:8812/qdb"
   http     "http://127.0.0.1:9000"
   count rows via pg sql "SELECT count(*) FROM ${table}"
+}
+
+// VictoriaMetrics' HTTP port and its line-protocol TCP port (`-influxListenAddr`).
+param vm_http_port = 8428
+param vm_ilp_port  = 8089
+
+target victoria {
+  dialect victoriametrics
+  ilp_tcp  "tcp://127.0.0.1:${vm_ilp_port}"
+  ilp_http "http://127.0.0.1:${vm_http_port}"
+  http     "http://127.0.0.1:${vm_http_port}" as api
+  count samples via api promql "sum(count_over_time({__name__=~\"${table}_.*\"}[${end - start}]))"
 }
 
 matrix {
@@ -43,12 +66,12 @@ matrix {
 }
 
 ingest load {
-  into questdb via protocol table "cpu"
+  into db via protocol table "cpu"
   rows tsbs.cpu
   batch 10_000 rows          // tsbs_load --batch-size default
   workers workers            // one connection per worker
   ack ack
   setup recreate             // every cell starts from an empty table
   teardown keep              // leave the last cell's data for workloads/questdb-queries.wl
-  verify visible via questdb.pg within 120s
+  verify visible within 120s  // the target's count rule
 }

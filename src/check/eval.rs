@@ -171,6 +171,9 @@ impl<'p> Eval<'p> {
                 self.mark_used(scope.inst, &name.name);
                 Some(self.param(scope.inst, p))
             }
+            // A target's name is a word like any other, so a param or axis can name the
+            // target an `into` uses (`param db = questdb`, `--param db=victoria`).
+            Some(Decl::Target(_)) => None,
             Some(other) => Some(
                 self.fail(
                     Diagnostic::error(

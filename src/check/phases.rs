@@ -1574,6 +1574,26 @@ fn via_name(ev: &Eval<'_>, via: &ast::Via, block: &Ident, scope: &Scope) -> Ev<(
     }
 }
 
+/// The target an `into` names: the target itself, or an axis, local or param whose value is
+/// a target's name (`param db = "questdb"`, then `--param db=victoria`), so one workload can
+/// be pointed at another server from the command line.
+fn target_name(ev: &Eval<'_>, n: &Ident, scope: &Scope) -> Ev<Ident> {
+    let named = |name: String| Some(Ident { name, span: n.span });
+    match via_lookup(ev, n, scope) {
+        None => named(n.name.clone()),
+        Some(Some(Value::Symbol(s))) => named(s),
+        Some(Some(Value::Str(t))) => match t.as_lit() {
+            Some(s) => named(s),
+            None => ev.fail(
+                Diagnostic::error(Code::E0201, n.span, "a target name cannot come from env")
+                    .label("not a target"),
+            ),
+        },
+        Some(Some(other)) => ev.fail(ev.mismatch(n.span, "a target name", &other, scope)),
+        Some(None) => None,
+    }
+}
+
 fn via_lookup(ev: &Eval<'_>, n: &Ident, scope: &Scope) -> Option<Ev<Value>> {
     let is_value = scope.local(&n.name).is_some()
         || (scope.inst == InstanceId::ROOT && ev.cell.axes.contains_key(&n.name))
@@ -1652,8 +1672,9 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
     let Some(rows_clause) = rows_clause else {
         return ev.fail(missing(i.name.span, "rows", "rows tsbs.cpu"));
     };
+    let target_name = target_name(ev, &into.target, &scope)?;
     let (tinst, target, _) =
-        targets::resolve_target(ev, InstanceId::ROOT, std::slice::from_ref(&into.target))?;
+        targets::resolve_target(ev, InstanceId::ROOT, std::slice::from_ref(&target_name))?;
     let (ep_name, ep_span) = via_name(ev, &into.via, &i.name, &scope)?;
     let ep = targets::find_endpoint(ev, target, &ep_name, ep_span)?;
     targets::check_fit(ev, ep, Operation::Ingest, ep_span)?;
