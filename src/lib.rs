@@ -37,6 +37,7 @@ pub mod exec;
 pub mod gen;
 mod gen_cmd;
 pub mod http;
+pub mod input;
 pub mod lower;
 pub mod plan;
 pub mod report;

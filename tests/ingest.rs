@@ -224,6 +224,50 @@ fn ilp_tcp_workers_send_exactly_their_shards() {
 }
 
 #[test]
+fn replay_sends_the_same_bytes_and_refuses_what_does_not_fit() {
+    let sink = Sink::start(None);
+    let dir = tempfile::tempdir().unwrap();
+    let wl = workload(
+        &format!(
+            "target sink {{ ilp_tcp \"tcp://127.0.0.1:{}\" }}",
+            sink.port
+        ),
+        "ingest load { into sink via ilp_tcp  rows cpu  batch 40 rows  replay }",
+    );
+    std::fs::write(dir.path().join("w.wl"), wl).unwrap();
+    let out = wlrun(dir.path(), &["run", "w.wl", "--json", "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(phase(&report(&out), 0)["rows_sent"], 300);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while sink.connections().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let gen = wlrun(dir.path(), &["gen", "w.wl", "--format", "ilp"]);
+    assert_eq!(sink.connections(), vec![gen.stdout]);
+
+    // 300 rows of ~100 bytes cannot fit in 1 KiB: refused with the reason, nothing sent.
+    let wl = workload(
+        &format!(
+            "target sink {{ ilp_tcp \"tcp://127.0.0.1:{}\" }}",
+            sink.port
+        ),
+        "ingest load { into sink via ilp_tcp  rows cpu  batch 40 rows  replay budget 1KiB }",
+    );
+    std::fs::write(dir.path().join("w.wl"), wl).unwrap();
+    let out = wlrun(dir.path(), &["run", "w.wl", "--json", "--quiet"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let r = report(&out);
+    let p = phase(&r, 0);
+    assert_eq!(p["rows_sent"], 0);
+    assert!(
+        p["failures"]
+            .to_string()
+            .contains("over the replay budget of 1 KiB"),
+        "{p}"
+    );
+}
+
+#[test]
 fn connection_refused_fails_fast_naming_the_endpoint() {
     // A port nothing listens on: bind, note it, close.
     let port = TcpListener::bind("127.0.0.1:0")

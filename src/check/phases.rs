@@ -1854,6 +1854,28 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
             _ => Teardown::Keep,
         }),
     };
+    // Default budget: 2 GiB of pre-encoded batches, across all workers of the cell.
+    let replay_budget = match single(ev, &i.replay, |r| r.span, "replay") {
+        None => Some(None),
+        Some(r) => match &r.budget {
+            None => Some(Some(2u64 << 30)),
+            Some(e) => match ev.eval(e, &scope) {
+                Some(Value::Size(b)) if b > 0 => Some(Some(b)),
+                Some(Value::Int(i)) => ev.fail(
+                    Diagnostic::error(
+                        Code::E0202,
+                        e.span,
+                        format!("`{i}` has no unit; a size is expected"),
+                    )
+                    .label(format!("write e.g. `{i}MiB` or `{i}GiB`")),
+                ),
+                Some(other) => {
+                    ev.fail(ev.mismatch(e.span, "a size such as `4GiB`", &other, &scope))
+                }
+                None => None,
+            },
+        },
+    };
     let verify = match single(ev, &i.verify, |v| v.span, "verify") {
         None => Some(None),
         Some(v) => lower_verify(ev, v, tinst, target, ep, &endpoint, &table, range).map(Some),
@@ -1896,6 +1918,7 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         teardown,
         verify,
         calibrate: !i.calibrate.is_empty(),
+        replay_budget: replay_budget?,
     })
 }
 

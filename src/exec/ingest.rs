@@ -12,7 +12,8 @@ use hdrhistogram::Histogram;
 use super::admin::{self, Visibility};
 use super::producer::{self, Produced};
 use super::{cpu, progress, resolve_url, timeouts, RunEnv};
-use crate::driver::{Driver, DriverConfig, DriverError, Encoding, ErrorClass};
+use crate::driver::{Chunk, Driver, DriverConfig, DriverError, Encoding, ErrorClass};
+use crate::gen::batch::BatchSchema;
 use crate::gen::Columnar;
 use crate::plan::{EndpointPlan, IngestPhase, RowSource, SchemaPlan};
 use crate::report::{Calibration, ErrorCount, IngestReport, Status};
@@ -225,50 +226,61 @@ async fn send_all(
     };
     let (timeout, connect_timeout) = timeouts(&phase.endpoint);
     let live = Arc::new(Live::default());
+    let mut sources = Vec::new();
+    for w in 0..n {
+        match row_source(env, schema, w, n) {
+            Ok(s) => sources.push(s),
+            Err(e) => {
+                report.failures.push(e);
+                return (report, WorkersDone { complete: false });
+            }
+        }
+    }
+    let feeds = match phase.replay_budget {
+        None => {
+            let mut feeds = Vec::new();
+            for (w, rows) in sources.into_iter().enumerate() {
+                match producer::start(
+                    rows,
+                    encoding,
+                    phase.batch_rows as usize,
+                    env.stop.clone(),
+                    format!("wlrun-gen-{w}"),
+                ) {
+                    Ok(p) => feeds.push(Feed::Live(p)),
+                    Err(e) => {
+                        report.failures.push(format!("encoder: {e}"));
+                        return (report, WorkersDone { complete: false });
+                    }
+                }
+            }
+            feeds
+        }
+        Some(budget) => match preencode_all(env, phase, sources, encoding, budget).await {
+            Ok(feeds) => feeds,
+            Err(e) => {
+                report.failures.push(format!("replay: {e}"));
+                return (report, WorkersDone { complete: false });
+            }
+        },
+    };
+    // The clock and the CPU count start here: with `replay`, after the encoding.
     let cpu_before = cpu::process_cpu_seconds();
     let mut tasks = Vec::new();
-    for w in 0..n {
-        let shard = (n > 1).then_some((w, n));
-        let dir = env.base_dir.clone();
-        let read = move |p: &str| -> std::io::Result<Vec<u8>> {
-            match std::fs::read(dir.join(p)) {
-                Ok(b) => Ok(b),
-                Err(e) => crate::source::stdlib_file(p).map(<[u8]>::to_vec).ok_or(e),
-            }
-        };
-        let generator = match Columnar::new(schema, env.seed, shard, &read) {
-            Ok(g) => g,
-            Err(e) => {
-                report.failures.push(format!("generator: {e}"));
-                return (report, WorkersDone { complete: false });
-            }
-        };
-        let producer = match producer::start(
-            generator,
-            encoding,
-            phase.batch_rows as usize,
-            env.stop.clone(),
-            format!("wlrun-gen-{w}"),
-        ) {
-            Ok(p) => p,
-            Err(e) => {
-                report.failures.push(format!("encoder: {e}"));
-                return (report, WorkersDone { complete: false });
-            }
-        };
+    for (w, feed) in feeds.into_iter().enumerate() {
         let cfg = DriverConfig {
             endpoint: phase.endpoint.clone(),
             url: url.clone(),
             table: phase.table.clone(),
-            schema: producer.schema.clone(),
+            schema: feed.schema(),
             timeout,
             connect_timeout,
             base_dir: env.base_dir.clone(),
-            worker: w as usize,
+            worker: w,
         };
         tasks.push(tokio::spawn(worker(
             cfg,
-            producer,
+            feed,
             live.clone(),
             env.stop.clone(),
         )));
@@ -355,7 +367,7 @@ async fn send_all(
 /// ends, the run is stopped, or the connection is lost.
 async fn worker(
     cfg: DriverConfig,
-    mut producer: producer::Producer,
+    mut feed: Feed,
     live: Arc<Live>,
     stop: Arc<AtomicBool>,
 ) -> Worker {
@@ -373,7 +385,7 @@ async fn worker(
             if stop.load(Ordering::Relaxed) {
                 break;
             }
-            let Some(produced) = producer.chunks.recv().await else {
+            let Some(produced) = feed.next().await else {
                 w.complete = healthy;
                 break;
             };
@@ -415,9 +427,7 @@ async fn worker(
                     healthy = false;
                 }
             }
-            // Fails only once the producer has finished: chunks still queued are sent all
-            // the same.
-            let _ = producer.recycle.send(chunk).await;
+            feed.give_back(chunk).await;
         }
         // Closing flushes what the kernel still holds; a failure there loses rows.
         if let Err(e) = d.finish().await {
@@ -430,17 +440,121 @@ async fn worker(
         }
     }
     w.done = Some(Instant::now());
-    // Ends the producer: its next send or recycle wait fails.
-    let producer::Producer {
-        chunks,
-        recycle,
-        thread,
-        ..
-    } = producer;
-    drop(chunks);
-    drop(recycle);
-    let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+    feed.close().await;
     w
+}
+
+/// Where a worker's sender takes its chunks from.
+enum Feed {
+    /// A producer thread generating and encoding ahead of the sender.
+    Live(producer::Producer),
+    /// `replay`: every chunk encoded before the clock started.
+    Replay {
+        chunks: std::vec::IntoIter<Chunk>,
+        schema: Arc<BatchSchema>,
+    },
+}
+
+impl Feed {
+    fn schema(&self) -> Arc<BatchSchema> {
+        match self {
+            Feed::Live(p) => p.schema.clone(),
+            Feed::Replay { schema, .. } => schema.clone(),
+        }
+    }
+
+    async fn next(&mut self) -> Option<Produced> {
+        match self {
+            Feed::Live(p) => p.chunks.recv().await,
+            Feed::Replay { chunks, .. } => chunks.next().map(Produced::Chunk),
+        }
+    }
+
+    /// Hands a sent chunk back to be refilled (replayed chunks are simply dropped).
+    async fn give_back(&mut self, chunk: Chunk) {
+        if let Feed::Live(p) = self {
+            // Fails only once the producer has finished: chunks still queued are sent all
+            // the same.
+            let _ = p.recycle.send(chunk).await;
+        }
+    }
+
+    /// Ends the producer: its next send or recycle wait fails, and its thread is joined.
+    async fn close(self) {
+        if let Feed::Live(p) = self {
+            let producer::Producer {
+                chunks,
+                recycle,
+                thread,
+                ..
+            } = p;
+            drop(chunks);
+            drop(recycle);
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+    }
+}
+
+/// The rows worker `w` of `n` sends: its shard of the generated series.
+fn row_source(
+    env: &RunEnv,
+    schema: &SchemaPlan,
+    w: u64,
+    n: u64,
+) -> Result<producer::RowSource, String> {
+    let shard = (n > 1).then_some((w, n));
+    let dir = env.base_dir.clone();
+    let read = move |p: &str| -> std::io::Result<Vec<u8>> {
+        match std::fs::read(dir.join(p)) {
+            Ok(b) => Ok(b),
+            Err(e) => crate::source::stdlib_file(p).map(<[u8]>::to_vec).ok_or(e),
+        }
+    };
+    Columnar::new(schema, env.seed, shard, &read)
+        .map(|g| producer::RowSource::Generated(Box::new(g)))
+        .map_err(|e| format!("generator: {e}"))
+}
+
+/// `replay`: every worker's chunks, generated and encoded in parallel (a thread per worker)
+/// before anything is sent, within `budget` bytes in all.
+async fn preencode_all(
+    env: &RunEnv,
+    phase: &IngestPhase,
+    sources: Vec<producer::RowSource>,
+    encoding: Encoding,
+    budget: u64,
+) -> Result<Vec<Feed>, String> {
+    let used = Arc::new(AtomicU64::new(0));
+    let mut jobs = Vec::new();
+    for rows in sources {
+        let schema = rows.schema();
+        let used = used.clone();
+        let stop = env.stop.clone();
+        let batch_rows = phase.batch_rows as usize;
+        let expected = phase.rows_expected;
+        jobs.push((
+            schema,
+            tokio::task::spawn_blocking(move || {
+                producer::preencode(rows, encoding, batch_rows, budget, &used, expected, &stop)
+            }),
+        ));
+    }
+    let mut feeds = Vec::new();
+    let mut failure = None;
+    for (schema, job) in jobs {
+        match job.await {
+            Ok(Ok(chunks)) => feeds.push(Feed::Replay {
+                chunks: chunks.into_iter(),
+                schema,
+            }),
+            Ok(Err(e)) => failure = failure.or(Some(e)),
+            Err(e) => failure = failure.or(Some(format!("an encoding thread failed: {e}"))),
+        }
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(feeds),
+    }
 }
 
 /// Polls the count until it reaches what the server confirmed (or, without acks, what was
@@ -502,7 +616,7 @@ fn judge(report: &mut IngestReport, phase: &IngestPhase, workers: WorkersDone, i
             first_error(report)
         ));
     }
-    if !workers.complete && errors == 0 {
+    if !workers.complete && errors == 0 && report.failures.is_empty() {
         report
             .failures
             .push("not every worker sent all its rows".into());

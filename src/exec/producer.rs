@@ -2,7 +2,7 @@
 //! encodes them for the worker's driver, ahead of the sender. Chunks travel to the sender and
 //! come back empty to be refilled, so once the buffers have grown nothing is allocated.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -59,9 +59,32 @@ impl Encoder {
     }
 }
 
+/// Where a worker's rows come from: the generator (its shard of the series) or a file.
+pub enum RowSource {
+    Generated(Box<Columnar>),
+}
+
+impl RowSource {
+    pub fn schema(&self) -> Arc<BatchSchema> {
+        match self {
+            RowSource::Generated(g) => g.schema(),
+        }
+    }
+
+    fn new_batch(&self) -> Batch {
+        Batch::new(self.schema())
+    }
+
+    fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> Result<usize, String> {
+        match self {
+            RowSource::Generated(g) => Ok(g.fill(batch, max_rows)),
+        }
+    }
+}
+
 /// Fills `chunk` with up to `batch_rows` next rows; `Ok(false)` at the end of the rows.
 fn fill(
-    generator: &mut Columnar,
+    generator: &mut RowSource,
     encoder: &mut Encoder,
     sub: &mut Batch,
     chunk: &mut Chunk,
@@ -71,7 +94,7 @@ fn fill(
     chunk.rows = 0;
     chunk.generated = 0;
     if let Encoder::Rows = encoder {
-        let n = generator.fill(&mut chunk.batch, batch_rows);
+        let n = generator.fill(&mut chunk.batch, batch_rows)?;
         chunk.rows = n as u64;
         chunk.generated = n as u64;
         return Ok(n > 0);
@@ -79,7 +102,7 @@ fn fill(
     encoder.begin(&mut chunk.bytes);
     while (chunk.generated as usize) < batch_rows {
         let want = SUB_BATCH.min(batch_rows - chunk.generated as usize);
-        let n = generator.fill(sub, want);
+        let n = generator.fill(sub, want)?;
         if n == 0 {
             break;
         }
@@ -88,6 +111,97 @@ fn fill(
     }
     encoder.end(&mut chunk.bytes);
     Ok(chunk.generated > 0)
+}
+
+/// Memory a chunk holds: its bytes, or for the `Rows` encoding its batch's values.
+fn chunk_bytes(chunk: &Chunk) -> u64 {
+    if !chunk.bytes.is_empty() {
+        return chunk.bytes.capacity() as u64;
+    }
+    chunk
+        .batch
+        .columns
+        .iter()
+        .map(|c| match &c.values {
+            crate::gen::batch::Values::Long(v) | crate::gen::batch::Values::Timestamp(v) => {
+                v.capacity() * 8
+            }
+            crate::gen::batch::Values::Double(v) => v.capacity() * 8,
+            crate::gen::batch::Values::Bool(v) => v.capacity(),
+            crate::gen::batch::Values::Symbol(v) => v.capacity() * 4,
+            crate::gen::batch::Values::Varchar { offsets, bytes } => {
+                offsets.capacity() * 4 + bytes.capacity()
+            }
+        } as u64)
+        .sum()
+}
+
+/// `27.3 KiB`, `1.5 GiB`: sizes in messages, rounded.
+fn human_size(bytes: u64) -> String {
+    let units = [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (name, size) in units {
+        if bytes >= size {
+            let v = bytes as f64 / size as f64;
+            return if v.fract() == 0.0 {
+                format!("{v:.0} {name}")
+            } else {
+                format!("{v:.1} {name}")
+            };
+        }
+    }
+    format!("{bytes} B")
+}
+
+/// `replay`: generates and encodes every chunk of one worker before anything is sent.
+/// `used` is the memory of every worker's chunks so far; past `budget` (or when the first
+/// chunk shows that `rows_expected` would not fit) it stops with the reason.
+pub fn preencode(
+    mut rows: RowSource,
+    encoding: Encoding,
+    batch_rows: usize,
+    budget: u64,
+    used: &AtomicU64,
+    rows_expected: Option<u64>,
+    stop: &AtomicBool,
+) -> Result<Vec<Chunk>, String> {
+    let mut encoder = Encoder::new(encoding, rows.schema())?;
+    let mut sub = rows.new_batch();
+    let mut chunks = Vec::new();
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(chunks);
+        }
+        let mut chunk = Chunk {
+            rows: 0,
+            generated: 0,
+            bytes: Vec::new(),
+            batch: rows.new_batch(),
+        };
+        if !fill(&mut rows, &mut encoder, &mut sub, &mut chunk, batch_rows)? {
+            return Ok(chunks);
+        }
+        chunk.bytes.shrink_to_fit();
+        let size = chunk_bytes(&chunk);
+        let total = used.fetch_add(size, Ordering::Relaxed) + size;
+        let fmt = human_size;
+        if let (true, Some(expected)) = (chunks.is_empty(), rows_expected) {
+            let estimate = size as f64 / chunk.generated.max(1) as f64 * expected as f64;
+            if estimate > budget as f64 {
+                return Err(format!(
+                    "the cell's {expected} rows need about {} pre-encoded, over the replay budget of {}; raise it (`replay budget SIZE`) or load fewer rows",
+                    fmt(estimate as u64),
+                    fmt(budget)
+                ));
+            }
+        }
+        if total > budget {
+            return Err(format!(
+                "the pre-encoded batches passed the replay budget of {}; raise it (`replay budget SIZE`) or load fewer rows",
+                fmt(budget)
+            ));
+        }
+        chunks.push(chunk);
+    }
 }
 
 /// What the producer hands the sender.
@@ -106,7 +220,7 @@ pub struct Producer {
 
 /// Starts the producer thread of one worker: `generator` yields the worker's series only.
 pub fn start(
-    mut generator: Columnar,
+    mut generator: RowSource,
     encoding: Encoding,
     batch_rows: usize,
     stop: Arc<AtomicBool>,

@@ -184,6 +184,13 @@ pub fn listing(plan: &Plan) -> String {
                         p.teardown,
                         if p.calibrate { "  calibrate" } else { "" }
                     );
+                    if let Some(b) = p.replay_budget {
+                        let _ = writeln!(
+                            o,
+                            "    replay: encoded before the clock starts, within {}",
+                            crate::value::fmt_size(b)
+                        );
+                    }
                     let _ = writeln!(o, "    routing {}", p.routing);
                     if let Some(v) = &p.verify {
                         let _ = writeln!(

@@ -227,6 +227,8 @@ pub struct IngestPhase {
     pub teardown: Teardown,
     pub verify: Option<VerifyPlan>,
     pub calibrate: bool,
+    /// `replay`: encode every batch before the clock starts, within this many bytes.
+    pub replay_budget: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -292,6 +292,14 @@ pub struct Ingest {
     pub teardown: Vec<Clause<Expr>>,
     pub verify: Vec<Verify>,
     pub calibrate: Vec<Span>,
+    pub replay: Vec<Replay>,
+    pub span: Span,
+}
+
+/// `replay [budget SIZE]`: encode every batch before the clock starts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replay {
+    pub budget: Option<Expr>,
     pub span: Span,
 }
 

@@ -479,6 +479,7 @@ impl Walker {
             teardown: vec![],
             verify: vec![],
             calibrate: vec![],
+            replay: vec![],
             span,
         };
         for c in p.into_inner() {
@@ -548,6 +549,18 @@ impl Walker {
                     ing.verify.push(Verify { via, within, span });
                 }
                 Rule::calibrate_clause => ing.calibrate.push(self.span(&c)),
+                Rule::replay_clause => {
+                    let span = self.span(&c);
+                    let mut budget = None;
+                    for i in c.into_inner() {
+                        match i.as_rule() {
+                            Rule::kw_replay | Rule::kw_budget => {}
+                            Rule::expr => budget = Some(self.expr(i)?),
+                            r => unexpected(r, "replay"),
+                        }
+                    }
+                    ing.replay.push(Replay { budget, span });
+                }
                 r => unexpected(r, "ingest"),
             }
         }

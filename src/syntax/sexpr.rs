@@ -183,6 +183,13 @@ fn item_sexpr(o: &mut String, item: &Item) {
             for _ in &i.calibrate {
                 o.push_str("\n  (calibrate)");
             }
+            for r in &i.replay {
+                o.push_str("\n  (replay");
+                if let Some(b) = &r.budget {
+                    let _ = write!(o, " budget {}", expr(b));
+                }
+                o.push(')');
+            }
             o.push(')');
         }
         Item::Query(q) => {

@@ -14,5 +14,11 @@ ingest each {
   rows from file "data/cpu.ilp"
   connections 4
   verify visible
+  replay
+}
+ingest replayed {
+  into questdb via ilp_tcp
+  rows from file "data/cpu.ilp"
+  replay budget 4GiB
 }
 ingest bare {}
