@@ -268,6 +268,32 @@ fn replay_sends_the_same_bytes_and_refuses_what_does_not_fit() {
 }
 
 #[test]
+fn the_table_clause_names_the_measurement() {
+    let sink = Sink::start(None);
+    let dir = tempfile::tempdir().unwrap();
+    let wl = workload(
+        &format!(
+            "target sink {{ ilp_tcp \"tcp://127.0.0.1:{}\" }}",
+            sink.port
+        ),
+        "ingest load { into sink via ilp_tcp table \"cpu_copy\"  rows cpu }",
+    );
+    std::fs::write(dir.path().join("w.wl"), wl).unwrap();
+    let out = wlrun(dir.path(), &["run", "w.wl", "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while sink.connections().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let got = String::from_utf8(sink.connections().concat()).unwrap();
+    assert_eq!(got.lines().count(), 300);
+    assert!(
+        got.lines().all(|l| l.starts_with("cpu_copy,hostname=")),
+        "{got}"
+    );
+}
+
+#[test]
 fn connection_refused_fails_fast_naming_the_endpoint() {
     // A port nothing listens on: bind, note it, close.
     let port = TcpListener::bind("127.0.0.1:0")

@@ -909,8 +909,9 @@ fn same_layout(a: &Arc<BatchSchema>, b: &Arc<BatchSchema>) -> bool {
                 _ => false,
             }
     };
-    a.table == b.table
-        && a.timestamp == b.timestamp
+    // The table is not part of the layout: the encoder's own table is the measurement, so an
+    // ingest block may load a schema's batches under another name.
+    a.timestamp == b.timestamp
         && a.columns.len() == b.columns.len()
         && a.columns
             .iter()

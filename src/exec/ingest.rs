@@ -243,6 +243,7 @@ async fn send_all(
                 match producer::start(
                     rows,
                     encoding,
+                    &phase.table,
                     phase.batch_rows as usize,
                     env.stop.clone(),
                     format!("wlrun-gen-{w}"),
@@ -532,10 +533,13 @@ async fn preencode_all(
         let stop = env.stop.clone();
         let batch_rows = phase.batch_rows as usize;
         let expected = phase.rows_expected;
+        let table = phase.table.clone();
         jobs.push((
             schema,
             tokio::task::spawn_blocking(move || {
-                producer::preencode(rows, encoding, batch_rows, budget, &used, expected, &stop)
+                producer::preencode(
+                    rows, encoding, &table, batch_rows, budget, &used, expected, &stop,
+                )
             }),
         ));
     }

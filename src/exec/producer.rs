@@ -29,7 +29,16 @@ enum Encoder {
 }
 
 impl Encoder {
-    fn new(encoding: Encoding, schema: Arc<BatchSchema>) -> Result<Encoder, String> {
+    /// An encoder writing into `table`, which may differ from the schema's own (`into ...
+    /// table "x"`, or a file's measurement): line protocol names the table in every line.
+    fn new(encoding: Encoding, schema: Arc<BatchSchema>, table: &str) -> Result<Encoder, String> {
+        let schema = if schema.table == table {
+            schema
+        } else {
+            let mut renamed = (*schema).clone();
+            renamed.table = table.to_string();
+            Arc::new(renamed)
+        };
         Ok(match encoding {
             Encoding::Ilp => Encoder::Ilp(Box::new(IlpEncoder::new(schema)?)),
             Encoding::PgCopy => Encoder::Copy(Box::new(CopyEncoder::new(schema)?)),
@@ -155,16 +164,18 @@ fn human_size(bytes: u64) -> String {
 /// `replay`: generates and encodes every chunk of one worker before anything is sent.
 /// `used` is the memory of every worker's chunks so far; past `budget` (or when the first
 /// chunk shows that `rows_expected` would not fit) it stops with the reason.
+#[allow(clippy::too_many_arguments)]
 pub fn preencode(
     mut rows: RowSource,
     encoding: Encoding,
+    table: &str,
     batch_rows: usize,
     budget: u64,
     used: &AtomicU64,
     rows_expected: Option<u64>,
     stop: &AtomicBool,
 ) -> Result<Vec<Chunk>, String> {
-    let mut encoder = Encoder::new(encoding, rows.schema())?;
+    let mut encoder = Encoder::new(encoding, rows.schema(), table)?;
     let mut sub = rows.new_batch();
     let mut chunks = Vec::new();
     loop {
@@ -222,12 +233,13 @@ pub struct Producer {
 pub fn start(
     mut generator: RowSource,
     encoding: Encoding,
+    table: &str,
     batch_rows: usize,
     stop: Arc<AtomicBool>,
     name: String,
 ) -> Result<Producer, String> {
     let schema = generator.schema();
-    let mut encoder = Encoder::new(encoding, schema.clone())?;
+    let mut encoder = Encoder::new(encoding, schema.clone(), table)?;
     let (tx, rx) = mpsc::channel::<Produced>(IN_FLIGHT);
     let (recycle_tx, mut recycle_rx) = mpsc::channel::<Chunk>(IN_FLIGHT);
     for _ in 0..IN_FLIGHT {
@@ -242,26 +254,41 @@ pub fn start(
     let thread = std::thread::Builder::new()
         .name(name)
         .spawn(move || {
-            let mut sub = generator.new_batch();
-            while !stop.load(Ordering::Relaxed) {
-                let Some(mut chunk) = recycle_rx.blocking_recv() else {
-                    return;
-                };
-                let produced = match fill(
-                    &mut generator,
-                    &mut encoder,
-                    &mut sub,
-                    &mut chunk,
-                    batch_rows,
-                ) {
-                    Ok(false) => return,
-                    Ok(true) => Produced::Chunk(chunk),
-                    Err(e) => Produced::Failed(e),
-                };
-                let failed = matches!(produced, Produced::Failed(_));
-                if tx.blocking_send(produced).is_err() || failed {
-                    return;
+            // A bug in generation or encoding must end this worker with an error in the
+            // report, not with a silently closed channel.
+            let report = tx.clone();
+            let run = std::panic::AssertUnwindSafe(move || {
+                let mut sub = generator.new_batch();
+                while !stop.load(Ordering::Relaxed) {
+                    let Some(mut chunk) = recycle_rx.blocking_recv() else {
+                        return;
+                    };
+                    let produced = match fill(
+                        &mut generator,
+                        &mut encoder,
+                        &mut sub,
+                        &mut chunk,
+                        batch_rows,
+                    ) {
+                        Ok(false) => return,
+                        Ok(true) => Produced::Chunk(chunk),
+                        Err(e) => Produced::Failed(e),
+                    };
+                    let failed = matches!(produced, Produced::Failed(_));
+                    if tx.blocking_send(produced).is_err() || failed {
+                        return;
+                    }
                 }
+            });
+            if let Err(panic) = std::panic::catch_unwind(run) {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                let _ = report.blocking_send(Produced::Failed(format!(
+                    "internal error while generating or encoding (a wlrun bug, please report it): {what}"
+                )));
             }
         })
         .map_err(|e| format!("cannot start a generator thread: {e}"))?;
