@@ -1719,6 +1719,7 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
                 Some("ilp" | "lp") => "ilp",
                 Some("csv") => "csv",
                 Some("wlb" | "bin") => "bin",
+                Some("qwp") => "tsbs-qwp",
                 _ => {
                     return ev.fail(
                         Diagnostic::error(
@@ -1726,7 +1727,7 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
                             f.span,
                             format!("cannot tell the format of `{rel}`"),
                         )
-                        .label("expected a .ilp, .lp, .csv or .wlb file"),
+                        .label("expected a .ilp, .lp, .csv, .wlb or .qwp file"),
                     )
                 }
             };

@@ -8,7 +8,7 @@ use crate::client::metrics::{self, MetricsClient};
 use crate::client::SqlClient;
 use crate::driver::{DriverError, ErrorClass};
 use crate::gen::batch::BatchSchema;
-use crate::plan::{EndpointPlan, IngestPhase, SchemaPlan, Setup, Teardown};
+use crate::plan::{EndpointPlan, IngestPhase, Setup, Teardown};
 use crate::value::Value;
 
 /// How the rows a server shows are counted, and what it showed before the phase.
@@ -103,29 +103,19 @@ async fn metrics_client(ep: &EndpointPlan) -> Result<MetricsClient, DriverError>
     MetricsClient::connect(ep, &url, timeout).await
 }
 
-/// The end of the schema's time range (exclusive), in Unix milliseconds.
-fn time_end_ms(schema: &SchemaPlan) -> Option<i64> {
-    let t = schema.time.as_ref()?;
-    let (Value::Timestamp(start), Value::Duration(step)) = (&t.start, &t.step) else {
-        return None;
-    };
-    let end = start.saturating_add(step.saturating_mul(t.count as i64));
-    Some(end.div_euclid(1_000_000))
-}
-
 /// Sets the table up as the phase says, and prepares the count with its baseline.
 pub async fn prepare(
     env: &RunEnv,
     phase: &IngestPhase,
-    schema: &SchemaPlan,
+    layout: &BatchSchema,
+    end_ms: Option<i64>,
 ) -> Result<Option<Visibility>, DriverError> {
-    let layout = BatchSchema::from_plan(schema);
     if let Some(ep) = ddl_endpoint(phase) {
         let dialect = ddl_dialect(ep);
         let statements: Vec<String> = match phase.setup {
             Setup::Recreate => ddl::drop_table(dialect, &phase.table)
                 .into_iter()
-                .chain(ddl::create_table(dialect, &phase.table, &layout))
+                .chain(ddl::create_table(dialect, &phase.table, layout))
                 .collect(),
             Setup::Truncate => ddl::truncate_table(dialect, &phase.table)
                 .into_iter()
@@ -161,7 +151,7 @@ pub async fn prepare(
             query: v.query.clone(),
             // One millisecond before the end: PromQL windows are (t - d, t], the rows
             // [start, end).
-            at_unix_ms: time_end_ms(schema).map_or_else(now_ms, |e| e - 1),
+            at_unix_ms: end_ms.map_or_else(now_ms, |e| e - 1),
             fields: if v.unit == "samples" { fields } else { 1 },
             flush: v.endpoint.dialect == "victoriametrics",
         },

@@ -3,6 +3,7 @@
 //! server shows and tear down. Everything measured is kept, whatever fails.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,6 +18,7 @@ use crate::gen::batch::BatchSchema;
 use crate::gen::Columnar;
 use crate::plan::{EndpointPlan, IngestPhase, RowSource, SchemaPlan};
 use crate::report::{Calibration, ErrorCount, IngestReport, Status};
+use crate::value::Value;
 
 /// Counters the progress ticker reads while the workers run.
 #[derive(Default)]
@@ -86,16 +88,15 @@ pub async fn run(env: &RunEnv, label: &str, phase: &IngestPhase) -> IngestReport
         ));
         return report;
     }
-    let schema = match &phase.source {
-        RowSource::Schema(s) => s,
-        RowSource::File { path, .. } => {
-            report.status = Status::NotRun;
-            report.failures.push(format!(
-                "rows from file \"{path}\": replaying pre-generated files is not built yet"
-            ));
+    let schema = match Rows::of(env, phase) {
+        Ok(r) => r,
+        Err(e) => {
+            report.status = Status::Failed;
+            report.failures.push(e);
             return report;
         }
     };
+    let schema = &schema;
     if phase.calibrate {
         let mut null = phase.clone();
         null.endpoint = EndpointPlan {
@@ -127,7 +128,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &IngestPhase) -> IngestReport
     }
     let encoding = Driver::encoding(&phase.endpoint);
     // Setup, and the baseline of what the count sees before anything is sent.
-    let mut visibility = match admin::prepare(env, phase, schema).await {
+    let mut visibility = match admin::prepare(env, phase, &schema.layout(), schema.end_ms()).await {
         Ok(v) => v,
         Err(e) => {
             report.status = Status::Failed;
@@ -209,7 +210,7 @@ async fn send_all(
     env: &RunEnv,
     label: &str,
     phase: &IngestPhase,
-    schema: &SchemaPlan,
+    schema: &Rows<'_>,
     encoding: Encoding,
 ) -> (IngestReport, WorkersDone) {
     let mut report = empty_report(phase);
@@ -228,7 +229,7 @@ async fn send_all(
     let live = Arc::new(Live::default());
     let mut sources = Vec::new();
     for w in 0..n {
-        match row_source(env, schema, w, n) {
+        match schema.source(env, phase, w, n) {
             Ok(s) => sources.push(s),
             Err(e) => {
                 report.failures.push(e);
@@ -496,24 +497,82 @@ impl Feed {
     }
 }
 
-/// The rows worker `w` of `n` sends: its shard of the generated series.
-fn row_source(
-    env: &RunEnv,
-    schema: &SchemaPlan,
-    w: u64,
-    n: u64,
-) -> Result<producer::RowSource, String> {
-    let shard = (n > 1).then_some((w, n));
-    let dir = env.base_dir.clone();
-    let read = move |p: &str| -> std::io::Result<Vec<u8>> {
-        match std::fs::read(dir.join(p)) {
-            Ok(b) => Ok(b),
-            Err(e) => crate::source::stdlib_file(p).map(<[u8]>::to_vec).ok_or(e),
+/// What an ingest phase loads: a schema's generated rows, or a file's.
+enum Rows<'p> {
+    Schema(&'p SchemaPlan),
+    File {
+        path: PathBuf,
+        schema: Arc<BatchSchema>,
+    },
+}
+
+impl<'p> Rows<'p> {
+    fn of(env: &RunEnv, phase: &'p IngestPhase) -> Result<Rows<'p>, String> {
+        Ok(match &phase.source {
+            RowSource::Schema(s) => Rows::Schema(s),
+            RowSource::File { path, .. } => {
+                let full = env.base_dir.join(path);
+                let reader = crate::input::FileReader::open(&full, None, phase.rows_expected)?;
+                Rows::File {
+                    path: full,
+                    schema: reader.schema(),
+                }
+            }
+        })
+    }
+
+    /// The column layout, for the table's DDL and the samples-per-row of a metric count.
+    fn layout(&self) -> BatchSchema {
+        match self {
+            Rows::Schema(s) => BatchSchema::from_plan(s),
+            Rows::File { schema, .. } => (**schema).clone(),
         }
-    };
-    Columnar::new(schema, env.seed, shard, &read)
-        .map(|g| producer::RowSource::Generated(Box::new(g)))
-        .map_err(|e| format!("generator: {e}"))
+    }
+
+    /// The end of the rows' time range (exclusive), in Unix milliseconds, when known.
+    fn end_ms(&self) -> Option<i64> {
+        let Rows::Schema(s) = self else {
+            return None;
+        };
+        let t = s.time.as_ref()?;
+        let (Value::Timestamp(start), Value::Duration(step)) = (&t.start, &t.step) else {
+            return None;
+        };
+        Some(
+            start
+                .saturating_add(step.saturating_mul(t.count as i64))
+                .div_euclid(1_000_000),
+        )
+    }
+
+    /// The rows worker `w` of `n` sends: its shard of the series (of the file's first tag).
+    fn source(
+        &self,
+        env: &RunEnv,
+        phase: &IngestPhase,
+        w: u64,
+        n: u64,
+    ) -> Result<producer::RowSource, String> {
+        let shard = (n > 1).then_some((w, n));
+        match self {
+            Rows::Schema(schema) => {
+                let dir = env.base_dir.clone();
+                let read = move |p: &str| -> std::io::Result<Vec<u8>> {
+                    match std::fs::read(dir.join(p)) {
+                        Ok(b) => Ok(b),
+                        Err(e) => crate::source::stdlib_file(p).map(<[u8]>::to_vec).ok_or(e),
+                    }
+                };
+                Columnar::new(schema, env.seed, shard, &read)
+                    .map(|g| producer::RowSource::Generated(Box::new(g)))
+                    .map_err(|e| format!("generator: {e}"))
+            }
+            Rows::File { path, .. } => {
+                crate::input::FileReader::open(path, shard, phase.rows_expected)
+                    .map(|r| producer::RowSource::File(Box::new(r)))
+            }
+        }
+    }
 }
 
 /// `replay`: every worker's chunks, generated and encoded in parallel (a thread per worker)

@@ -71,12 +71,14 @@ impl Encoder {
 /// Where a worker's rows come from: the generator (its shard of the series) or a file.
 pub enum RowSource {
     Generated(Box<Columnar>),
+    File(Box<crate::input::FileReader>),
 }
 
 impl RowSource {
     pub fn schema(&self) -> Arc<BatchSchema> {
         match self {
             RowSource::Generated(g) => g.schema(),
+            RowSource::File(f) => f.schema(),
         }
     }
 
@@ -87,6 +89,7 @@ impl RowSource {
     fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> Result<usize, String> {
         match self {
             RowSource::Generated(g) => Ok(g.fill(batch, max_rows)),
+            RowSource::File(f) => f.fill(batch, max_rows),
         }
     }
 }

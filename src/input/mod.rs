@@ -75,8 +75,8 @@ impl FileFormat {
 /// check; `FileReader` passes up to 64 KiB): `WLB1` is our binary format, `QWPB` followed by
 /// version byte 1 TSBS's, and anything else must look like ILP text: its first line that is not
 /// blank or a `#` comment is UTF-8 text without control bytes and starts with
-/// `measurement[,tag=value...] field=value`. The full check of that line comes when the file
-/// is opened.
+/// `measurement[,tag=value...] field=value` (bytes of comments only pass: rows may follow).
+/// The full check of that line comes when the file is opened.
 pub fn detect(first_bytes: &[u8]) -> Result<FileFormat, String> {
     if first_bytes.is_empty() {
         return Err("the file is empty".into());
@@ -619,14 +619,8 @@ mod tests {
                 assert_eq!(s.of(key.as_bytes()), shard_of(key, n));
             }
             for row in [0u64, 9, 10, 123_456_789] {
-                assert_eq!(
-                    Shard {
-                        i: shard_of(&row.to_string(), n),
-                        n
-                    }
-                    .owns_row(row),
-                    true
-                );
+                let i = shard_of(&row.to_string(), n);
+                assert!(Shard { i, n }.owns_row(row));
             }
         }
     }
@@ -639,14 +633,18 @@ mod tests {
         assert!(detect(b"QWPB").unwrap_err().contains("cut off"));
         assert_eq!(detect(b"cpu,host=a u=1i 1\n"), Ok(FileFormat::Ilp));
         assert_eq!(detect(b"# c\n\ncpu u=1i 1"), Ok(FileFormat::Ilp));
+        // Comments only: text, maybe with rows past the bytes looked at.
+        assert_eq!(detect(b"# c\n\n# d"), Ok(FileFormat::Ilp));
         // A first line cut by the end of the bytes is judged on what is there.
         assert_eq!(detect(b"cpu,host=a usage_user=1"), Ok(FileFormat::Ilp));
         assert_eq!(detect(b""), Err("the file is empty".into()));
+        // Comments only: text, maybe with rows past the bytes looked at.
+        assert_eq!(detect(b"# c\n\n# d"), Ok(FileFormat::Ilp));
         for garbage in [
             &b"\x00\x01\x02\x03"[..],
             b"hello world",
             b"\xff\xfe=",
-            b"# only\n",
+            b"a\nb=1 2",
         ] {
             let e = detect(garbage).unwrap_err();
             assert!(e.starts_with("not a wlrun binary file"), "{e}");
