@@ -95,6 +95,15 @@ impl Sink {
     fn connections(&self) -> Vec<Vec<u8>> {
         self.received.lock().unwrap().clone()
     }
+
+    /// The connections once `n` have ended, or what there is after 5 s.
+    fn wait_for(&self, n: usize) -> Vec<Vec<u8>> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.connections().len() < n && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.connections()
+    }
 }
 
 #[test]
@@ -195,11 +204,7 @@ fn ilp_tcp_workers_send_exactly_their_shards() {
     assert_eq!(per_worker.iter().sum::<u64>(), 300);
 
     // Each connection carried one shard, byte for byte what `gen --shard i/2` writes.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while sink.connections().len() < 2 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut got = sink.connections();
+    let mut got = sink.wait_for(2);
     got.sort();
     let mut want: Vec<Vec<u8>> = (0..2)
         .map(|i| {
@@ -238,12 +243,9 @@ fn replay_sends_the_same_bytes_and_refuses_what_does_not_fit() {
     let out = wlrun(dir.path(), &["run", "w.wl", "--json", "--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(phase(&report(&out), 0)["rows_sent"], 300);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while sink.connections().is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let got = sink.wait_for(1);
     let gen = wlrun(dir.path(), &["gen", "w.wl", "--format", "ilp"]);
-    assert_eq!(sink.connections(), vec![gen.stdout]);
+    assert_eq!(got, vec![gen.stdout]);
 
     // 300 rows of ~100 bytes cannot fit in 1 KiB: refused with the reason, nothing sent.
     let wl = workload(
@@ -281,11 +283,7 @@ fn the_table_clause_names_the_measurement() {
     std::fs::write(dir.path().join("w.wl"), wl).unwrap();
     let out = wlrun(dir.path(), &["run", "w.wl", "--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while sink.connections().is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let got = String::from_utf8(sink.connections().concat()).unwrap();
+    let got = String::from_utf8(sink.wait_for(1).concat()).unwrap();
     assert_eq!(got.lines().count(), 300);
     assert!(
         got.lines().all(|l| l.starts_with("cpu_copy,hostname=")),
@@ -333,11 +331,7 @@ fn pre_generated_files_feed_any_protocol() {
     std::fs::write(dir.path().join("w.wl"), wl).unwrap();
     let out = wlrun(dir.path(), &["run", "w.wl", "--json", "--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while sink.connections().len() < 2 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut got = sink.connections();
+    let mut got = sink.wait_for(2);
     got.sort();
     let mut want: Vec<Vec<u8>> = (0..2)
         .map(|i| {

@@ -6,7 +6,7 @@ use rusqlite::{CachedStatement, Connection};
 
 use super::{Chunk, DriverConfig, DriverError, Sent};
 use crate::client::sqlite::{open, sqlite_error};
-use crate::exec::ddl::sqlite_timestamp_text;
+use crate::exec::ddl::{quote_ident, sqlite_timestamp_text};
 use crate::gen::batch::Values;
 
 pub struct SqliteWriter {
@@ -16,19 +16,20 @@ pub struct SqliteWriter {
     text: Vec<u8>,
 }
 
-fn quote(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
 impl SqliteWriter {
     pub fn open(cfg: &DriverConfig) -> Result<SqliteWriter, DriverError> {
         let url = cfg.url.as_deref().unwrap_or(":memory:");
         let conn = open(&cfg.endpoint, url, cfg.timeout)?;
-        let columns: Vec<String> = cfg.schema.columns.iter().map(|c| quote(&c.name)).collect();
+        let columns: Vec<String> = cfg
+            .schema
+            .columns
+            .iter()
+            .map(|c| quote_ident(&c.name))
+            .collect();
         let params: Vec<String> = (1..=columns.len()).map(|i| format!("?{i}")).collect();
         let insert = format!(
             "INSERT INTO {} ({}) VALUES ({})",
-            quote(&cfg.table),
+            quote_ident(&cfg.table),
             columns.join(", "),
             params.join(", ")
         );

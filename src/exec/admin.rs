@@ -85,21 +85,22 @@ fn ddl_endpoint(phase: &IngestPhase) -> Option<&EndpointPlan> {
         .map(|v| &v.endpoint)
 }
 
-async fn sql_client(env: &RunEnv, ep: &EndpointPlan) -> Result<SqlClient, DriverError> {
+/// The endpoint's URL with `env(...)` filled in, and its timeout.
+fn url_and_timeout(ep: &EndpointPlan) -> Result<(String, Duration), DriverError> {
     let url = match &ep.url {
         Some(u) => resolve_url(u).map_err(|e| DriverError::new(ErrorClass::Connect, e, true))?,
         None => String::new(),
     };
-    let (timeout, _) = timeouts(ep);
+    Ok((url, timeouts(ep).0))
+}
+
+async fn sql_client(env: &RunEnv, ep: &EndpointPlan) -> Result<SqlClient, DriverError> {
+    let (url, timeout) = url_and_timeout(ep)?;
     SqlClient::connect(ep, &url, &env.base_dir, timeout).await
 }
 
 async fn metrics_client(ep: &EndpointPlan) -> Result<MetricsClient, DriverError> {
-    let url = match &ep.url {
-        Some(u) => resolve_url(u).map_err(|e| DriverError::new(ErrorClass::Connect, e, true))?,
-        None => String::new(),
-    };
-    let (timeout, _) = timeouts(ep);
+    let (url, timeout) = url_and_timeout(ep)?;
     MetricsClient::connect(ep, &url, timeout).await
 }
 

@@ -168,14 +168,14 @@ pub fn sqlite_timestamp_text(ns: i64, out: &mut Vec<u8>) {
     let us = ns.div_euclid(NS_PER_US);
     let days = us.div_euclid(US_PER_DAY);
     let of_day = us.rem_euclid(US_PER_DAY);
-    let (year, month, day) = civil_from_days(days);
+    let (year, month, day) = crate::encode::csv::civil_from_days(days);
     let secs = of_day / 1_000_000;
     let mut text = [0u8; 26];
     put_digits(&mut text[0..4], year);
     text[4] = b'-';
-    put_digits(&mut text[5..7], month);
+    put_digits(&mut text[5..7], i64::from(month));
     text[7] = b'-';
-    put_digits(&mut text[8..10], day);
+    put_digits(&mut text[8..10], i64::from(day));
     text[10] = b' ';
     put_digits(&mut text[11..13], secs / 3600);
     text[13] = b':';
@@ -193,21 +193,6 @@ fn put_digits(dst: &mut [u8], mut v: i64) {
         *b = b'0' + (v % 10) as u8;
         v /= 10;
     }
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`, http://howardhinnant.github.io/date_algorithms.html).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]

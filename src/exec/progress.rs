@@ -11,6 +11,7 @@ use tokio::sync::watch;
 
 use super::ingest::Live;
 use super::RunEnv;
+use crate::plan::thousands;
 
 pub struct Ticker {
     done: watch::Sender<bool>,
@@ -22,19 +23,6 @@ impl Ticker {
         let _ = self.done.send(true);
         let _ = self.task.await;
     }
-}
-
-/// `1234567` -> `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 pub fn start(
@@ -111,15 +99,4 @@ pub fn start(
         }
     });
     Ticker { done, task }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn thousands() {
-        assert_eq!(super::thousands(0), "0");
-        assert_eq!(super::thousands(999), "999");
-        assert_eq!(super::thousands(1000), "1,000");
-        assert_eq!(super::thousands(1234567), "1,234,567");
-    }
 }

@@ -6,7 +6,7 @@ mod gen;
 mod listing;
 
 pub use gen::{Domain, Gen, Ty};
-pub use listing::listing;
+pub use listing::{listing, thousands};
 
 use indexmap::IndexMap;
 use serde::Serialize;

@@ -2,7 +2,7 @@
 //! table of every cell at the end.
 
 use super::{CellReport, IngestReport, PhaseReport, Report, Status};
-use crate::exec::progress::thousands;
+use crate::plan::thousands;
 
 fn opt_rows(v: Option<u64>) -> String {
     v.map_or("-".into(), thousands)
