@@ -21,7 +21,7 @@ use super::eval::Ctx;
 use super::node::Node;
 use super::program::{compile, Program, ReadFile, Source};
 use super::reference::{rows_with, series_template, Rows};
-use super::rng::{key_at, key_prefix, std_normal_first, zig_tables, Rng};
+use super::rng::{key_at, key_prefix, std_normal_first, std_normal_firsts, zig_tables, Rng};
 use super::route::shard_of;
 use crate::plan::SchemaPlan;
 
@@ -90,6 +90,8 @@ pub struct Columnar {
     null_prefixes: Vec<Option<Vec<u64>>>,
     epoch: u64,
     pos: usize,
+    /// The normal draws of one run, computed in a pass of their own so it vectorizes.
+    normals: Vec<f64>,
     /// The reference rows, for schemas the fast path does not cover.
     fallback: Option<Rows>,
 }
@@ -192,6 +194,7 @@ impl Columnar {
                 null_prefixes: Vec::new(),
                 epoch: 0,
                 pos: 0,
+                normals: Vec::new(),
                 fallback: Some(rows),
             });
         }
@@ -318,6 +321,7 @@ impl Columnar {
             };
             fills.push(fill);
         }
+        let owned_len = owned.len();
         Ok(Columnar {
             schema: Arc::new(schema),
             prog,
@@ -326,6 +330,7 @@ impl Columnar {
             null_prefixes,
             epoch: 0,
             pos: 0,
+            normals: vec![0.0; owned_len],
             fallback: None,
         })
     }
@@ -432,49 +437,38 @@ impl Columnar {
                     let zig = zig_tables();
                     let st = &mut state[from..to];
                     let pf = &prefixes[from..to];
-                    // The common case, a normal step into a long or double column: advance and
-                    // write out in one pass over the run (exact-size iterators, so no
-                    // per-row capacity checks and no per-row dispatch).
-                    let fused = match (step, &mut out.values) {
-                        (Draw::Normal { mean, stddev }, values) if epoch > 0 => {
-                            let advance = |(s, p): (&mut f64, &u64)| {
-                                let z = std_normal_first(key_at(*p, epoch), zig);
-                                *s = (*s + (mean + stddev * z)).clamp_total(min, max);
-                                *s
-                            };
-                            match values {
-                                Values::Long(x) if matches!(kind, Kind::Long) => {
-                                    x.extend(st.iter_mut().zip(pf).map(advance).map(|v| v as i64));
-                                    true
+                    if epoch == 0 {
+                        st.copy_from_slice(&start[from..to]);
+                    } else if let Draw::Normal { mean, stddev } = step {
+                        // The common case: the draws in one vectorized pass, the rare rejected
+                        // ones redrawn, then the walks advanced in another vectorized pass.
+                        let z = &mut self.normals[..to - from];
+                        std_normal_firsts(pf, epoch, zig, z);
+                        // Find the rejected ones eight at a time: a chunk has one about 9% of
+                        // the time, and the test of a whole chunk has no branch.
+                        for (zc, pc) in z.chunks_mut(8).zip(pf.chunks(8)) {
+                            if zc.iter().fold(false, |any, z| any | z.is_nan()) {
+                                for (z, p) in zc.iter_mut().zip(pc) {
+                                    if z.is_nan() {
+                                        *z = std_normal_first(key_at(*p, epoch), zig);
+                                    }
                                 }
-                                Values::Double(x) => {
-                                    x.extend(st.iter_mut().zip(pf).map(advance));
-                                    true
-                                }
-                                _ => false,
                             }
                         }
-                        _ => false,
-                    };
-                    if !fused {
-                        if epoch == 0 {
-                            st.copy_from_slice(&start[from..to]);
-                        } else {
-                            for (s, p) in st.iter_mut().zip(pf) {
-                                let d = step.f64_at(key_at(*p, epoch));
-                                *s = (*s + d).clamp_total(min, max);
-                            }
+                        walk_steps(st, z, mean, stddev, min, max);
+                    } else {
+                        for (s, p) in st.iter_mut().zip(pf) {
+                            let d = step.f64_at(key_at(*p, epoch));
+                            *s = (*s + d).clamp_total(min, max);
                         }
-                        // Walks feed long (truncated toward zero) or double columns.
-                        match &mut out.values {
-                            Values::Long(x) if matches!(kind, Kind::Long) => {
-                                x.extend(st.iter().map(|&v| v as i64));
-                            }
-                            Values::Double(x) => x.extend_from_slice(st),
-                            other => {
-                                for &v in st.iter() {
-                                    push_cell(other, &kind.coerce(Cell::Double(v)));
-                                }
+                    }
+                    // Walks feed long (truncated toward zero) or double columns.
+                    match &mut out.values {
+                        Values::Long(x) if matches!(kind, Kind::Long) => truncate(st, min, max, x),
+                        Values::Double(x) => x.extend_from_slice(st),
+                        other => {
+                            for &v in st.iter() {
+                                push_cell(other, &kind.coerce(Cell::Double(v)));
                             }
                         }
                     }
@@ -483,11 +477,18 @@ impl Columnar {
                     let draw = *draw;
                     match (&mut out.values, draw) {
                         (Values::Double(x), Draw::Normal { mean, stddev }) => {
-                            for p in &prefixes[from..to] {
-                                x.push(
-                                    mean + stddev * Rng::from_key(key_at(*p, epoch)).std_normal(),
-                                );
-                            }
+                            let zig = zig_tables();
+                            let pf = &prefixes[from..to];
+                            let z = &mut self.normals[..to - from];
+                            std_normal_firsts(pf, epoch, zig, z);
+                            x.extend(z.iter().zip(pf).map(|(z, p)| {
+                                let z = if z.is_nan() {
+                                    std_normal_first(key_at(*p, epoch), zig)
+                                } else {
+                                    *z
+                                };
+                                mean + stddev * z
+                            }));
                         }
                         (Values::Long(x), Draw::UniformLong { lo, hi }) => {
                             for p in &prefixes[from..to] {
@@ -539,6 +540,26 @@ impl Columnar {
             }
         }
         batch.rows += to - from;
+    }
+}
+
+/// One step of a run of clamped walks with normal steps `mean + stddev * z`; no branches,
+/// so it vectorizes.
+#[multiversion::multiversion(targets("x86_64+avx2"))]
+fn walk_steps(state: &mut [f64], z: &[f64], mean: f64, stddev: f64, min: f64, max: f64) {
+    for (s, z) in state.iter_mut().zip(z) {
+        *s = (*s + (mean + stddev * z)).clamp_total(min, max);
+    }
+}
+
+/// Appends `v as i64` for every walk value. When the walk's bounds fit in i32, `v as i32`
+/// truncates the same way (NaN gives 0 in both) and, unlike the 64-bit cast, vectorizes.
+#[multiversion::multiversion(targets("x86_64+avx2"))]
+fn truncate(state: &[f64], min: f64, max: f64, out: &mut Vec<i64>) {
+    if min >= f64::from(i32::MIN) && max <= f64::from(i32::MAX) {
+        out.extend(state.iter().map(|&v| i64::from(v as i32)));
+    } else {
+        out.extend(state.iter().map(|&v| v as i64));
     }
 }
 
