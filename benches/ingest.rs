@@ -6,8 +6,9 @@
 //!   so on the other core), one worker: target 3 M rows/s;
 //! - PostgreSQL binary COPY, one worker, batches of 10,000 rows, into the local server
 //!   (`WLRUN_TEST_PG`, default postgres://wlrun:wlrun@127.0.0.1:5432/wlrun): target 300 k
-//!   rows/s, and its ratio to `psql \copy` of the same rows as CSV. Skipped when no server
-//!   answers.
+//!   rows/s, and its ratios to `psql \copy` of the same rows as CSV and of the same rows
+//!   pre-encoded in binary COPY format (the server's ceiling: no client work). Skipped when
+//!   no server answers.
 
 use std::io::Read;
 use std::net::TcpListener;
@@ -113,22 +114,26 @@ fn pg_url() -> String {
         .unwrap_or_else(|_| "postgres://wlrun:wlrun@127.0.0.1:5432/wlrun".into())
 }
 
-/// Seconds `psql \copy` takes to load `csv` into a fresh table like wlrun's.
-fn psql_copy_seconds(csv: &std::path::Path, rows: u64) -> Option<f64> {
-    let ddl = "DROP TABLE IF EXISTS bench_psql; CREATE TABLE bench_psql (hostname text, region text, datacenter text, rack text, os text, arch text, team text, service text, service_version text, service_environment text, usage_user bigint, usage_system bigint, usage_idle bigint, usage_nice bigint, usage_iowait bigint, usage_irq bigint, usage_softirq bigint, usage_steal bigint, usage_guest bigint, usage_guest_nice bigint, timestamp timestamptz)";
-    let psql = |args: &[&str]| {
-        std::process::Command::new("psql")
-            .arg(pg_url())
-            .args(["-v", "ON_ERROR_STOP=1", "-q"])
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-    };
-    psql(&["-c", ddl])?;
+/// Runs psql against the bench server; `None` when psql is missing or fails.
+fn psql(args: &[&str]) -> Option<std::process::Output> {
+    std::process::Command::new("psql")
+        .arg(pg_url())
+        .args(["-v", "ON_ERROR_STOP=1", "-q"])
+        .args(args)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+}
+
+const PSQL_TABLE: &str = "DROP TABLE IF EXISTS bench_psql; CREATE TABLE bench_psql (hostname text, region text, datacenter text, rack text, os text, arch text, team text, service text, service_version text, service_environment text, usage_user bigint, usage_system bigint, usage_idle bigint, usage_nice bigint, usage_iowait bigint, usage_irq bigint, usage_softirq bigint, usage_steal bigint, usage_guest bigint, usage_guest_nice bigint, timestamp timestamptz)";
+
+/// Seconds `psql \copy` takes to load `file` (`format`: `csv, HEADER true` or `binary`)
+/// into a fresh table like wlrun's.
+fn psql_copy_seconds(file: &std::path::Path, format: &str, rows: u64) -> Option<f64> {
+    psql(&["-c", PSQL_TABLE])?;
     let copy = format!(
-        "\\copy bench_psql FROM '{}' WITH (FORMAT csv, HEADER true)",
-        csv.display()
+        "\\copy bench_psql FROM '{}' WITH (FORMAT {format})",
+        file.display()
     );
     let started = Instant::now();
     psql(&["-c", &copy])?;
@@ -137,6 +142,27 @@ fn psql_copy_seconds(csv: &std::path::Path, rows: u64) -> Option<f64> {
     let n: u64 = String::from_utf8_lossy(&count.stdout).trim().parse().ok()?;
     psql(&["-c", "DROP TABLE bench_psql"])?;
     (n == rows).then_some(secs)
+}
+
+/// The rows of `csv` in PostgreSQL's binary COPY format, written by the server itself.
+fn binary_copy_file(csv: &std::path::Path, bin: &std::path::Path) -> Option<()> {
+    psql(&["-c", PSQL_TABLE])?;
+    psql(&[
+        "-c",
+        &format!(
+            "\\copy bench_psql FROM '{}' WITH (FORMAT csv, HEADER true)",
+            csv.display()
+        ),
+    ])?;
+    psql(&[
+        "-c",
+        &format!(
+            "\\copy bench_psql TO '{}' WITH (FORMAT binary)",
+            bin.display()
+        ),
+    ])?;
+    psql(&["-c", "DROP TABLE bench_psql"])?;
+    Some(())
 }
 
 fn main() {
@@ -203,11 +229,18 @@ fn main() {
         String::from_utf8_lossy(&status.stderr)
     );
     let rows = 4000 * 180;
-    let (mut copies, mut psqls) = (Vec::new(), Vec::new());
+    let bin = dir.join("cpu.bin");
+    let have_bin = binary_copy_file(&csv, &bin).is_some();
+    let (mut copies, mut psqls, mut ceilings) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
         copies.push(ingest_rate(&copy));
-        if let Some(s) = psql_copy_seconds(&csv, rows) {
+        if let Some(s) = psql_copy_seconds(&csv, "csv, HEADER true", rows) {
             psqls.push(rows as f64 / s);
+        }
+        if have_bin {
+            if let Some(s) = psql_copy_seconds(&bin, "binary", rows) {
+                ceilings.push(rows as f64 / s);
+            }
         }
     }
     let copy = median(copies);
@@ -226,6 +259,17 @@ fn main() {
             "psql \\copy of the same rows as CSV",
             p,
             copy / p
+        );
+    }
+    // The server's own ceiling over the wire: the same rows already in binary COPY format,
+    // sent by psql in one COPY, so the client does no work at all.
+    if !ceilings.is_empty() {
+        let c = median(ceilings);
+        println!(
+            "{:<44} {:>12.0} rows/s  wlrun COPY is {:.2}x of it",
+            "psql \\copy of pre-encoded binary rows",
+            c,
+            copy / c
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
