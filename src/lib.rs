@@ -40,6 +40,7 @@ pub mod http;
 pub mod input;
 pub mod lower;
 pub mod plan;
+pub mod query;
 pub mod report;
 mod run;
 pub mod source;

@@ -174,7 +174,7 @@ impl Ctx<'_> {
 
 /// RFC 4122 version 4 text from two draws: the 16 bytes are `a` then `b`, big-endian, with the
 /// version nibble set to 4 and the variant bits to `10`.
-fn uuid_v4(a: u64, b: u64) -> String {
+pub(crate) fn uuid_v4(a: u64, b: u64) -> String {
     let a = (a & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
     let b = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
     format!(

@@ -468,7 +468,7 @@ fn uniform(lo: &Value, hi: &Value, stream: u64) -> Result<Node, String> {
 
 /// A constant as a cell. Text must be literal (no `env(...)`): data must not depend on the
 /// machine it is generated on.
-pub(super) fn constant(v: &Value) -> Result<Cell, String> {
+pub(crate) fn constant(v: &Value) -> Result<Cell, String> {
     Ok(match v {
         Value::Int(i) => Cell::Long(*i),
         Value::Float(x) => Cell::Double(*x),
@@ -495,7 +495,11 @@ fn constants(vs: &[Value]) -> Result<Vec<Cell>, String> {
 }
 
 /// The values of one column of a CSV file with a header line, in file order, as text.
-fn read_csv_column(read_file: ReadFile<'_>, path: &str, column: &str) -> Result<Vec<Cell>, String> {
+pub(crate) fn read_csv_column(
+    read_file: ReadFile<'_>,
+    path: &str,
+    column: &str,
+) -> Result<Vec<Cell>, String> {
     let bytes = read_file(path).map_err(|e| format!("cannot read CSV file {path:?}: {e}"))?;
     let mut reader = ::csv::Reader::from_reader(bytes.as_slice());
     let headers = reader

@@ -1,0 +1,256 @@
+//! A query type's bind program: its lets, binds, `binds from csv` rows and `route by`, compiled
+//! once, then evaluated per instance as a pure function of (seed, query name, instance index).
+//! docs/rng.md "Query binds" is the specification; this file must match it.
+//!
+//! - `node`: the compiled generators (all compile errors);
+//! - `eval`: their draws at one site;
+//! - `csv`: the typed rows of `binds from csv`.
+
+mod csv;
+mod eval;
+mod node;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+
+use eval::Ctx;
+use node::{Compiler, Node, Scope, Shape, V};
+
+use super::sql::{Arg, Dialect, Layout};
+use super::{BindValue, Instance};
+use crate::gen::Cell;
+use crate::plan::QueryPlan;
+
+/// One query type, ready to produce instances. Shared by every worker (`instance` takes
+/// `&self`).
+#[derive(Clone, Debug)]
+pub struct BindProgram {
+    seed: u64,
+    lets: Vec<Node>,
+    /// Binds in declaration order: (slot = n - 1, generator).
+    binds: Vec<(usize, Node)>,
+    /// `binds from csv`: typed rows; column c binds `$(c+1)`.
+    csv: Option<Vec<Vec<Cell>>>,
+    route: Option<Node>,
+    /// Slots: the largest placeholder number bound or used.
+    slots: usize,
+    layout: Layout,
+    dialect: Dialect,
+}
+
+/// The prefix of a query's stream names: `query:<name>`; `:` cannot occur in a schema name,
+/// so no query stream is a column's.
+fn stream_prefix(query: &str) -> String {
+    format!("query:{query}")
+}
+
+impl BindProgram {
+    /// Compiles `q`'s generators. Files (`binds from csv`, `csv(...)`) are read now, relative
+    /// to `base_dir`, else from the embedded stdlib. Lists are written in PostgreSQL's
+    /// literals until `with_dialect` says otherwise.
+    pub fn compile(q: &QueryPlan, seed: u64, base_dir: &Path) -> Result<BindProgram, String> {
+        let read = |p: &str| -> std::io::Result<Vec<u8>> {
+            match std::fs::read(base_dir.join(p)) {
+                Ok(b) => Ok(b),
+                Err(e) => crate::source::stdlib_file(p).map(<[u8]>::to_vec).ok_or(e),
+            }
+        };
+        let prefix = stream_prefix(&q.name);
+        let mut let_shapes: Vec<(String, Shape)> = Vec::with_capacity(q.lets.len());
+        let mut lets = Vec::with_capacity(q.lets.len());
+        for (name, g) in &q.lets {
+            let slot = format!("let:{name}");
+            let (node, shape) = Compiler {
+                read_file: &read,
+                prefix: &prefix,
+                name: &slot,
+                scope: Scope {
+                    lets: &let_shapes,
+                    binds: &[],
+                },
+                series: false,
+            }
+            .compile(g)
+            .map_err(|e| format!("let {name}: {e}"))?;
+            lets.push(node);
+            let_shapes.push((name.clone(), shape));
+        }
+
+        let csv = match &q.csv {
+            Some(plan) => {
+                let rows = csv::read(plan, &read)?;
+                if plan.columns.len() > q.placeholders as usize {
+                    return Err(format!(
+                        "{} CSV columns but the SQL has {} placeholders",
+                        plan.columns.len(),
+                        q.placeholders
+                    ));
+                }
+                Some(rows)
+            }
+            None => None,
+        };
+        let csv_columns = q.csv.as_ref().map_or(0, |c| c.columns.len());
+        let slots = q
+            .binds
+            .iter()
+            .map(|b| b.index as usize)
+            .chain([q.placeholders as usize, csv_columns])
+            .max()
+            .unwrap_or(0);
+        let mut shapes: Vec<Option<Shape>> = vec![None; slots];
+        for s in shapes.iter_mut().take(csv_columns) {
+            *s = Some(Shape::One);
+        }
+        let mut binds = Vec::with_capacity(q.binds.len());
+        for b in &q.binds {
+            let slot = (b.index as usize).wrapping_sub(1);
+            if slot >= slots || shapes[slot].is_some() {
+                return Err(format!(
+                    "`${}` is bound twice or is not a placeholder",
+                    b.index
+                ));
+            }
+            let name = format!("${}", b.index);
+            let (node, shape) = Compiler {
+                read_file: &read,
+                prefix: &prefix,
+                name: &name,
+                scope: Scope {
+                    lets: &let_shapes,
+                    binds: &shapes,
+                },
+                series: false,
+            }
+            .compile(&b.gen)
+            .map_err(|e| format!("bind ${}: {e}", b.index))?;
+            if shape == Shape::Window {
+                return Err(format!(
+                    "bind ${}: a window is not a bind value; bind its .start or .end",
+                    b.index
+                ));
+            }
+            shapes[slot] = Some(shape);
+            binds.push((slot, node));
+        }
+
+        let route = match &q.route {
+            Some(g) => Some(
+                Compiler {
+                    read_file: &read,
+                    prefix: &prefix,
+                    name: "route",
+                    scope: Scope {
+                        lets: &let_shapes,
+                        binds: &shapes,
+                    },
+                    series: false,
+                }
+                .compile(g)
+                .map_err(|e| format!("route by: {e}"))?
+                .0,
+            ),
+            None => None,
+        };
+
+        let is_list = |n: u32| shapes.get(n as usize - 1) == Some(&Some(Shape::List));
+        let layout = Layout::new(&q.sql, is_list);
+        if let Some(n) = layout
+            .numbers()
+            .find(|&n| shapes.get(n as usize - 1).is_none_or(Option::is_none))
+        {
+            return Err(format!("the SQL uses `${n}`, which has no bind"));
+        }
+        Ok(BindProgram {
+            seed,
+            lets,
+            binds,
+            csv,
+            route,
+            slots,
+            layout,
+            dialect: Dialect::Postgres,
+        })
+    }
+
+    /// Lists are inlined with `dialect`'s literals: the endpoint's, `Dialect::of_endpoint`.
+    /// Only lists of timestamps, floats or booleans are written differently per dialect.
+    pub fn with_dialect(mut self, dialect: Dialect) -> BindProgram {
+        self.dialect = dialect;
+        self
+    }
+
+    /// The SQL's placeholder numbers, in the order `Instance::binds` holds their values.
+    pub fn bind_order(&self) -> &[u32] {
+        self.layout.order()
+    }
+
+    /// Instance `index` of this query type (`query`: its position in the phase, copied into
+    /// the instance): lets, then the CSV row `index mod rows`, then binds in declaration
+    /// order, then `route by`; the SQL with lists inlined and the other placeholders
+    /// renumbered. Depends on nothing but the seed, the query's name and `index`.
+    pub fn instance(&self, query: usize, index: u64) -> Result<Instance, String> {
+        let mut lets: Vec<V> = Vec::with_capacity(self.lets.len());
+        for node in &self.lets {
+            let v = self.ctx(index, &lets, &[]).eval(node);
+            lets.push(v);
+        }
+        let mut args: Vec<Option<V>> = vec![None; self.slots];
+        if let Some(rows) = &self.csv {
+            let row = &rows[(index % rows.len() as u64) as usize];
+            for (slot, c) in args.iter_mut().zip(row) {
+                *slot = Some(V::One(c.clone()));
+            }
+        }
+        for (slot, node) in &self.binds {
+            let v = self.ctx(index, &lets, &args).eval(node);
+            args[*slot] = Some(v);
+        }
+        let route = self.route.as_ref().map(|node| match node {
+            Node::Bind(slot) => args[*slot].as_ref().map_or_else(String::new, V::text),
+            _ => self.ctx(index, &lets, &args).eval(node).text(),
+        });
+        let mut args: Vec<Arg> = args.into_iter().map(arg).collect();
+        let (sql, binds) = self.layout.render(&mut args, self.dialect)?;
+        Ok(Instance {
+            query,
+            index,
+            sql,
+            binds,
+            route,
+        })
+    }
+
+    fn ctx<'a>(&self, index: u64, lets: &'a [V], binds: &'a [Option<V>]) -> Ctx<'a> {
+        Ctx {
+            seed: self.seed,
+            series: 0,
+            row: index,
+            index,
+            lets,
+            binds,
+        }
+    }
+}
+
+fn arg(v: Option<V>) -> Arg {
+    match v {
+        Some(V::One(c)) => Arg::One(bind_value(c)),
+        Some(V::List(cs)) => Arg::List(cs.into_iter().map(bind_value).collect()),
+        // Windows are refused when compiling; unbound slots are not in the SQL.
+        Some(V::Window { .. }) | None => Arg::One(BindValue::Null),
+    }
+}
+
+/// A generated value as a bind value; durations are integer nanoseconds.
+fn bind_value(c: Cell) -> BindValue {
+    match c {
+        Cell::Null => BindValue::Null,
+        Cell::Long(v) | Cell::Duration(v) => BindValue::Int(v),
+        Cell::Double(v) => BindValue::Float(v),
+        Cell::Bool(b) => BindValue::Bool(b),
+        Cell::Str(s) => BindValue::Text(s),
+        Cell::Timestamp(ns) => BindValue::Timestamp(ns),
+    }
+}

@@ -1,0 +1,85 @@
+//! The query runner's data: query instances (SQL and bind values, the same on every transport),
+//! the transports that execute them, and the statistics and schedule of a run.
+//!
+//! - `binds`: a query type's bind program, evaluated per instance, deterministically from the
+//!   workload seed and the instance index (docs/rng.md);
+//! - `sql`: placeholders and literals: list binds inlined, the rest renumbered, and whole
+//!   statements rendered with literals where an endpoint takes no binds;
+//! - `transport`: PostgreSQL wire, HTTP REST (`/exec`) and embedded SQLite.
+
+pub mod binds;
+pub mod schedule;
+pub mod sql;
+pub mod stats;
+pub mod transport;
+
+use std::sync::Arc;
+
+/// One bind value, as every transport sends it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BindValue {
+    Null,
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Text(String),
+    /// UTC, nanoseconds since the epoch.
+    Timestamp(i64),
+}
+
+/// One query instance, ready for any transport: the SQL with list binds already inlined as
+/// quoted literals and the remaining placeholders renumbered `$1..$n`, and those n values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instance {
+    /// The query type: its index in the phase's `queries`.
+    pub query: usize,
+    /// The instance's index among the instances of its query type (0-based).
+    pub index: u64,
+    pub sql: Arc<str>,
+    pub binds: Vec<BindValue>,
+    /// The `route by` key as text (docs/rng.md §6), if the query routes.
+    pub route: Option<String>,
+}
+
+/// What a transport reports for a query that succeeded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Rows returned, all of them read.
+    pub rows: u64,
+}
+
+/// Why a query failed, in the classes the report counts separately.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueryErrorClass {
+    /// The server ran the statement and refused it (SQL error, SQLSTATE in `code`).
+    Sql,
+    /// An HTTP reply outside 2xx (status in `code`), or a body that is not the expected shape.
+    HttpStatus,
+    /// No answer within the endpoint's timeout.
+    Timeout,
+    /// The connection could not be made or was lost.
+    Connection,
+    /// The client could not send the query (a bind that does not fit its parameter, ...).
+    Client,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueryError {
+    pub class: QueryErrorClass,
+    /// The server's own message, or ours when the server said nothing.
+    pub message: String,
+    /// SQLSTATE for SQL errors, the status code for HTTP errors.
+    pub code: Option<String>,
+    /// The connection is no longer usable: the worker reconnects before its next query.
+    pub broken: bool,
+}
+
+impl std::fmt::Display for QueryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.code {
+            Some(code) => write!(f, "{} ({code})", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! The order of a query run: which query type each instance is, with which instance index,
+//! and (open loop) when it is meant to be sent. One dispatcher walks this order, so it is the
+//! same on every run with the same seed whatever the workers do.
+
+use std::time::Duration;
+
+use crate::gen::rng::{key, Rng};
+use crate::gen::route::fnv1a64;
+use crate::plan::{Load, QueryPhase, Stop};
+use crate::value::Value;
+
+/// Warm-up instances take their indices from here up, so they never repeat (and so never warm
+/// the caches for) a measured instance.
+pub const WARMUP_BASE: u64 = 1 << 62;
+
+fn stream(name: &str) -> u64 {
+    fnv1a64(name.as_bytes())
+}
+
+/// Which query type comes next: in turn (round robin), or drawn by weight; each type counts
+/// its own instances so `binds from csv` walks its file in order whatever the mix.
+pub struct Mix {
+    seed: u64,
+    stream: u64,
+    /// Running sums of the weights, when the mix is weighted.
+    cumulative: Option<Vec<f64>>,
+    base: u64,
+    issued: Vec<u64>,
+    /// Per type (`count N per query`) or in all (`count N`); none: until stopped.
+    per_type: Option<u64>,
+    total: Option<u64>,
+    next: u64,
+}
+
+impl Mix {
+    /// The measured order of `phase`'s queries.
+    pub fn measured(phase: &QueryPhase, seed: u64) -> Mix {
+        let (per_type, total) = match &phase.stop {
+            Stop::Count { count, per_query } if *per_query => (Some(*count), None),
+            Stop::Count { count, .. } => (None, Some(*count)),
+            Stop::Duration { .. } => (None, None),
+        };
+        Mix::new(phase, seed, "wlrun.query.mix", 0, per_type, total)
+    }
+
+    /// The warm-up order: `count` instances in all (none for a time-bounded warm-up).
+    pub fn warmup(phase: &QueryPhase, seed: u64, count: Option<u64>) -> Mix {
+        Mix::new(phase, seed, "wlrun.query.warmup", WARMUP_BASE, None, count)
+    }
+
+    fn new(
+        phase: &QueryPhase,
+        seed: u64,
+        name: &str,
+        base: u64,
+        per_type: Option<u64>,
+        total: Option<u64>,
+    ) -> Mix {
+        let weighted = phase.mix == "weighted";
+        let cumulative = weighted.then(|| {
+            let mut sum = 0.0;
+            phase
+                .queries
+                .iter()
+                .map(|q| {
+                    sum += q.weight.max(0.0);
+                    sum
+                })
+                .collect()
+        });
+        Mix {
+            seed,
+            stream: stream(name),
+            cumulative,
+            base,
+            issued: vec![0; phase.queries.len()],
+            per_type,
+            total,
+            next: 0,
+        }
+    }
+
+    /// The instances this order holds, when it is bounded.
+    pub fn bound(&self) -> Option<u64> {
+        match (self.per_type, self.total) {
+            (Some(n), _) => Some(n * self.issued.len() as u64),
+            (None, Some(n)) => Some(n),
+            _ => None,
+        }
+    }
+
+    /// The next instance: (query type, instance index), or `None` at the end.
+    pub fn next_instance(&mut self) -> Option<(usize, u64)> {
+        let types = self.issued.len();
+        if types == 0 || self.total.is_some_and(|t| self.next >= t) {
+            return None;
+        }
+        let open = |i: usize, issued: &[u64]| self.per_type.is_none_or(|n| issued[i] < n);
+        if !(0..types).any(|i| open(i, &self.issued)) {
+            return None;
+        }
+        let g = self.next;
+        self.next += 1;
+        let q = match &self.cumulative {
+            None => {
+                // In turn, skipping types that have had their count.
+                let mut q = (g % types as u64) as usize;
+                while !open(q, &self.issued) {
+                    q = (q + 1) % types;
+                }
+                q
+            }
+            Some(cum) => {
+                // By weight among the types still open (all of them unless counted per type).
+                let mut rng = Rng::from_key(key(self.seed, self.stream, 0, g));
+                let mut sums = Vec::with_capacity(types);
+                let mut sum = 0.0;
+                for i in 0..types {
+                    let w = cum[i] - if i == 0 { 0.0 } else { cum[i - 1] };
+                    if open(i, &self.issued) {
+                        sum += w;
+                    }
+                    sums.push(sum);
+                }
+                if sum <= 0.0 {
+                    (0..types).find(|&i| open(i, &self.issued)).unwrap_or(0)
+                } else {
+                    let x = rng.f64() * sum;
+                    sums.iter().position(|&c| x < c).unwrap_or(types - 1)
+                }
+            }
+        };
+        let index = self.base + self.issued[q];
+        self.issued[q] += 1;
+        Some((q, index))
+    }
+}
+
+/// Intended send times of an open-loop run, as offsets from the start of the measured phase:
+/// every `1/R` (fixed), or with exponential gaps of mean `1/R` drawn from the seed (Poisson).
+pub struct Arrivals {
+    seed: u64,
+    stream: u64,
+    rate: f64,
+    poisson: bool,
+    at: f64,
+    n: u64,
+}
+
+impl Arrivals {
+    pub fn new(load: &Load, seed: u64) -> Option<Arrivals> {
+        let Load::Open { rate, arrival } = load else {
+            return None;
+        };
+        let rate = match rate {
+            Value::Rate(r) | Value::Float(r) => *r,
+            Value::Int(n) => *n as f64,
+            _ => return None,
+        };
+        (rate > 0.0).then(|| Arrivals {
+            seed,
+            stream: stream("wlrun.query.arrivals"),
+            rate,
+            poisson: arrival == "poisson",
+            at: 0.0,
+            n: 0,
+        })
+    }
+
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    pub fn next_offset(&mut self) -> Duration {
+        let at = self.at;
+        let gap = if self.poisson {
+            let u = Rng::from_key(key(self.seed, self.stream, 0, self.n)).open01();
+            -libm::log(u) / self.rate
+        } else {
+            1.0 / self.rate
+        };
+        self.n += 1;
+        self.at += gap;
+        Duration::from_secs_f64(at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{EndpointPlan, QueryPlan};
+
+    fn phase(weights: &[f64], mix: &str, stop: Stop) -> QueryPhase {
+        QueryPhase {
+            name: "r".into(),
+            endpoint: EndpointPlan {
+                target: "t".into(),
+                name: "pg".into(),
+                kind: "pg".into(),
+                dialect: "postgres".into(),
+                url: None,
+                options: Default::default(),
+            },
+            queries: weights
+                .iter()
+                .enumerate()
+                .map(|(i, w)| QueryPlan {
+                    name: format!("q{i}"),
+                    label: String::new(),
+                    sql: "SELECT 1".into(),
+                    placeholders: 0,
+                    lets: vec![],
+                    binds: vec![],
+                    csv: None,
+                    route: None,
+                    weight: *w,
+                    expects: vec![],
+                })
+                .collect(),
+            mix: mix.into(),
+            workers: 1,
+            load: Load::Closed,
+            stop,
+            warmup: None,
+            repeat: 1,
+            require: vec![],
+            expects: vec![],
+            check_same_results: false,
+        }
+    }
+
+    fn all(mut m: Mix) -> Vec<(usize, u64)> {
+        std::iter::from_fn(|| m.next_instance())
+            .take(100_000)
+            .collect()
+    }
+
+    #[test]
+    fn round_robin_takes_turns_and_counts_per_type() {
+        let p = phase(
+            &[1.0, 1.0, 1.0],
+            "round_robin",
+            Stop::Count {
+                count: 2,
+                per_query: true,
+            },
+        );
+        let m = Mix::measured(&p, 1);
+        assert_eq!(m.bound(), Some(6));
+        assert_eq!(all(m), vec![(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1)]);
+        let p = phase(
+            &[1.0, 1.0],
+            "round_robin",
+            Stop::Count {
+                count: 3,
+                per_query: false,
+            },
+        );
+        assert_eq!(all(Mix::measured(&p, 1)), vec![(0, 0), (1, 0), (0, 1)]);
+    }
+
+    #[test]
+    fn weighted_mix_follows_weights_and_is_deterministic() {
+        let p = phase(
+            &[1.0, 4.0, 0.0],
+            "weighted",
+            Stop::Count {
+                count: 50_000,
+                per_query: false,
+            },
+        );
+        let a = all(Mix::measured(&p, 7));
+        assert_eq!(a, all(Mix::measured(&p, 7)));
+        assert_ne!(a, all(Mix::measured(&p, 8)));
+        let ones = a.iter().filter(|(q, _)| *q == 1).count() as f64 / a.len() as f64;
+        assert!((ones - 0.8).abs() < 0.01, "{ones}");
+        assert!(
+            a.iter().all(|(q, _)| *q != 2),
+            "a zero weight is never drawn"
+        );
+        // Each type numbers its own instances densely.
+        let zeros: Vec<u64> = a.iter().filter(|(q, _)| *q == 0).map(|(_, i)| *i).collect();
+        assert!(zeros.iter().enumerate().all(|(k, i)| *i == k as u64));
+    }
+
+    #[test]
+    fn weighted_per_query_counts_end_with_every_type_full() {
+        let p = phase(
+            &[1.0, 9.0],
+            "weighted",
+            Stop::Count {
+                count: 100,
+                per_query: true,
+            },
+        );
+        let a = all(Mix::measured(&p, 3));
+        assert_eq!(a.len(), 200);
+        assert_eq!(a.iter().filter(|(q, _)| *q == 0).count(), 100);
+    }
+
+    #[test]
+    fn warmup_indices_never_meet_measured_ones() {
+        let p = phase(
+            &[1.0],
+            "round_robin",
+            Stop::Duration {
+                duration: Value::Duration(1),
+            },
+        );
+        let mut w = Mix::warmup(&p, 1, Some(3));
+        assert_eq!(w.next_instance(), Some((0, WARMUP_BASE)));
+        let mut m = Mix::measured(&p, 1);
+        assert_eq!(m.bound(), None);
+        assert_eq!(m.next_instance(), Some((0, 0)));
+    }
+
+    #[test]
+    fn arrivals_fixed_and_poisson_keep_the_rate() {
+        let fixed = Load::Open {
+            rate: Value::Rate(100.0),
+            arrival: "fixed".into(),
+        };
+        let mut a = Arrivals::new(&fixed, 1).unwrap();
+        assert_eq!(a.next_offset(), Duration::ZERO);
+        assert_eq!(a.next_offset(), Duration::from_millis(10));
+        let poisson = Load::Open {
+            rate: Value::Rate(1000.0),
+            arrival: "poisson".into(),
+        };
+        let mut p = Arrivals::new(&poisson, 1).unwrap();
+        let times: Vec<Duration> = (0..20_001).map(|_| p.next_offset()).collect();
+        let total = times[20_000].as_secs_f64();
+        assert!((total - 20.0).abs() < 0.6, "{total}");
+        let gaps: Vec<f64> = times
+            .windows(2)
+            .map(|w| (w[1] - w[0]).as_secs_f64())
+            .collect();
+        // Exponential gaps: about 36.8% are longer than the mean.
+        let long = gaps.iter().filter(|&&g| g > 0.001).count() as f64 / gaps.len() as f64;
+        assert!((long - (-1.0f64).exp()).abs() < 0.02, "{long}");
+        assert!(Arrivals::new(&Load::Closed, 1).is_none());
+    }
+}

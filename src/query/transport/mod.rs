@@ -1,0 +1,186 @@
+//! The query runner's transports: one connection of one query worker to one endpoint, which
+//! sends a query instance (SQL and binds) and reads its whole result.
+//!
+//! - `pg`: PostgreSQL wire (tokio-postgres), with the endpoint's `statements` mode: `prepared`
+//!   (the default, one prepare per connection and SQL text), `unnamed` (parse, bind and
+//!   execute in one round trip, parameter types from the bind values) or `simple` (the simple
+//!   query protocol, binds rendered as literals);
+//! - `sqlite`: embedded SQLite (rusqlite), each query on a blocking thread;
+//! - `http`: QuestDB's REST `/exec` (`GET {path}?query=<sql>`, binds rendered as literals).
+//!
+//! `run` does nothing but send the query and read its result to the last row: the caller
+//! measures latency around it. Every wait is bounded by the endpoint's `timeout` (default
+//! 60 s; connecting by `connect_timeout`, default 10 s), so a server that stops answering
+//! gives counted failures, never a hang. A failure that leaves the connection unusable says
+//! `broken: true`, and the caller connects again before its next query.
+
+pub mod http;
+pub mod pg;
+pub mod sqlite;
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::{Instance, Outcome, QueryError, QueryErrorClass};
+use crate::driver::{DriverError, ErrorClass};
+use crate::plan::EndpointPlan;
+use crate::value::Value;
+
+/// Connecting waits this long unless the endpoint sets `connect_timeout`.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A query waits this long for its whole result unless the endpoint sets `timeout`.
+pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One connection to a query endpoint.
+// A `Qwp` variant (QuestDB's binary protocol over WebSocket) joins these once its client
+// exists; `connect` refuses `qwp` endpoints until then.
+pub enum Transport {
+    Pg(pg::PgTransport),
+    Sqlite(sqlite::SqliteTransport),
+    Http(http::HttpTransport),
+}
+
+impl Transport {
+    /// Connects to `endpoint`, whose URL (`env(...)` parts resolved) is `url`. `base_dir` is
+    /// the workload file's directory; SQLite paths are read as every other wlrun SQLite
+    /// connection reads them (`client::sqlite::open`), so all of them open the same file.
+    pub async fn connect(
+        endpoint: &EndpointPlan,
+        url: &str,
+        base_dir: &Path,
+    ) -> Result<Transport, QueryError> {
+        let timeouts = Timeouts::of(endpoint);
+        match endpoint.kind.as_str() {
+            "pg" => pg::PgTransport::connect(endpoint, url, timeouts)
+                .await
+                .map(Transport::Pg),
+            "sqlite" => sqlite::SqliteTransport::open(endpoint, url, base_dir, timeouts)
+                .await
+                .map(Transport::Sqlite),
+            "http" => http::HttpTransport::connect(endpoint, url, timeouts)
+                .await
+                .map(Transport::Http),
+            other => Err(QueryError {
+                class: QueryErrorClass::Connection,
+                message: format!(
+                    "endpoint {}.{}: queries over `{other}` endpoints are not supported yet",
+                    endpoint.target, endpoint.name
+                ),
+                code: None,
+                broken: true,
+            }),
+        }
+    }
+
+    /// Sends `inst` and reads its result to the last row.
+    pub async fn run(&mut self, inst: &Instance) -> Result<Outcome, QueryError> {
+        match self {
+            Transport::Pg(t) => t.run(inst).await,
+            Transport::Sqlite(t) => t.run(inst).await,
+            Transport::Http(t) => t.run(inst).await,
+        }
+    }
+}
+
+/// The waits of one connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub query: Duration,
+}
+
+impl Timeouts {
+    /// The endpoint's `connect_timeout` and `timeout`, or the defaults.
+    pub fn of(endpoint: &EndpointPlan) -> Timeouts {
+        let get = |name: &str| match endpoint.options.get(name) {
+            Some(Value::Duration(ns)) if *ns > 0 => Some(Duration::from_nanos(ns.unsigned_abs())),
+            _ => None,
+        };
+        Timeouts {
+            connect: get("connect_timeout").unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+            query: get("timeout").unwrap_or(DEFAULT_QUERY_TIMEOUT),
+        }
+    }
+}
+
+/// A failure of the crate's shared clients (connecting, HTTP) in the query runner's classes.
+pub(crate) fn from_driver(e: DriverError) -> QueryError {
+    let class = match e.class {
+        ErrorClass::Connect | ErrorClass::Connection => QueryErrorClass::Connection,
+        ErrorClass::Timeout => QueryErrorClass::Timeout,
+        ErrorClass::Encode => QueryErrorClass::Client,
+        ErrorClass::Server => QueryErrorClass::HttpStatus,
+    };
+    QueryError {
+        class,
+        message: e.message,
+        code: None,
+        broken: e.fatal,
+    }
+}
+
+/// "no answer within ..." for a query that ran past its timeout; the connection is given up.
+pub(crate) fn timeout_error(label: &str, after: Duration) -> QueryError {
+    QueryError {
+        class: QueryErrorClass::Timeout,
+        message: format!(
+            "{label}: no complete answer within {}",
+            crate::exec::fmt_duration(after)
+        ),
+        code: None,
+        broken: true,
+    }
+}
+
+pub(crate) fn client_error(message: impl Into<String>) -> QueryError {
+    QueryError {
+        class: QueryErrorClass::Client,
+        message: message.into(),
+        code: None,
+        broken: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Workers run on tokio's multi-threaded runtime: their futures must be `Send`.
+    #[allow(dead_code)]
+    fn futures_are_send(t: &mut Transport, inst: &Instance, ep: &EndpointPlan) {
+        fn send<T: Send>(_: T) {}
+        send(t.run(inst));
+        send(Transport::connect(ep, "", Path::new("")));
+    }
+
+    fn endpoint(options: &[(&str, Value)]) -> EndpointPlan {
+        EndpointPlan {
+            target: "db".into(),
+            name: "pg".into(),
+            kind: "pg".into(),
+            dialect: "postgres".into(),
+            url: None,
+            options: options
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn timeouts_default_unless_the_endpoint_sets_them() {
+        assert_eq!(
+            Timeouts::of(&endpoint(&[])),
+            Timeouts {
+                connect: Duration::from_secs(10),
+                query: Duration::from_secs(60),
+            }
+        );
+        let t = Timeouts::of(&endpoint(&[
+            ("timeout", Value::Duration(1_500_000_000)),
+            ("connect_timeout", Value::Duration(250_000_000)),
+        ]));
+        assert_eq!(t.query, Duration::from_millis(1500));
+        assert_eq!(t.connect, Duration::from_millis(250));
+    }
+}

@@ -1,0 +1,272 @@
+//! A small HTTP/1.1 server in the shape of QuestDB's REST `/exec`, for tests: it runs the SQL
+//! of `GET /exec?query=...` on a PostgreSQL server (simple query protocol) and answers
+//! `{"query","columns","dataset","count"}`, or HTTP 400 `{"query","error","position"}` for a
+//! SQL error, so an HTTP query is a real execution. Other paths misbehave on purpose:
+//!
+//! - `/cut`: a 200 whose `Content-Length` promises more than is sent, then the socket closes;
+//! - `/slow`: answers after `SLOW` (longer than the tests' timeouts);
+//! - `/text500`: a 500 with a plain-text body;
+//! - `/badcount`: runs the query but says `count` one more than the dataset has;
+//! - `/notjson`: a 200 whose body is not JSON;
+//! - `/close`: reads the request and closes without answering.
+//!
+//! Keep-alive: requests on one connection are answered in turn; `connections()` counts the
+//! connections accepted. Use with `#[path = "common/exec_server.rs"] mod exec_server;`.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value as Json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use tokio_postgres::{NoTls, SimpleQueryMessage};
+
+/// How long `/slow` waits before answering.
+pub const SLOW: Duration = Duration::from_secs(5);
+
+pub struct ExecServer {
+    pub addr: SocketAddr,
+    connections: Arc<AtomicUsize>,
+    task: JoinHandle<()>,
+}
+
+impl ExecServer {
+    /// Listens on an ephemeral port of 127.0.0.1. `pg_url`: where `/exec` runs its SQL; with
+    /// `None` it answers 503.
+    pub async fn start(pg_url: Option<String>) -> ExecServer {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local address");
+        let connections = Arc::new(AtomicUsize::new(0));
+        let count = connections.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                let url = pg_url.clone();
+                tokio::spawn(async move {
+                    let _ = serve(stream, url).await;
+                });
+            }
+        });
+        ExecServer {
+            addr,
+            connections,
+            task,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for ExecServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+async fn serve(mut stream: TcpStream, pg_url: Option<String>) -> Res<()> {
+    let mut pg: Option<tokio_postgres::Client> = None;
+    let mut buf = Vec::new();
+    loop {
+        // One request head (GET: no body).
+        let end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            let mut chunk = [0u8; 4096];
+            let n = stream.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        buf.drain(..end);
+        let target = head
+            .lines()
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .unwrap_or("/")
+            .to_string();
+        let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+        let sql = query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("query="))
+            .map(percent_decode)
+            .unwrap_or_default();
+        match path {
+            "/cut" => {
+                stream
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                          Content-Length: 1000\r\n\r\n{\"query\":\"x\",\"dataset\":[[1],",
+                    )
+                    .await?;
+                stream.flush().await?;
+                return Ok(());
+            }
+            "/close" => return Ok(()),
+            "/slow" => {
+                tokio::time::sleep(SLOW).await;
+                respond(
+                    &mut stream,
+                    200,
+                    "application/json",
+                    br#"{"dataset":[],"count":0}"#,
+                )
+                .await?;
+            }
+            "/text500" => {
+                respond(
+                    &mut stream,
+                    500,
+                    "text/plain",
+                    b"internal trouble: disk on fire\n",
+                )
+                .await?;
+            }
+            "/notjson" => {
+                respond(&mut stream, 200, "text/html", b"<html>not json</html>").await?;
+            }
+            "/exec" | "/badcount" => {
+                let Some(url) = &pg_url else {
+                    respond(
+                        &mut stream,
+                        503,
+                        "text/plain",
+                        b"no database behind this server",
+                    )
+                    .await?;
+                    continue;
+                };
+                if pg.as_ref().is_none_or(|c| c.is_closed()) {
+                    let (client, conn) = tokio_postgres::connect(url, NoTls).await?;
+                    tokio::spawn(conn);
+                    pg = Some(client);
+                }
+                let client = pg.as_ref().ok_or("no client")?;
+                let (status, body) = execute(client, &sql, path == "/badcount").await;
+                respond(
+                    &mut stream,
+                    status,
+                    "application/json",
+                    body.to_string().as_bytes(),
+                )
+                .await?;
+            }
+            _ => respond(&mut stream, 404, "text/plain", b"not found").await?,
+        }
+    }
+}
+
+async fn execute(client: &tokio_postgres::Client, sql: &str, bad_count: bool) -> (u16, Json) {
+    match client.simple_query(sql).await {
+        Ok(messages) => {
+            let mut columns = Vec::new();
+            let mut dataset = Vec::new();
+            for m in messages {
+                match m {
+                    SimpleQueryMessage::RowDescription(cols) => {
+                        columns = cols
+                            .iter()
+                            .map(|c| json!({"name": c.name(), "type": "STRING"}))
+                            .collect();
+                    }
+                    SimpleQueryMessage::Row(row) => {
+                        let values: Vec<Json> = (0..row.len())
+                            .map(|i| match row.get(i) {
+                                Some(s) => Json::String(s.to_string()),
+                                None => Json::Null,
+                            })
+                            .collect();
+                        dataset.push(Json::Array(values));
+                    }
+                    _ => {}
+                }
+            }
+            let count = dataset.len() + usize::from(bad_count);
+            (
+                200,
+                json!({"query": sql, "columns": columns, "dataset": dataset, "count": count}),
+            )
+        }
+        Err(e) => {
+            let (message, position) = match e.as_db_error() {
+                Some(db) => {
+                    let pos = match db.position() {
+                        Some(tokio_postgres::error::ErrorPosition::Original(p)) => {
+                            u64::from(p.saturating_sub(1))
+                        }
+                        _ => 0,
+                    };
+                    (db.message().to_string(), pos)
+                }
+                None => (e.to_string(), 0),
+            };
+            (
+                400,
+                json!({"query": sql, "error": message, "position": position}),
+            )
+        }
+    }
+}
+
+async fn respond(stream: &mut TcpStream, status: u16, ctype: &str, body: &[u8]) -> Res<()> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad request",
+        404 => "Not Found",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Other",
+    };
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body).await?;
+    stream.flush().await?;
+    Ok(())
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = (b[i] == b'%')
+            .then(|| s.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (hex, b[i]) {
+            (Some(v), _) => {
+                out.push(v);
+                i += 3;
+            }
+            (None, b'+') => {
+                out.push(b' ');
+                i += 1;
+            }
+            (None, c) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
