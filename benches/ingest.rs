@@ -55,6 +55,7 @@ fn ingest_rate(text: &str) -> f64 {
         stop: Arc::new(AtomicBool::new(false)),
         progress_every: Duration::ZERO,
         quiet: true,
+        max_error_rate: None,
     };
     let report = run_plan(&plan, &env, |_| {});
     match &report.cells[0].phases[0] {
@@ -67,6 +68,7 @@ fn ingest_rate(text: &str) -> f64 {
             r.send_rows_per_s
         }
         PhaseReport::NotRun { reason, .. } => panic!("not run: {reason}"),
+        PhaseReport::Queries(_) => panic!("the bench workload has no query phase"),
     }
 }
 

@@ -102,9 +102,32 @@ pub enum Command {
         /// No progress lines or bar; the per-cell lines and the final table still print.
         #[arg(long, short)]
         quiet: bool,
+        /// Largest share of failed queries a query run may have and still pass: `0.1%` or
+        /// `0.001`. Overrides the workload's `expect error_rate`; without either, any failed
+        /// query fails the run.
+        #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+        max_error_rate: Option<f64>,
         #[command(flatten)]
         select: Select,
     },
+}
+
+/// `0.1%` or `0.001`, as a fraction in [0, 1].
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let (num, scale) = match s.strip_suffix('%') {
+        Some(n) => (n, 100.0),
+        None => (s, 1.0),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a rate: write 0.1% or 0.001"))?;
+    let v = v / scale;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("`{s}` is not between 0% and 100%"))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -138,6 +138,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             out,
             progress_every,
             quiet,
+            max_error_rate,
             select,
         } => {
             let outcome = check::check_file(&file, &options(&select));
@@ -159,6 +160,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 stop: Arc::new(AtomicBool::new(false)),
                 progress_every: Duration::from_secs_f64(progress_every),
                 quiet,
+                max_error_rate,
             };
             let total = plan.cells.len();
             let report = exec::run_plan(&plan, &env, |cell| {

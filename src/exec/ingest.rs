@@ -287,13 +287,22 @@ async fn send_all(
             env.stop.clone(),
         )));
     }
-    let ticker = progress::start(
-        env,
-        label.to_string(),
-        phase.rows_expected,
-        live.clone(),
-        matches!(encoding, Encoding::Rows | Encoding::PgCopy) || phase.endpoint.kind == "ilp_http",
-    );
+    let acks =
+        matches!(encoding, Encoding::Rows | Encoding::PgCopy) || phase.endpoint.kind == "ilp_http";
+    let ticker = progress::start(env, label.to_string(), phase.rows_expected, "rows", {
+        let live = live.clone();
+        Box::new(move || {
+            let mut extra = String::new();
+            if acks {
+                extra += &format!(
+                    "{} acked, ",
+                    crate::plan::thousands(live.rows_acked.load(Ordering::Relaxed))
+                );
+            }
+            extra += &format!("{} errors", live.errors.load(Ordering::Relaxed));
+            (live.rows_sent.load(Ordering::Relaxed), extra)
+        })
+    });
     let mut results = Vec::new();
     for t in tasks {
         match t.await {

@@ -8,6 +8,7 @@ pub mod ddl;
 pub mod ingest;
 mod producer;
 pub mod progress;
+pub mod queries;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,6 +32,8 @@ pub struct RunEnv {
     pub stop: Arc<AtomicBool>,
     pub progress_every: Duration,
     pub quiet: bool,
+    /// `--max-error-rate` (a fraction): overrides the workload's `expect error_rate`.
+    pub max_error_rate: Option<f64>,
 }
 
 /// `1.5s`, `250ms`, `2.0m`: short human durations for messages.
@@ -135,11 +138,10 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
                     let label = format!("{label} {}", p.name);
                     PhaseReport::Ingest(Box::new(runtime.block_on(ingest::run(env, &label, p))))
                 }
-                Phase::Queries(q) => PhaseReport::NotRun {
-                    name: q.name.clone(),
-                    reason: "query runs are not built yet (the query runner is the next issue)"
-                        .into(),
-                },
+                Phase::Queries(q) => {
+                    let label = format!("{label} {}", q.name);
+                    PhaseReport::Queries(Box::new(runtime.block_on(queries::run(env, &label, q))))
+                }
                 Phase::Requests(r) => PhaseReport::NotRun {
                     name: r.name.clone(),
                     reason: "request runs are not built yet (they follow the query runner)".into(),

@@ -2,14 +2,11 @@
 //! every 10 s) and, on a terminal, a progress bar.
 
 use std::io::IsTerminal;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio::sync::watch;
 
-use super::ingest::Live;
 use super::RunEnv;
 use crate::plan::thousands;
 
@@ -25,12 +22,16 @@ impl Ticker {
     }
 }
 
+/// What the ticker shows: how many units are done so far, and the rest of the line.
+pub type Status = Box<dyn Fn() -> (u64, String) + Send + Sync>;
+
+/// Starts the progress of a phase that does `expected` `unit`s (rows, queries) in all, if known.
 pub fn start(
     env: &RunEnv,
     label: String,
     expected: Option<u64>,
-    live: Arc<Live>,
-    acks: bool,
+    unit: &'static str,
+    status: Status,
 ) -> Ticker {
     let (done, mut done_rx) = watch::channel(false);
     let every = env.progress_every;
@@ -39,7 +40,7 @@ pub fn start(
         let bar = ProgressBar::new(expected.unwrap_or(0));
         bar.set_style(
             ProgressStyle::with_template(
-                "{prefix} [{bar:30}] {human_pos}/{human_len} rows, {per_sec}, eta {eta}",
+                &format!("{{prefix}} [{{bar:30}}] {{human_pos}}/{{human_len}} {unit}, {{per_sec}}, eta {{eta}}"),
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
@@ -65,7 +66,7 @@ pub fn start(
                 _ = tokio::time::sleep(tick) => {}
                 _ = done_rx.changed() => break,
             }
-            let sent = live.rows_sent.load(Ordering::Relaxed);
+            let (sent, extra) = status();
             if let Some(bar) = &bar {
                 bar.set_position(sent);
             }
@@ -75,19 +76,12 @@ pub fn start(
                 let rate = (sent - last_rows) as f64 / now.duration_since(last_at).as_secs_f64();
                 last_rows = sent;
                 last_at = now;
-                let mut line = format!(
-                    "{label}: {:.0}s, {} rows sent ({} rows/s)",
+                let line = format!(
+                    "{label}: {:.0}s, {} {unit} ({} {unit}/s), {extra}",
                     now.duration_since(started).as_secs_f64(),
                     thousands(sent),
                     thousands(rate as u64)
                 );
-                if acks {
-                    line += &format!(
-                        ", {} acked",
-                        thousands(live.rows_acked.load(Ordering::Relaxed))
-                    );
-                }
-                line += &format!(", {} errors", live.errors.load(Ordering::Relaxed));
                 match &bar {
                     Some(bar) => bar.println(line),
                     None => sayln!("{line}"),

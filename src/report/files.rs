@@ -71,6 +71,27 @@ pub fn csv(report: &Report) -> Result<Vec<u8>, String> {
                     opt(r.client_cpu_s),
                     r.errors.values().map(|e| e.count).sum::<u64>().to_string(),
                 ],
+                // The per-query-type figures are in report.json; this row says the phase ran.
+                PhaseReport::Queries(r) => {
+                    let mut v = vec![
+                        cell.index.to_string(),
+                        cell.key.clone(),
+                        r.name.clone(),
+                        "queries".into(),
+                        r.endpoint.clone(),
+                        format!("{:?}", r.status).to_lowercase(),
+                        r.workers.to_string(),
+                    ];
+                    v.resize(header.len(), String::new());
+                    let at = |name: &str| header.iter().position(|h| *h == name);
+                    if let Some(i) = at("elapsed_s") {
+                        v[i] = r.elapsed_s.to_string();
+                    }
+                    if let Some(i) = at("errors") {
+                        v[i] = r.failed.to_string();
+                    }
+                    v
+                }
                 PhaseReport::NotRun { name, .. } => {
                     let mut v = vec![
                         cell.index.to_string(),

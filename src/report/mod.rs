@@ -59,6 +59,7 @@ pub enum Status {
 #[serde(tag = "phase", rename_all = "snake_case")]
 pub enum PhaseReport {
     Ingest(Box<IngestReport>),
+    Queries(Box<QueryReport>),
     NotRun { name: String, reason: String },
 }
 
@@ -66,6 +67,7 @@ impl PhaseReport {
     pub fn status(&self) -> Status {
         match self {
             PhaseReport::Ingest(r) => r.status,
+            PhaseReport::Queries(r) => r.status,
             PhaseReport::NotRun { .. } => Status::NotRun,
         }
     }
@@ -146,4 +148,111 @@ pub struct IngestReport {
     /// Rows sent per worker, so that a skewed routing shows.
     pub rows_per_worker: Vec<u64>,
     pub calibration: Option<Calibration>,
+}
+
+/// A query run (docs/report-format.md, "Query phases").
+#[derive(Clone, Debug, Serialize)]
+pub struct QueryReport {
+    pub name: String,
+    pub endpoint: String,
+    pub kind: String,
+    pub workers: u64,
+    /// `closed`, or `open 200/s poisson`.
+    pub load: String,
+    pub status: Status,
+    pub failures: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Measured time, all repetitions (warm-ups excluded).
+    pub elapsed_s: f64,
+    pub ok: u64,
+    pub failed: u64,
+    pub error_rate: f64,
+    pub rows: u64,
+    /// Successful queries per second; failed ones are never throughput.
+    pub qps: f64,
+    pub sum_us: u64,
+    /// From the intended send time (open loop) or the send (closed loop) to the last row.
+    pub latency: Latency,
+    /// Open loop only: from the actual send to the last row.
+    pub service: Option<Latency>,
+    pub errors: BTreeMap<String, ErrorCount>,
+    pub queries_per_worker: Vec<u64>,
+    /// CPU seconds of the wlrun process during the measured rounds (from /proc).
+    pub client_cpu_s: Option<f64>,
+    /// Open loop: sends later than 1 ms after their intended time, and scheduled queries
+    /// never sent because the workers' queues were full.
+    pub late: u64,
+    pub dropped: u64,
+    pub repeats: Vec<RepeatReport>,
+    pub thresholds: Vec<ThresholdReport>,
+    pub query_types: Vec<QueryTypeReport>,
+}
+
+impl QueryReport {
+    /// A report with nothing measured yet.
+    pub fn empty(phase: &crate::plan::QueryPhase) -> QueryReport {
+        QueryReport {
+            name: phase.name.clone(),
+            endpoint: format!("{}.{}", phase.endpoint.target, phase.endpoint.name),
+            kind: phase.endpoint.kind.clone(),
+            workers: phase.workers,
+            load: match &phase.load {
+                crate::plan::Load::Closed => "closed".into(),
+                crate::plan::Load::Open { rate, arrival } => format!("open {rate} {arrival}"),
+            },
+            status: Status::NotRun,
+            failures: Vec::new(),
+            warnings: Vec::new(),
+            elapsed_s: 0.0,
+            ok: 0,
+            failed: 0,
+            error_rate: 0.0,
+            rows: 0,
+            qps: 0.0,
+            sum_us: 0,
+            latency: Latency::default(),
+            service: None,
+            errors: BTreeMap::new(),
+            queries_per_worker: Vec::new(),
+            client_cpu_s: None,
+            late: 0,
+            dropped: 0,
+            repeats: Vec::new(),
+            thresholds: Vec::new(),
+            query_types: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct QueryTypeReport {
+    pub name: String,
+    pub label: String,
+    pub ok: u64,
+    pub failed: u64,
+    pub rows: u64,
+    pub rows_per_query: Option<f64>,
+    pub qps: f64,
+    pub sum_us: u64,
+    pub latency: Latency,
+    pub service: Option<Latency>,
+    pub errors: BTreeMap<String, ErrorCount>,
+    pub thresholds: Vec<ThresholdReport>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RepeatReport {
+    pub repeat: u64,
+    pub elapsed_s: f64,
+    pub queries: u64,
+    pub qps: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ThresholdReport {
+    pub metric: String,
+    /// As written: `p99 < 20ms`.
+    pub expect: String,
+    pub actual: String,
+    pub ok: bool,
 }

@@ -1,7 +1,7 @@
 //! The report as people read it: one line per finished cell while the run goes on, and a
 //! table of every cell at the end.
 
-use super::{CellReport, IngestReport, PhaseReport, Report, Status};
+use super::{CellReport, IngestReport, PhaseReport, QueryReport, Report, Status};
 use crate::plan::thousands;
 
 fn opt_rows(v: Option<u64>) -> String {
@@ -55,10 +55,119 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
                     out += &format!("  {f}\n");
                 }
             }
+            PhaseReport::Queries(r) => {
+                out += &format!(
+                    "{label}: queries {} -> {}: {}\n",
+                    r.name,
+                    r.endpoint,
+                    status(r.status)
+                );
+                out += &query_lines(r);
+                for w in &r.warnings {
+                    out += &format!("  warning: {w}\n");
+                }
+                for f in &r.failures {
+                    out += &format!("  {f}\n");
+                }
+            }
             PhaseReport::NotRun { name, reason } => {
                 out += &format!("{label}: {name}: not run: {reason}\n");
             }
         }
+    }
+    out
+}
+
+/// A query phase: the overall line, then a table of its query types.
+fn query_lines(r: &QueryReport) -> String {
+    if r.ok + r.failed == 0 {
+        return String::new();
+    }
+    let mut out = format!(
+        "  {} queries ok, {} failed, in {:.2}s = {:.1} queries/s ({}, {} workers); latency p50 {} p99 {} max {}\n",
+        thousands(r.ok),
+        thousands(r.failed),
+        r.elapsed_s,
+        r.qps,
+        r.load,
+        r.workers,
+        ms(r.latency.p50_us),
+        ms(r.latency.p99_us),
+        ms(r.latency.max_us),
+    );
+    if let Some(cpu) = r.client_cpu_s {
+        let n = r.ok + r.failed;
+        if n > 0 && r.elapsed_s > 0.0 {
+            out += &format!(
+                "  client cpu {:.0}us per query ({:.2} cores)\n",
+                cpu * 1e6 / n as f64,
+                cpu / r.elapsed_s
+            );
+        }
+    }
+    if let Some(s) = &r.service {
+        out += &format!(
+            "  service time p50 {} p99 {}; {} late, {} dropped\n",
+            ms(s.p50_us),
+            ms(s.p99_us),
+            thousands(r.late),
+            thousands(r.dropped)
+        );
+    }
+    let header = [
+        "query", "ok", "failed", "q/s", "rows/q", "mean", "p50", "p95", "p99", "max",
+    ];
+    let rows: Vec<Vec<String>> = r
+        .query_types
+        .iter()
+        .map(|t| {
+            vec![
+                t.name.clone(),
+                thousands(t.ok),
+                thousands(t.failed),
+                format!("{:.1}", t.qps),
+                t.rows_per_query.map_or("-".into(), |v| format!("{v:.1}")),
+                ms(t.latency.mean_us as u64),
+                ms(t.latency.p50_us),
+                ms(t.latency.p95_us),
+                ms(t.latency.p99_us),
+                ms(t.latency.max_us),
+            ]
+        })
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| -> String {
+        let mut s = String::from("  ");
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+                s += &format!("{c:>w$}");
+            } else {
+                s += &format!("{c:<w$}");
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    out += &line(&header.map(String::from));
+    for row in &rows {
+        out += &line(row);
+    }
+    for t in r
+        .thresholds
+        .iter()
+        .chain(r.query_types.iter().flat_map(|t| &t.thresholds))
+    {
+        out += &format!(
+            "  expect {}: {} ({})\n",
+            t.expect,
+            if t.ok { "ok" } else { "NOT MET" },
+            t.actual
+        );
     }
     out
 }
@@ -142,6 +251,24 @@ pub fn table(report: &Report) -> String {
                         "-".into()
                     },
                     r.errors.values().map(|e| e.count).sum::<u64>().to_string(),
+                ]),
+                // Queries: "sent" is queries sent, "rows/s" is queries per second.
+                PhaseReport::Queries(r) => rows.push(vec![
+                    name.clone(),
+                    r.name.clone(),
+                    r.endpoint.clone(),
+                    status(r.status).into(),
+                    thousands(r.ok + r.failed),
+                    "-".into(),
+                    "-".into(),
+                    format!("{:.1} q/s", r.qps),
+                    "-".into(),
+                    if r.latency.count > 0 {
+                        ms(r.latency.p99_us)
+                    } else {
+                        "-".into()
+                    },
+                    r.failed.to_string(),
                 ]),
                 PhaseReport::NotRun { name: phase, .. } => rows.push(vec![
                     name.clone(),

@@ -1,0 +1,201 @@
+//! `cargo bench --bench queries`: the query runner against PostgreSQL's own `pgbench`.
+//!
+//! `SELECT abalance FROM pgbench_accounts WHERE aid = $1` with a uniform `aid`, 4 connections,
+//! prepared statements: `pgbench -S -M prepared -c 4 -j 2 -T 10` against a `wlrun` run of the
+//! same query for 10 s, interleaved, medians of 5 (target: wlrun at least 0.95x pgbench's
+//! TPS), with the client CPU microseconds per query of each. Then a run of 1 M queries
+//! (`WLRUN_BENCH_LONG=1`): the process's peak resident memory after 100 k queries and
+//! after 1 M more.
+//!
+//! Needs the local server (`WLRUN_TEST_PG`, default postgres://wlrun:wlrun@127.0.0.1:5432/wlrun)
+//! and `pgbench` on the PATH; says so and stops without them.
+
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wlrun::check::{check_text, Options};
+use wlrun::exec::{run_plan, RunEnv};
+use wlrun::report::{PhaseReport, QueryReport};
+
+const RUNS: usize = 5;
+const SCALE: u64 = 10;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn pg_url() -> String {
+    std::env::var("WLRUN_TEST_PG")
+        .unwrap_or_else(|_| "postgres://wlrun:wlrun@127.0.0.1:5432/wlrun".into())
+}
+
+/// The query phase of `text`, run in this process as `wlrun run` would.
+fn run_queries(text: &str) -> QueryReport {
+    let out = check_text("bench.wl", text, &Options::default());
+    let checked = out.checked.unwrap_or_else(|| {
+        panic!(
+            "the bench workload checks: {:?}",
+            out.diagnostics
+                .iter()
+                .map(|d| d.message.clone())
+                .collect::<Vec<_>>()
+        )
+    });
+    let plan = wlrun::lower::lower(&checked);
+    let env = RunEnv {
+        seed: checked.seed,
+        base_dir: std::env::temp_dir(),
+        stop: Arc::new(AtomicBool::new(false)),
+        progress_every: Duration::ZERO,
+        quiet: true,
+        max_error_rate: None,
+    };
+    let report = run_plan(&plan, &env, |_| {});
+    match report.cells[0].phases.last() {
+        Some(PhaseReport::Queries(r)) => {
+            assert!(
+                r.failures.is_empty(),
+                "the bench run failed: {:?}",
+                r.failures
+            );
+            (**r).clone()
+        }
+        _ => panic!("no query phase in the report"),
+    }
+}
+
+/// pgbench's TPS and its CPU seconds (user + system, from the shell's `times`).
+fn pgbench(seconds: u64) -> Option<(f64, f64)> {
+    let script = format!(
+        "pgbench -n -S -M prepared -c 4 -j 2 -T {seconds} '{}' 2>/dev/null; times",
+        pg_url()
+    );
+    let out = Command::new("bash").args(["-c", &script]).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let tps: f64 = text
+        .lines()
+        .find(|l| l.starts_with("tps = "))?
+        .split_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()?;
+    // `times` prints the shell's own times, then its children's: `0m1.230s 0m0.450s`.
+    let children = text.lines().last()?;
+    let secs = |t: &str| -> Option<f64> {
+        let (m, s) = t.trim_end_matches('s').split_once('m')?;
+        Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
+    };
+    let mut parts = children.split_whitespace();
+    let cpu = secs(parts.next()?)? + secs(parts.next()?)?;
+    Some((tps, cpu))
+}
+
+/// The process's peak resident memory so far (VmHWM), KiB.
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn workload(stop: &str) -> String {
+    format!(
+        r#"workload b {{ seed 7 }}
+target db {{ dialect postgres  pg "{}" {{ statements prepared }} }}
+query select_only {{
+  sql "SELECT abalance FROM pgbench_accounts WHERE aid = $1"
+  bind $1 = uniform(1, {})
+}}
+run s {{ against db.pg  queries select_only  workers 4  {stop}  require rows(pgbench_accounts) > 0 }}
+"#,
+        pg_url(),
+        SCALE * 100_000 + 1
+    )
+}
+
+fn main() {
+    if std::net::TcpStream::connect("127.0.0.1:5432").is_err() {
+        println!("queries bench: no PostgreSQL on 127.0.0.1:5432, nothing measured");
+        return;
+    }
+    let init = Command::new("pgbench")
+        .args(["-i", "-q", "-s", &SCALE.to_string(), &pg_url()])
+        .output();
+    match init {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => {
+            println!(
+                "queries bench: pgbench -i failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            return;
+        }
+        Err(e) => {
+            println!("queries bench: cannot run pgbench ({e}), nothing measured");
+            return;
+        }
+    }
+    println!(
+        "select-only (pgbench -S), scale {SCALE}, 4 connections, 10 s per run, medians of {RUNS} interleaved runs"
+    );
+    let text = workload("duration 10s");
+    let (mut ours, mut theirs, mut our_cpu, mut their_cpu) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..RUNS {
+        let r = run_queries(&text);
+        ours.push(r.qps);
+        if let Some(cpu) = r.client_cpu_s {
+            our_cpu.push(cpu * 1e6 / (r.ok + r.failed).max(1) as f64);
+        }
+        if let Some((tps, cpu)) = pgbench(10) {
+            theirs.push(tps);
+            their_cpu.push(cpu * 1e6 / (tps * 10.0).max(1.0));
+        }
+    }
+    let ours_m = median(ours);
+    println!(
+        "{:<40} {:>10.0} q/s  {:>6.1} us CPU/query",
+        "wlrun (prepared, 4 workers)",
+        ours_m,
+        if our_cpu.is_empty() {
+            f64::NAN
+        } else {
+            median(our_cpu)
+        }
+    );
+    if theirs.is_empty() {
+        println!("pgbench -S did not report a TPS, no ratio");
+    } else {
+        let theirs_m = median(theirs);
+        println!(
+            "{:<40} {:>10.0} q/s  {:>6.1} us CPU/query",
+            "pgbench -S -M prepared -c 4 -j 2",
+            theirs_m,
+            median(their_cpu)
+        );
+        println!(
+            "wlrun / pgbench: {:.2}x (target at least 0.95x)",
+            ours_m / theirs_m
+        );
+    }
+    if std::env::var("WLRUN_BENCH_LONG").is_ok_and(|v| v == "1") {
+        // Peak memory after 100 k queries, then after 1 M more: flat if nothing grows with
+        // the query count (the histograms are fixed-size, instances are built one at a time).
+        let short = run_queries(&workload("count 100_000"));
+        let peak_short = peak_rss_kib();
+        let long = run_queries(&workload("count 1_000_000"));
+        let peak_long = peak_rss_kib();
+        println!(
+            "peak resident memory: {peak_short} KiB after 100 k queries ({:.0} q/s), {peak_long} KiB after 1 M more ({:.0} q/s): {:.2}x",
+            short.qps,
+            long.qps,
+            peak_long as f64 / peak_short.max(1) as f64
+        );
+    }
+}

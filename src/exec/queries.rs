@@ -1,0 +1,694 @@
+//! A query run: `require` guards, then for each repetition an optional warm-up and the measured
+//! phase. One dispatcher walks the run's order (`query::schedule`), builds each instance from
+//! its bind program and hands it to a worker: to the worker its `route by` key hashes to, or
+//! to whichever worker is free. Workers own one connection each and their own statistics,
+//! merged at the end. In open loop the dispatcher also keeps the schedule: each instance
+//! carries its intended send time, latency counts from there, and an instance that finds its
+//! worker's queue full is dropped and counted.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, Mutex};
+
+use super::{fmt_duration, latency, resolve_url, timeouts, RunEnv};
+use crate::client::SqlClient;
+use crate::gen::route::shard_of;
+use crate::plan::{EndpointPlan, Load, QueryPhase, Stop, Threshold};
+use crate::query::binds::BindProgram;
+use crate::query::schedule::{Arrivals, Mix};
+use crate::query::sql::Dialect;
+use crate::query::stats::TypeStats;
+use crate::query::transport::Transport;
+use crate::query::{Instance, QueryError, QueryErrorClass};
+use crate::report::{
+    ErrorCount, QueryReport, QueryTypeReport, RepeatReport, Status, ThresholdReport,
+};
+use crate::value::Value;
+
+/// Instances queued per worker ahead of it. Enough to keep a worker busy between two wake-ups
+/// of the dispatcher; small, so an open-loop backlog shows as drops rather than as memory.
+const QUEUE: usize = 256;
+
+/// An open-loop send later than this after its intended time counts as late. Well above the
+/// timer's 1 ms resolution, so only a real backlog counts.
+const LATE: Duration = Duration::from_millis(10);
+
+struct Job {
+    inst: Instance,
+    /// Open loop: when it was meant to be sent.
+    intended: Option<Instant>,
+}
+
+enum Queue {
+    Own(mpsc::Receiver<Job>),
+    Shared(Arc<Mutex<mpsc::Receiver<Job>>>),
+}
+
+impl Queue {
+    async fn recv(&mut self) -> Option<Job> {
+        match self {
+            Queue::Own(rx) => rx.recv().await,
+            Queue::Shared(rx) => rx.lock().await.recv().await,
+        }
+    }
+}
+
+/// One connection and what it measured.
+struct Worker {
+    id: usize,
+    endpoint: Arc<EndpointPlan>,
+    url: Arc<str>,
+    base_dir: Arc<Path>,
+    conn: Option<Transport>,
+    /// After a failed connect, wait this long before the next try (doubling, at most 1 s).
+    backoff: Duration,
+    stats: Vec<TypeStats>,
+    measured: u64,
+    late: u64,
+}
+
+impl Worker {
+    async fn connection(&mut self) -> Result<&mut Transport, QueryError> {
+        if self.conn.is_none() {
+            match Transport::connect(&self.endpoint, &self.url, &self.base_dir).await {
+                Ok(t) => {
+                    self.conn = Some(t);
+                    self.backoff = Duration::ZERO;
+                }
+                Err(e) => {
+                    // A server that is down must not turn the run into a busy loop.
+                    tokio::time::sleep(self.backoff).await;
+                    self.backoff =
+                        (self.backoff * 2).clamp(Duration::from_millis(50), Duration::from_secs(1));
+                    return Err(e);
+                }
+            }
+        }
+        Ok(self.conn.as_mut().expect("connected above"))
+    }
+
+    async fn round(
+        mut self,
+        mut queue: Queue,
+        record: bool,
+        until: Until,
+        live: Arc<Live>,
+    ) -> Worker {
+        while let Some(job) = queue.recv().await {
+            let sent = Instant::now();
+            // Queued work past the end of a timed round, or after Ctrl-C, is not sent.
+            if until.stop.load(Ordering::Relaxed) || until.deadline.is_some_and(|d| sent >= d) {
+                break;
+            }
+            if record {
+                if let Some(t) = job.intended {
+                    if sent.saturating_duration_since(t) > LATE {
+                        self.late += 1;
+                    }
+                }
+            }
+            let result = match self.connection().await {
+                Ok(conn) => conn.run(&job.inst).await,
+                Err(e) => Err(e),
+            };
+            let done = Instant::now();
+            if let Err(e) = &result {
+                if e.broken {
+                    self.conn = None;
+                }
+            }
+            if !record {
+                continue;
+            }
+            let stats = &mut self.stats[job.inst.query];
+            self.measured += 1;
+            match result {
+                Ok(out) => {
+                    let from = job.intended.unwrap_or(sent);
+                    let service = job.intended.map(|_| done - sent);
+                    stats.record_ok(done.saturating_duration_since(from), service, out.rows);
+                    live.ok.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    stats.record_error(&e);
+                    live.failed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        self
+    }
+}
+
+/// When a round ends besides the end of its order.
+#[derive(Clone)]
+struct Until {
+    deadline: Option<Instant>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Counters the progress line reads while the run goes on.
+#[derive(Default)]
+pub struct Live {
+    pub ok: AtomicU64,
+    pub failed: AtomicU64,
+}
+
+/// What a measured round of the dispatcher saw.
+#[derive(Default)]
+struct Dispatched {
+    dropped: u64,
+    /// Instances the dispatcher itself handed over more than `LATE` behind schedule.
+    behind: u64,
+    errors: Vec<String>,
+}
+
+/// Everything a round of the dispatcher needs.
+struct Round<'a> {
+    programs: &'a [BindProgram],
+    mix: Mix,
+    arrivals: Option<Arrivals>,
+    deadline: Option<Instant>,
+    env: &'a RunEnv,
+}
+
+/// Feeds one round's instances to the workers; returns when the order ends, the deadline
+/// passes or the run is stopped. Dropping the senders ends the workers' round.
+async fn dispatch(
+    mut round: Round<'_>,
+    own: Vec<mpsc::Sender<Job>>,
+    shared: Option<mpsc::Sender<Job>>,
+) -> Dispatched {
+    let mut out = Dispatched::default();
+    let start = Instant::now();
+    let workers = own.len().max(1) as u64;
+    let mut turn = 0u64;
+    while let Some((q, index)) = round.mix.next_instance() {
+        if round.env.stop.load(Ordering::Relaxed)
+            || round.deadline.is_some_and(|d| Instant::now() >= d)
+        {
+            break;
+        }
+        let inst = match round.programs[q].instance(q, index) {
+            Ok(i) => i,
+            Err(e) => {
+                out.errors.push(e);
+                break;
+            }
+        };
+        let intended = match &mut round.arrivals {
+            Some(a) => {
+                let at = start + a.next_offset();
+                if round.deadline.is_some_and(|d| at >= d) {
+                    break;
+                }
+                tokio::time::sleep_until(at.into()).await;
+                if Instant::now().saturating_duration_since(at) > LATE {
+                    out.behind += 1;
+                }
+                Some(at)
+            }
+            None => None,
+        };
+        // A routed instance goes to the worker its key hashes to (FNV-1a, as ingest routes
+        // series); others in a routed run take turns; an unrouted run shares one queue.
+        let to = match (&shared, &inst.route) {
+            (Some(tx), _) => tx,
+            (None, Some(key)) => &own[shard_of(key, workers) as usize],
+            (None, None) => {
+                turn += 1;
+                &own[((turn - 1) % workers) as usize]
+            }
+        };
+        let job = Job { inst, intended };
+        if intended.is_some() {
+            // Open loop: a queue that is full means the workers cannot keep up; the instance
+            // is dropped and counted, not waited for (waiting would bend the schedule).
+            if let Err(e) = to.try_send(job) {
+                match e {
+                    mpsc::error::TrySendError::Full(_) => out.dropped += 1,
+                    mpsc::error::TrySendError::Closed(_) => break,
+                }
+            }
+        } else if to.send(job).await.is_err() {
+            break;
+        }
+    }
+    out
+}
+
+/// A report for a phase that could not start.
+fn refused(phase: &QueryPhase, status: Status, why: String) -> QueryReport {
+    let mut r = QueryReport::empty(phase);
+    r.status = status;
+    r.failures.push(why);
+    r
+}
+
+/// Checks `require rows(T) OP N` on a connection of the phase's endpoint.
+async fn requirements(env: &RunEnv, phase: &QueryPhase, url: &str) -> Result<(), String> {
+    if phase.require.is_empty() {
+        return Ok(());
+    }
+    let (timeout, _) = timeouts(&phase.endpoint);
+    let mut client = SqlClient::connect(&phase.endpoint, url, &env.base_dir, timeout)
+        .await
+        .map_err(|e| format!("cannot check `require`: {}", e.message))?;
+    for r in &phase.require {
+        let sql = format!(
+            "SELECT count(*) FROM {}",
+            crate::exec::ddl::quote_ident(&r.table)
+        );
+        let n = client.count(&sql).await.map_err(|e| {
+            format!(
+                "cannot check `require rows({}) {} {}`: {}",
+                r.table, r.op, r.value, e.message
+            )
+        })?;
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        if !compare(n as f64, &r.op, r.value as f64) {
+            return Err(format!(
+                "refusing to measure: require rows({}) {} {}, but the table has {n} rows",
+                r.table, r.op, r.value
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn compare(actual: f64, op: &str, want: f64) -> bool {
+    match op {
+        "<" => actual < want,
+        "<=" => actual <= want,
+        ">" => actual > want,
+        ">=" => actual >= want,
+        "==" => actual == want,
+        "!=" => actual != want,
+        _ => false,
+    }
+}
+
+fn warmup_of(phase: &QueryPhase) -> (Option<u64>, Option<Duration>) {
+    match &phase.warmup {
+        Some(Value::Int(n)) if *n > 0 => (Some(*n as u64), None),
+        Some(Value::Duration(ns)) if *ns > 0 => (None, Some(Duration::from_nanos(*ns as u64))),
+        _ => (None, None),
+    }
+}
+
+fn duration_of(stop: &Stop) -> Option<Duration> {
+    match stop {
+        Stop::Duration {
+            duration: Value::Duration(ns),
+        } => Some(Duration::from_nanos((*ns).max(0) as u64)),
+        _ => None,
+    }
+}
+
+/// Runs one round (a warm-up or a measured repetition) and gives the workers back.
+async fn round(
+    workers: Vec<Worker>,
+    routed: bool,
+    record: bool,
+    r: Round<'_>,
+    live: &Arc<Live>,
+) -> (Vec<Worker>, Dispatched, Duration) {
+    let started = Instant::now();
+    let until = Until {
+        deadline: r.deadline,
+        stop: r.env.stop.clone(),
+    };
+    let mut own = Vec::new();
+    let mut handles = Vec::new();
+    let mut shared = None;
+    if routed {
+        for w in workers {
+            let (tx, rx) = mpsc::channel(QUEUE);
+            own.push(tx);
+            let q = Queue::Own(rx);
+            handles.push(tokio::spawn(w.round(
+                q,
+                record,
+                until.clone(),
+                live.clone(),
+            )));
+        }
+    } else {
+        let (tx, rx) = mpsc::channel(QUEUE * workers.len().max(1));
+        let rx = Arc::new(Mutex::new(rx));
+        for w in workers {
+            let q = Queue::Shared(rx.clone());
+            handles.push(tokio::spawn(w.round(
+                q,
+                record,
+                until.clone(),
+                live.clone(),
+            )));
+        }
+        shared = Some(tx);
+    }
+    let dispatched = dispatch(r, own, shared).await;
+    let mut back = Vec::new();
+    for h in handles {
+        match h.await {
+            Ok(w) => back.push(w),
+            // A worker that panicked takes its measurements with it; the report says so.
+            Err(e) => sayln!("wlrun: a query worker failed: {e}"),
+        }
+    }
+    (back, dispatched, started.elapsed())
+}
+
+pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
+    let url = match phase.endpoint.url.as_ref().map(resolve_url) {
+        Some(Ok(u)) => u,
+        Some(Err(e)) => return refused(phase, Status::Failed, e),
+        None => String::new(),
+    };
+    // Inlined lists are written in the endpoint's SQL dialect.
+    let dialect = Dialect::of_endpoint(&phase.endpoint.kind, &phase.endpoint.dialect);
+    let mut programs = Vec::with_capacity(phase.queries.len());
+    for q in &phase.queries {
+        match BindProgram::compile(q, env.seed, &env.base_dir) {
+            Ok(p) => programs.push(p.with_dialect(dialect)),
+            Err(e) => return refused(phase, Status::Failed, format!("query {}: {e}", q.name)),
+        }
+    }
+    if let Err(e) = requirements(env, phase, &url).await {
+        return refused(phase, Status::Failed, e);
+    }
+
+    let endpoint = Arc::new(phase.endpoint.clone());
+    let url: Arc<str> = url.into();
+    let base_dir: Arc<Path> = env.base_dir.clone().into();
+    let mut workers: Vec<Worker> = (0..phase.workers.max(1) as usize)
+        .map(|id| Worker {
+            id,
+            endpoint: endpoint.clone(),
+            url: url.clone(),
+            base_dir: base_dir.clone(),
+            conn: None,
+            backoff: Duration::ZERO,
+            stats: vec![TypeStats::default(); phase.queries.len()],
+            measured: 0,
+            late: 0,
+        })
+        .collect();
+    let routed = phase.queries.iter().any(|q| q.route.is_some());
+    let live = Arc::new(Live::default());
+    let mut report = QueryReport::empty(phase);
+    let (warm_count, warm_time) = warmup_of(phase);
+    let measured_for = duration_of(&phase.stop);
+    let ticker = super::progress::start(
+        env,
+        label.to_string(),
+        Mix::measured(phase, env.seed)
+            .bound()
+            .map(|n| n * phase.repeat.max(1)),
+        "queries",
+        {
+            let live = live.clone();
+            Box::new(move || {
+                let ok = live.ok.load(Ordering::Relaxed);
+                let failed = live.failed.load(Ordering::Relaxed);
+                (ok + failed, format!("{failed} failed"))
+            })
+        },
+    );
+    let mut dropped = 0;
+    let mut behind = 0;
+    for rep in 0..phase.repeat.max(1) {
+        if env.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if warm_count.is_some() || warm_time.is_some() {
+            let r = Round {
+                programs: &programs,
+                mix: Mix::warmup(phase, env.seed, warm_count),
+                arrivals: None,
+                deadline: warm_time.map(|d| Instant::now() + d),
+                env,
+            };
+            let (back, d, _) = round(workers, routed, false, r, &live).await;
+            workers = back;
+            report.failures.extend(d.errors);
+        }
+        let r = Round {
+            programs: &programs,
+            mix: Mix::measured(phase, env.seed),
+            arrivals: Arrivals::new(&phase.load, env.seed),
+            deadline: measured_for.map(|d| Instant::now() + d),
+            env,
+        };
+        let before: u64 = workers.iter().map(|w| w.measured).sum();
+        let cpu_before = super::cpu::process_cpu_seconds();
+        let (back, d, elapsed) = round(workers, routed, true, r, &live).await;
+        if let (Some(a), Some(b)) = (cpu_before, super::cpu::process_cpu_seconds()) {
+            *report.client_cpu_s.get_or_insert(0.0) += b - a;
+        }
+        workers = back;
+        let queries: u64 = workers.iter().map(|w| w.measured).sum::<u64>() - before;
+        report.repeats.push(RepeatReport {
+            repeat: rep + 1,
+            elapsed_s: elapsed.as_secs_f64(),
+            queries,
+            qps: queries as f64 / elapsed.as_secs_f64().max(1e-9),
+        });
+        report.failures.extend(d.errors);
+        dropped += d.dropped;
+        behind += d.behind;
+    }
+    ticker.finish().await;
+    finish(&mut report, phase, workers, dropped, behind, env);
+    report
+}
+
+/// Merges the workers' measurements into the report and judges the thresholds.
+fn finish(
+    report: &mut QueryReport,
+    phase: &QueryPhase,
+    workers: Vec<Worker>,
+    dropped: u64,
+    behind: u64,
+    env: &RunEnv,
+) {
+    let mut types = vec![TypeStats::default(); phase.queries.len()];
+    for w in &workers {
+        for (t, s) in types.iter_mut().zip(&w.stats) {
+            t.merge(s);
+        }
+    }
+    let mut per_worker = vec![0; workers.len()];
+    for w in &workers {
+        if let Some(slot) = per_worker.get_mut(w.id) {
+            *slot = w.measured;
+        }
+    }
+    report.queries_per_worker = per_worker;
+    report.late = workers.iter().map(|w| w.late).sum();
+    report.dropped = dropped;
+    let open = matches!(phase.load, Load::Open { .. });
+    let elapsed: f64 = report.repeats.iter().map(|r| r.elapsed_s).sum();
+    report.elapsed_s = elapsed;
+    let mut all = TypeStats::default();
+    for (q, s) in phase.queries.iter().zip(&types) {
+        all.merge(s);
+        let failed = s.failed();
+        let mut t = QueryTypeReport {
+            name: q.name.clone(),
+            label: q.label.clone(),
+            ok: s.ok,
+            failed,
+            rows: s.rows,
+            rows_per_query: (s.ok > 0).then(|| s.rows as f64 / s.ok as f64),
+            qps: s.ok as f64 / elapsed.max(1e-9),
+            sum_us: s.sum_us as u64,
+            latency: latency(&s.latency),
+            service: open.then(|| latency(&s.service)),
+            errors: errors(s),
+            thresholds: Vec::new(),
+        };
+        t.thresholds = q.expects.iter().map(|th| judge(th, s, elapsed)).collect();
+        report.query_types.push(t);
+    }
+    report.ok = all.ok;
+    report.failed = all.failed();
+    report.rows = all.rows;
+    report.qps = all.ok as f64 / elapsed.max(1e-9);
+    report.sum_us = all.sum_us as u64;
+    report.latency = latency(&all.latency);
+    report.service = open.then(|| latency(&all.service));
+    report.errors = errors(&all);
+    report.error_rate = all.error_rate();
+    report.thresholds = phase
+        .expects
+        .iter()
+        .map(|th| judge(th, &all, elapsed))
+        .collect();
+
+    // Errors fail the run unless a threshold allows them: `--max-error-rate`, else the file's
+    // `expect error_rate`, else none at all.
+    let file_rate = phase
+        .expects
+        .iter()
+        .any(|t| t.metric == "error_rate" || t.metric == "errors");
+    match env.max_error_rate {
+        Some(max) if all.error_rate() > max => {
+            report.failures.push(format!(
+                "error rate {:.4}% is over --max-error-rate {:.4}%",
+                100.0 * all.error_rate(),
+                100.0 * max
+            ));
+        }
+        None if !file_rate && report.failed > 0 => {
+            report.failures.push(format!(
+                "{} of {} queries failed (no `expect error_rate` allows errors)",
+                report.failed,
+                report.failed + report.ok
+            ));
+        }
+        _ => {}
+    }
+    // `--max-error-rate` replaces the file's own error-rate threshold.
+    let overridden = |t: &ThresholdReport| env.max_error_rate.is_some() && t.metric == "error_rate";
+    let failed_thresholds = report
+        .thresholds
+        .iter()
+        .chain(report.query_types.iter().flat_map(|t| &t.thresholds))
+        .filter(|t| !t.ok && !overridden(t))
+        .map(|t| format!("threshold not met: {} (measured {})", t.expect, t.actual))
+        .collect::<Vec<_>>();
+    report.failures.extend(failed_thresholds);
+    if report.ok + report.failed == 0 && report.failures.is_empty() {
+        report.failures.push("no query was measured".into());
+    }
+    if open {
+        if dropped > 0 {
+            report.warnings.push(format!(
+                "{dropped} scheduled queries were dropped: the workers' queues were full (the server or the client cannot keep the rate)"
+            ));
+        }
+        let scheduled = report.ok + report.failed + dropped;
+        if scheduled > 0 && behind * 100 > scheduled {
+            report.warnings.push(format!(
+                "the client could not keep its own schedule: {behind} of {scheduled} queries were handed over more than {} late; the figures measure the client too",
+                fmt_duration(LATE)
+            ));
+        }
+    }
+    report.status = if env.stop.load(Ordering::Relaxed) {
+        Status::Interrupted
+    } else if report.failures.is_empty() {
+        Status::Ok
+    } else {
+        Status::Failed
+    };
+}
+
+fn errors(s: &TypeStats) -> std::collections::BTreeMap<String, ErrorCount> {
+    s.errors
+        .iter()
+        .map(|(class, e)| {
+            (
+                class_name(*class).to_string(),
+                ErrorCount {
+                    count: e.count,
+                    first: e.first.clone(),
+                },
+            )
+        })
+        .collect()
+}
+
+fn class_name(c: QueryErrorClass) -> &'static str {
+    match c {
+        QueryErrorClass::Sql => "sql",
+        QueryErrorClass::HttpStatus => "http_status",
+        QueryErrorClass::Timeout => "timeout",
+        QueryErrorClass::Connection => "connection",
+        QueryErrorClass::Client => "client",
+    }
+}
+
+/// Measures a threshold's metric and compares it.
+fn judge(th: &Threshold, s: &TypeStats, elapsed_s: f64) -> ThresholdReport {
+    let us = |q: f64| -> f64 {
+        if s.latency.is_empty() {
+            0.0
+        } else {
+            s.latency.value_at_quantile(q) as f64
+        }
+    };
+    // (measured, wanted) in the metric's unit: microseconds, a fraction, a count, per second.
+    let (actual, want, shown) = match th.metric.as_str() {
+        m @ ("min" | "mean" | "median" | "p50" | "p90" | "p95" | "p99" | "p999" | "p9999"
+        | "max") => {
+            let v = match m {
+                "min" => s.latency.min() as f64,
+                "mean" => s.latency.mean(),
+                "median" | "p50" => us(0.5),
+                "p90" => us(0.9),
+                "p95" => us(0.95),
+                "p99" => us(0.99),
+                "p999" => us(0.999),
+                "p9999" => us(0.9999),
+                _ => s.latency.max() as f64,
+            };
+            let want = match &th.value {
+                Value::Duration(ns) => *ns as f64 / 1000.0,
+                other => other_number(other),
+            };
+            (v, want, fmt_us(v))
+        }
+        "error_rate" => {
+            let want = match &th.value {
+                Value::Percent(p) => p / 100.0,
+                other => other_number(other),
+            };
+            (
+                s.error_rate(),
+                want,
+                format!("{:.4}%", 100.0 * s.error_rate()),
+            )
+        }
+        "errors" => (
+            s.failed() as f64,
+            other_number(&th.value),
+            s.failed().to_string(),
+        ),
+        "rows" => (s.rows as f64, other_number(&th.value), s.rows.to_string()),
+        "qps" => {
+            let qps = s.ok as f64 / elapsed_s.max(1e-9);
+            let want = match &th.value {
+                Value::Rate(r) => *r,
+                other => other_number(other),
+            };
+            (qps, want, format!("{qps:.1}/s"))
+        }
+        _ => (f64::NAN, 0.0, "not measured".to_string()),
+    };
+    ThresholdReport {
+        metric: th.metric.clone(),
+        expect: format!("{} {} {}", th.metric, th.op, th.value),
+        actual: shown,
+        ok: compare(actual, &th.op, want),
+    }
+}
+
+fn other_number(v: &Value) -> f64 {
+    match v {
+        Value::Int(n) => *n as f64,
+        Value::Float(f) | Value::Percent(f) | Value::Rate(f) => *f,
+        _ => f64::NAN,
+    }
+}
+
+fn fmt_us(us: f64) -> String {
+    if us >= 1000.0 {
+        format!("{:.2}ms", us / 1000.0)
+    } else {
+        format!("{us:.0}us")
+    }
+}

@@ -1,0 +1,369 @@
+//! `wlrun run` query phases end to end: embedded SQLite here, and the system PostgreSQL that
+//! scripts/test starts (skipped without it, except under CI=true, where it fails).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+fn pg_url() -> String {
+    std::env::var("WLRUN_TEST_PG")
+        .unwrap_or_else(|_| "postgres://wlrun:wlrun@127.0.0.1:5432/wlrun".into())
+}
+
+/// PGUSER, PGPASSWORD and PGDATABASE of the test server, for workloads that read them.
+fn pg_env() -> Vec<(String, String)> {
+    let url = pg_url();
+    let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+    let (auth, place) = rest.split_once('@').unwrap_or(("", rest));
+    let (user, pass) = auth.split_once(':').unwrap_or((auth, ""));
+    let db = place.split_once('/').map_or("", |(_, d)| d);
+    vec![
+        ("PGUSER".into(), user.into()),
+        ("PGPASSWORD".into(), pass.into()),
+        (
+            "PGDATABASE".into(),
+            db.split('?').next().unwrap_or("").into(),
+        ),
+    ]
+}
+
+fn pg_up() -> bool {
+    let up = std::net::TcpStream::connect("127.0.0.1:5432").is_ok();
+    if !up {
+        assert!(
+            !ci(),
+            "PostgreSQL on 127.0.0.1:5432 is missing, and CI=true requires it"
+        );
+        eprintln!("skipped: PostgreSQL on 127.0.0.1:5432 is missing");
+    }
+    up
+}
+
+fn wlrun(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Runs `w.wl` (written into `dir`) and returns the exit code, the JSON report and stderr.
+fn run_in(dir: &Path, text: &str, extra: &[&str]) -> (i32, Value, String) {
+    std::fs::write(dir.join("w.wl"), text).unwrap();
+    let mut args = vec!["run", "w.wl", "--json", "--quiet"];
+    args.extend_from_slice(extra);
+    let out = wlrun(dir, &args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON report ({e}): {err}"));
+    (out.status.code().unwrap_or(-1), report, err)
+}
+
+fn run(text: &str, extra: &[&str]) -> (i32, Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    run_in(dir.path(), text, extra)
+}
+
+/// The query phase(s) of the first cell.
+fn query_phases(report: &Value) -> Vec<Value> {
+    report["cells"][0]["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["phase"] == "queries")
+        .cloned()
+        .collect()
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// TSBS cpu rows for 10 hosts over an hour in SQLite, ready for queries.
+const SQLITE_DATA: &str = r#"
+import "std/tsbs/cpu-only.wl" as tsbs (hosts = 10, end = 2016-01-01T01:00:00Z)
+workload w { seed 3 }
+target local { sqlite "db.sqlite" }
+ingest load {
+  into local via sqlite
+  rows tsbs.cpu
+  batch 1000 rows
+  teardown keep
+}
+"#;
+
+#[test]
+fn quickstart_runs_its_queries_and_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::copy(
+        root.join("examples/quickstart.wl"),
+        dir.path().join("quickstart.wl"),
+    )
+    .unwrap();
+    let out = wlrun(dir.path(), &["run", "quickstart.wl", "--json", "--quiet"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let q = &query_phases(&report)[0];
+    assert_eq!(q["status"], "ok", "{q:#}");
+    assert_eq!(u(&q["ok"]), 300);
+    assert_eq!(u(&q["failed"]), 0);
+    let types = q["query_types"].as_array().unwrap();
+    assert_eq!(types.len(), 3);
+    for t in types {
+        assert_eq!(u(&t["ok"]), 100, "{t:#}");
+        assert!(u(&t["latency"]["count"]) == 100);
+        assert!(!t["latency"]["histogram"].as_str().unwrap().is_empty());
+    }
+    // The top-3 query returns 3 rows every time; the windowed one 2 hosts' maxima at most.
+    assert_eq!(types[0]["rows_per_query"].as_f64(), Some(3.0));
+    let w = types[1]["rows_per_query"].as_f64().unwrap();
+    assert!(w > 0.0 && w <= 2.0, "{w}");
+    let per_worker: Vec<u64> = q["queries_per_worker"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(u)
+        .collect();
+    assert_eq!(per_worker.iter().sum::<u64>(), 300);
+    assert_eq!(per_worker.len(), 2);
+}
+
+#[test]
+fn an_empty_table_is_refused_by_require() {
+    let text = r#"
+workload w { seed 1 }
+target local { sqlite "db.sqlite" }
+schema cpu { rows 10  field v: long = 1 }
+ingest make { into local via sqlite  rows cpu  batch 10 rows  teardown keep }
+query q { sql "SELECT count(*) FROM cpu" }
+run r { against local.sqlite  queries q  count 5  require rows(cpu) > 100 }
+"#;
+    let (code, report, _) = run(text, &[]);
+    assert_eq!(code, 1);
+    let q = &query_phases(&report)[0];
+    assert_eq!(q["status"], "failed");
+    let f = q["failures"][0].as_str().unwrap();
+    assert!(
+        f.contains("refusing to measure") && f.contains("10 rows"),
+        "{f}"
+    );
+    assert_eq!(u(&q["ok"]), 0);
+}
+
+#[test]
+fn failed_queries_are_counted_never_throughput_and_fail_the_run() {
+    let text = format!(
+        "{SQLITE_DATA}
+query good {{ sql \"SELECT count(*) FROM cpu\" }}
+query bad {{ sql \"SELECT * FROM no_such_table\" }}
+run r {{ against local.sqlite  queries good, bad  count 20 per query  workers 2 }}
+"
+    );
+    let (code, report, _) = run(&text, &[]);
+    assert_eq!(code, 1);
+    let q = &query_phases(&report)[0];
+    assert_eq!(u(&q["ok"]), 20);
+    assert_eq!(u(&q["failed"]), 20);
+    assert_eq!(u(&q["errors"]["sql"]["count"]), 20);
+    assert!(q["errors"]["sql"]["first"]
+        .as_str()
+        .unwrap()
+        .contains("no_such_table"));
+    let bad = &q["query_types"][1];
+    assert_eq!(u(&bad["ok"]), 0);
+    assert_eq!(bad["qps"].as_f64(), Some(0.0));
+    // The command line may allow it.
+    let (code, _, _) = run(&text, &["--max-error-rate", "50%"]);
+    assert_eq!(code, 0);
+    let (code, _, _) = run(&text, &["--max-error-rate", "0.4"]);
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn thresholds_decide_the_exit_code() {
+    let text = format!(
+        "{SQLITE_DATA}
+query q {{ sql \"SELECT hostname FROM cpu WHERE usage_user > $1\"  bind $1 = uniform(0, 100) }}
+run r {{ against local.sqlite  queries q  count 30  expect p99 < 1us  expect rows > 0 }}
+"
+    );
+    let (code, report, _) = run(&text, &[]);
+    assert_eq!(code, 1);
+    let q = &query_phases(&report)[0];
+    let th = q["thresholds"].as_array().unwrap();
+    assert_eq!(th[0]["ok"], false, "{th:?}");
+    assert_eq!(th[1]["ok"], true, "{th:?}");
+    assert!(q["failures"][0].as_str().unwrap().contains("p99 < 1us"));
+    let text = text.replace("expect p99 < 1us", "expect p99 < 10s");
+    let (code, _, err) = run(&text, &[]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn route_by_pins_each_key_to_one_worker() {
+    // One key only: every query goes to the same worker, and the others show idle.
+    let text = format!(
+        "{SQLITE_DATA}
+query q {{ sql \"SELECT count(*) FROM cpu WHERE hostname = $1\"  bind $1 = pick([\"host_3\"])  route by $1 }}
+run r {{ against local.sqlite  queries q  count 40  workers 3 }}
+"
+    );
+    let (code, report, err) = run(&text, &[]);
+    assert_eq!(code, 0, "{err}");
+    let q = &query_phases(&report)[0];
+    let mut per: Vec<u64> = q["queries_per_worker"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(u)
+        .collect();
+    per.sort();
+    assert_eq!(per, vec![0, 0, 40]);
+    assert_eq!(q["query_types"][0]["rows_per_query"].as_f64(), Some(1.0));
+}
+
+#[test]
+fn open_loop_keeps_the_rate_and_reports_service_time() {
+    let text = format!(
+        "{SQLITE_DATA}
+query q {{ sql \"SELECT max(usage_user) FROM cpu WHERE hostname = $1\"  bind $1 = pick([\"host_1\", \"host_2\"]) }}
+run r {{ against local.sqlite  queries q  duration 2s  rate 100/s poisson  workers 2 }}
+"
+    );
+    let (code, report, err) = run(&text, &[]);
+    assert_eq!(code, 0, "{err}");
+    let q = &query_phases(&report)[0];
+    let n = u(&q["ok"]);
+    assert!((150..=250).contains(&n), "{n} queries at 100/s for 2 s");
+    assert!(q["service"]["count"].as_u64() == Some(n));
+    // Latency from the intended time is never shorter than the service time.
+    assert!(q["latency"]["p50_us"].as_u64() >= q["service"]["p50_us"].as_u64());
+    assert!(q["load"].as_str().unwrap().starts_with("open"));
+}
+
+#[test]
+fn warmup_and_repeats_are_measured_apart() {
+    let text = format!(
+        "{SQLITE_DATA}
+query q {{ sql \"SELECT count(*) FROM cpu\" }}
+run r {{ against local.sqlite  queries q  count 10  warmup 5  repeat 3 }}
+"
+    );
+    let (code, report, err) = run(&text, &[]);
+    assert_eq!(code, 0, "{err}");
+    let q = &query_phases(&report)[0];
+    assert_eq!(u(&q["ok"]), 30, "warm-ups are not measured");
+    let reps = q["repeats"].as_array().unwrap();
+    assert_eq!(reps.len(), 3);
+    assert!(reps.iter().all(|r| r["queries"] == 10));
+}
+
+#[test]
+fn the_same_seed_sends_the_same_queries() {
+    // The rows each query returns depend on its bind: the same seed gives the same totals.
+    let text = format!(
+        "{SQLITE_DATA}
+query q {{ sql \"SELECT hostname FROM cpu WHERE usage_user > $1 AND hostname IN $2\"  bind $1 = uniform(0, 100)  bind $2 = sample(tsbs.cpu.hostname, 3) }}
+run r {{ against local.sqlite  queries q  count 50  workers 2 }}
+"
+    );
+    let rows = |extra: &[&str]| {
+        let (code, report, err) = run(&text, extra);
+        assert_eq!(code, 0, "{err}");
+        u(&query_phases(&report)[0]["rows"])
+    };
+    let a = rows(&[]);
+    assert_eq!(a, rows(&[]));
+    assert_ne!(a, rows(&["--seed", "99"]));
+}
+
+/// The 16 TSBS query types, PostgreSQL dialect, on data the ingest runner loaded.
+#[test]
+fn tsbs_postgres_queries_run_on_ingested_data() {
+    if !pg_up() {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root.join("workloads/tsbs-postgres.wl")).unwrap();
+    std::fs::write(dir.path().join("w.wl"), &text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .current_dir(dir.path())
+        .envs(pg_env())
+        .args([
+            "run",
+            "w.wl",
+            "--json",
+            "--quiet",
+            "--param",
+            "hosts=40",
+            "--param",
+            "per_query=3",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let q = &query_phases(&report)[0];
+    let types = q["query_types"].as_array().unwrap();
+    assert_eq!(types.len(), 16);
+    for t in types {
+        assert_eq!(u(&t["ok"]), 3, "{t:#}");
+        assert_eq!(u(&t["failed"]), 0, "{t:#}");
+    }
+    // Every query type that reads a window of data returns rows on it.
+    let lastpoint = types.iter().find(|t| t["name"] == "lastpoint").unwrap();
+    assert_eq!(lastpoint["rows_per_query"].as_f64(), Some(40.0));
+}
+
+/// The pgbench timeseries workload as shipped, but pointed at the test server.
+#[test]
+fn pgbench_timeseries_runs_its_csv_with_affinity() {
+    if !pg_up() {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root.join("workloads/pgbench-timeseries.wl")).unwrap();
+    let url_line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("pg \"postgres://"))
+        .expect("the workload names its server");
+    let ours = format!("  pg \"{}\" {{", pg_url());
+    let text = text.replace(url_line, &ours);
+    std::fs::write(dir.path().join("w.wl"), &text).unwrap();
+    std::fs::copy(
+        root.join("workloads/pgbench-query-params.csv"),
+        dir.path().join("pgbench-query-params.csv"),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .current_dir(dir.path())
+        .args(["run", "w.wl", "--json", "--quiet", "--param", "hosts=10"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let q = &query_phases(&report)[0];
+    assert_eq!(u(&q["ok"]), 200);
+    // An hour of 1-minute buckets, both bounds inclusive: 60 or 61 rows per query.
+    let rpq = q["query_types"][0]["rows_per_query"].as_f64().unwrap();
+    assert!((60.0..=61.0).contains(&rpq), "{rpq}");
+    let per: Vec<u64> = q["queries_per_worker"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(u)
+        .collect();
+    assert_eq!(per.len(), 4);
+    assert_eq!(per.iter().sum::<u64>(), 200);
+}
