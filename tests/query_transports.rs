@@ -925,3 +925,532 @@ async fn sqlite_a_missing_directory_is_a_connection_error() {
     assert_eq!(e.class, QueryErrorClass::Connection, "{e}");
     assert!(e.broken);
 }
+
+// ------------------------------------------------------------------------------------------------
+// Checksums (docs/checksum.md): the same instances over every transport give the same checksum
+
+use wlrun::query::checksum::ResultHasher;
+
+/// Rows and checksum of `i` on `t`, which must have checksums on.
+async fn summed(t: &mut Transport, i: &Instance, on: &str) -> (u64, u64) {
+    match t.run(i).await {
+        Ok(Outcome {
+            rows,
+            checksum: Some(sum),
+        }) => (rows, sum),
+        Ok(o) => panic!("{on}: no checksum for {} ({o:?})", i.sql),
+        Err(e) => panic!("{on}: {} with {:?}: {e}", i.sql, i.binds),
+    }
+}
+
+async fn summing(ep: &EndpointPlan, url: &str) -> Transport {
+    let mut t = connect(ep, url).await;
+    t.set_checksums(true);
+    t
+}
+
+/// `url` with session settings for the server: a time zone other than UTC (timestamptz texts
+/// carry an offset) and doubles printed with 15 significant digits, not exactly.
+fn with_session_options(url: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}options=-c%20TimeZone%3DAsia%2FKolkata%20-c%20extra_float_digits%3D0")
+}
+
+/// Twenty rows, k = 0..19: i4 = k, i8 = k * 10^12 + k, f8 = k / 3, n = k * 1.25 (numeric),
+/// r = k * 1.1 (float4), t = 'row{k}', b = k % 3 = 0, ts = T0 + k * 10.5 s, d = 2016-01-01 + k
+/// days, c = 'h{k % 4}' in char(5), u = a uuid from k; NULLs: t for k = 7, b for k = 11, ts for
+/// k = 13, f8 for k = 17.
+async fn make_typed_table(admin: &Client, table: &str) {
+    let sql = format!(
+        "DROP TABLE IF EXISTS {table};
+         CREATE TABLE {table} (i4 int4, i8 int8, f8 float8, n numeric(12, 4), r float4, t text,
+                               b bool, ts timestamptz, d date, c char(5), u uuid);
+         INSERT INTO {table}
+           SELECT k, k * 1000000000000::int8 + k,
+                  CASE WHEN k <> 17 THEN k / 3.0::float8 END,
+                  k * 1.25, k * 1.1::float4,
+                  CASE WHEN k <> 7 THEN 'row' || k END,
+                  CASE WHEN k <> 11 THEN k % 3 = 0 END,
+                  CASE WHEN k <> 13
+                       THEN '2016-01-01T00:00:00Z'::timestamptz + k * interval '10.5 seconds' END,
+                  date '2016-01-01' + k, 'h' || k % 4, md5(k::text)::uuid
+           FROM generate_series(0, 19) AS k;"
+    );
+    admin
+        .batch_execute(&sql)
+        .await
+        .expect("the typed test table");
+}
+
+/// Queries whose results every transport must checksum alike, with their row counts.
+fn checksum_cases(table: &str) -> Vec<(Instance, u64)> {
+    use BindValue::*;
+    let q = |sql: &str| sql.replace("{T}", table);
+    vec![
+        (inst(&q("SELECT * FROM {T}"), vec![]), 20),
+        (
+            inst(&q("SELECT * FROM {T} WHERE i4 >= $1"), vec![Int(12)]),
+            8,
+        ),
+        (
+            inst(
+                &q("SELECT t, ts, f8 FROM {T} WHERE ts >= $1 AND ts < $2"),
+                vec![Timestamp(T0 + 20 * SEC), Timestamp(T0 + 100 * SEC)],
+            ),
+            8,
+        ),
+        (
+            inst(
+                &q("SELECT i4, f8 * 3 AS x, r FROM {T} WHERE f8 < $1"),
+                vec![Float(2.5)],
+            ),
+            8,
+        ),
+        (
+            inst(
+                &q("SELECT * FROM {T} WHERE t = $1"),
+                vec![Text("row4".into())],
+            ),
+            1,
+        ),
+        (
+            inst(&q("SELECT * FROM {T} WHERE b = $1"), vec![Bool(true)]),
+            7,
+        ),
+        (inst(&q("SELECT * FROM {T} WHERE i4 < 0"), vec![]), 0),
+        // Aggregates: numeric sums and averages, float sums, counts, timestamp extremes.
+        (
+            inst(
+                &q(
+                    "SELECT sum(i8), sum(i4), avg(i4), avg(i8), avg(f8), sum(f8), count(*),
+                           count(t), max(ts), min(ts), sum(n), avg(n), max(d), min(r),
+                           sum(i8) * 1000 AS big
+                    FROM {T}",
+                ),
+                vec![],
+            ),
+            1,
+        ),
+        (
+            inst(
+                &q(
+                    "SELECT b, count(*), sum(i8), avg(f8), max(ts), min(c), max(u::text)
+                    FROM {T} GROUP BY b",
+                ),
+                vec![],
+            ),
+            3,
+        ),
+        (
+            inst(
+                &q(
+                    "SELECT date_trunc('minute', ts) AS bucket, count(*), max(f8), sum(n),
+                           avg(i4)
+                    FROM {T} WHERE ts IS NOT NULL AND i4 < $1 GROUP BY 1",
+                ),
+                vec![Int(15)],
+            ),
+            3,
+        ),
+        (
+            // Without zone, as UTC (`ts::timestamp` would be the session's local time).
+            inst(
+                &q(
+                    "SELECT date_trunc('day', ts AT TIME ZONE 'UTC')::date AS day,
+                            ts AT TIME ZONE 'UTC' AS naive
+                     FROM {T} WHERE i4 < $1",
+                ),
+                vec![Int(3)],
+            ),
+            3,
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn checksums_agree_across_pg_modes_and_http() {
+    let Some(url) = server().await else { return };
+    let admin = admin(&url).await;
+    let table = unique("sums");
+    make_typed_table(&admin, &table).await;
+    let exec = ExecServer::start(Some(url.clone())).await;
+    let mut transports = vec![(
+        "http".to_string(),
+        summing(&http_endpoint(None, 10.0), &exec.url()).await,
+    )];
+    for mode in MODES {
+        transports.push((
+            mode.to_string(),
+            summing(&pg_endpoint(mode, &[]), &url).await,
+        ));
+        // The same with timestamptz printed at +05:30 and doubles printed with 15 digits.
+        let odd = with_session_options(&url);
+        transports.push((
+            format!("{mode} (Asia/Kolkata, extra_float_digits 0)"),
+            summing(&pg_endpoint(mode, &[]), &odd).await,
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    // Twice: prepared statements from the cache the second time.
+    for pass in 0..2 {
+        for (i, expected_rows) in checksum_cases(&table) {
+            let mut first: Option<(String, (u64, u64))> = None;
+            for (name, t) in &mut transports {
+                let got = summed(t, &i, name).await;
+                assert_eq!(got.0, expected_rows, "{name}: rows of {}", i.sql);
+                match &first {
+                    None => first = Some((name.clone(), got)),
+                    Some((first_name, want)) => assert_eq!(
+                        got.1, want.1,
+                        "pass {pass}: checksum of {} with {:?}: \
+                         {name} {:016x} vs {first_name} {:016x}",
+                        i.sql, i.binds, got.1, want.1
+                    ),
+                }
+            }
+            if let Some((_, (rows, sum))) = first {
+                if rows > 0 && pass == 0 {
+                    // Different results have different checksums.
+                    assert!(
+                        seen.insert(sum),
+                        "{}: checksum {sum:016x} seen before",
+                        i.sql
+                    );
+                }
+            }
+        }
+    }
+    admin
+        .batch_execute(&format!("DROP TABLE {table}"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn checksums_are_of_the_values() {
+    let Some(url) = server().await else { return };
+    let admin = admin(&url).await;
+    let table = unique("values");
+    make_typed_table(&admin, &table).await;
+    let exec = ExecServer::start(Some(url.clone())).await;
+    // What the checksum must be, from the values the table was built with.
+    let mut h = ResultHasher::new();
+    let t0_us = T0 / 1_000;
+    for k in [0i64, 7, 13] {
+        h.begin_row();
+        h.push_i64(k);
+        h.push_i64(k * 1_000_000_000_000 + k);
+        h.push_f64(k as f64 / 3.0);
+        h.push_f64(k as f64 * 1.25);
+        if k == 7 {
+            h.push_null();
+        } else {
+            h.push_text(&format!("row{k}"));
+        }
+        h.push_bool(k % 3 == 0);
+        if k == 13 {
+            h.push_null();
+        } else {
+            h.push_timestamp_us(t0_us + k * 10_500_000);
+        }
+        h.push_timestamp_us(t0_us + k * 86_400_000_000);
+        h.push_text(&format!("h{}", k % 4));
+        h.end_row();
+    }
+    let want = h.finish();
+    let i = inst(
+        &format!(
+            "SELECT i4, i8, f8, n, t, b, ts, d, c FROM {table} WHERE i4 = ANY($1::int4[]) \
+             OR i4 = $2 OR i4 = $3"
+        ),
+        vec![
+            BindValue::Text("{0}".into()),
+            BindValue::Int(7),
+            BindValue::Int(13),
+        ],
+    );
+    let mut all = vec![(
+        "http".to_string(),
+        summing(&http_endpoint(None, 10.0), &exec.url()).await,
+    )];
+    for mode in MODES {
+        all.push((
+            mode.to_string(),
+            summing(&pg_endpoint(mode, &[]), &url).await,
+        ));
+    }
+    for (name, t) in &mut all {
+        assert_eq!(summed(t, &i, name).await, (3, want), "{name}");
+    }
+    admin
+        .batch_execute(&format!("DROP TABLE {table}"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn one_different_value_gives_another_checksum() {
+    let Some(url) = server().await else { return };
+    let admin = admin(&url).await;
+    let table = unique("differ");
+    make_typed_table(&admin, &table).await;
+    let exec = ExecServer::start(Some(url.clone())).await;
+    let mut all = vec![(
+        "http".to_string(),
+        summing(&http_endpoint(None, 10.0), &exec.url()).await,
+    )];
+    for mode in MODES {
+        all.push((
+            mode.to_string(),
+            summing(&pg_endpoint(mode, &[]), &url).await,
+        ));
+    }
+    let q = |sql: &str| inst(&sql.replace("{T}", &table), vec![]);
+    let base = q("SELECT i4, i8, f8, n, t, b, ts FROM {T}");
+    let variants = [
+        // Row order is not part of the checksum.
+        (
+            q("SELECT i4, i8, f8, n, t, b, ts FROM {T} ORDER BY i4 DESC"),
+            true,
+        ),
+        // One value differs: by one, by 10^-4, by one microsecond, by one character, NULL.
+        (
+            q("SELECT i4, i8 + (i4 = 5)::int, f8, n, t, b, ts FROM {T}"),
+            false,
+        ),
+        (
+            q("SELECT i4, i8, f8, n + CASE WHEN i4 = 5 THEN 0.0001 ELSE 0 END, t, b, ts FROM {T}"),
+            false,
+        ),
+        (
+            q("SELECT i4, i8, f8 + CASE WHEN i4 = 5 THEN 0.0001 ELSE 0 END, n, t, b, ts FROM {T}"),
+            false,
+        ),
+        (
+            q("SELECT i4, i8, f8, n, t, b,
+                      ts + CASE WHEN i4 = 5 THEN interval '1 microsecond' ELSE interval '0' END
+               FROM {T}"),
+            false,
+        ),
+        (
+            q("SELECT i4, i8, f8, n, CASE WHEN i4 = 5 THEN 'row5 ' ELSE t END, b, ts FROM {T}"),
+            false,
+        ),
+        (
+            q("SELECT i4, i8, f8, n, CASE WHEN i4 = 5 THEN NULL ELSE t END, b, ts FROM {T}"),
+            false,
+        ),
+        (
+            q("SELECT i4, i8, f8, n, CASE WHEN i4 = 5 THEN '' ELSE t END, b, ts FROM {T}"),
+            false,
+        ),
+        // Values swapped between two rows.
+        (
+            q("SELECT i4, i8, f8, n,
+                      CASE i4 WHEN 1 THEN 'row2' WHEN 2 THEN 'row1' ELSE t END, b, ts
+               FROM {T}"),
+            false,
+        ),
+        // A duplicated row is not a missing one: 21 rows, and not 20 + 0.
+        (
+            q("SELECT i4, i8, f8, n, t, b, ts FROM {T}
+               UNION ALL SELECT i4, i8, f8, n, t, b, ts FROM {T} WHERE i4 = 3"),
+            false,
+        ),
+    ];
+    for (name, t) in &mut all {
+        let (rows, sum) = summed(t, &base, name).await;
+        assert_eq!(rows, 20);
+        for (v, same) in &variants {
+            let (_, other) = summed(t, v, name).await;
+            assert_eq!(other == sum, *same, "{name}: {}", v.sql);
+        }
+    }
+    // Checksums are off unless asked for.
+    let mut plain = connect(&pg_endpoint("prepared", &[]), &url).await;
+    assert_eq!(plain.run(&base).await.map(|o| o.checksum), Ok(None));
+    plain.set_checksums(true);
+    assert!(plain.run(&base).await.unwrap().checksum.is_some());
+    plain.set_checksums(false);
+    assert_eq!(plain.run(&base).await.map(|o| o.checksum), Ok(None));
+    admin
+        .batch_execute(&format!("DROP TABLE {table}"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn types_without_an_encoding_are_client_errors_in_binary_results() {
+    let Some(url) = server().await else { return };
+    let i = inst(
+        "SELECT g, g * interval '1 second' AS iv FROM generate_series(1, $1) AS g",
+        vec![BindValue::Int(3)],
+    );
+    for mode in ["prepared", "unnamed"] {
+        let mut t = summing(&pg_endpoint(mode, &[]), &url).await;
+        let e = t.run(&i).await.unwrap_err();
+        assert_eq!(e.class, QueryErrorClass::Client, "{mode}: {e}");
+        assert!(e.message.contains("`iv` (interval)"), "{mode}: {e}");
+        assert!(!e.broken, "{mode}");
+        // The session goes on.
+        assert_eq!(
+            summed(&mut t, &inst("SELECT 1", vec![]), mode).await.0,
+            1,
+            "{mode}"
+        );
+    }
+    // In text, an interval is its text.
+    let mut t = summing(&pg_endpoint("simple", &[]), &url).await;
+    let (rows, sum) = summed(&mut t, &i, "simple").await;
+    let mut h = ResultHasher::new();
+    for (g, text) in [(1, "00:00:01"), (2, "00:00:02"), (3, "00:00:03")] {
+        h.begin_row();
+        h.push_i64(g);
+        h.push_text(text);
+        h.end_row();
+    }
+    assert_eq!((rows, sum), (3, h.finish()));
+    // Several statements in one simple query cannot be described.
+    let e = t
+        .run(&inst("SELECT 1; SELECT 2", vec![]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.class, QueryErrorClass::Client, "{e}");
+    assert!(e.message.contains("describing"), "{e}");
+}
+
+/// TSBS-like rows for both PostgreSQL and SQLite: hostname k % 5, usage_user and usage_system
+/// bigints, ts = T0 + k * 7.25 s.
+const TSBS_ROWS: i64 = 60;
+
+fn tsbs_row(k: i64) -> (String, i64, i64, i64) {
+    (
+        format!("host_{}", k % 5),
+        (k * 37) % 101,
+        (k * k) % 17,
+        T0 + k * 7_250_000_000,
+    )
+}
+
+#[tokio::test]
+async fn sqlite_and_pg_checksum_the_same_rows_alike() {
+    let Some(url) = server().await else { return };
+    let admin = admin(&url).await;
+    let table = unique("tsbs");
+    let mut values = Vec::new();
+    for k in 0..TSBS_ROWS {
+        let (h, u, s, ts) = tsbs_row(k);
+        values.push(format!(
+            "('{h}', {u}, {s}, to_timestamp({}) )",
+            ts as f64 / 1e9
+        ));
+    }
+    admin
+        .batch_execute(&format!(
+            "CREATE TABLE {table} (hostname text, usage_user bigint, usage_system bigint,
+                                   ts timestamptz);
+             INSERT INTO {table} VALUES {};",
+            values.join(", ")
+        ))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tsbs.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        // As wlrun's DDL creates it: timestamps as fixed-width TEXT.
+        conn.execute_batch(&format!(
+            "CREATE TABLE {table} (hostname TEXT, usage_user INTEGER, usage_system INTEGER, \
+             ts TEXT)"
+        ))
+        .unwrap();
+        for k in 0..TSBS_ROWS {
+            let (h, u, s, ts) = tsbs_row(k);
+            conn.execute(
+                &format!("INSERT INTO {table} VALUES (?1, ?2, ?3, ?4)"),
+                rusqlite::params![h, u, s, ts_text(ts)],
+            )
+            .unwrap();
+        }
+    }
+    let mut lite = summing(&sqlite_endpoint(10.0), &path.to_string_lossy()).await;
+    let mut pg = summing(&pg_endpoint("prepared", &[]), &url).await;
+    let mut simple = summing(&pg_endpoint("simple", &[]), &url).await;
+    use BindValue::*;
+    let window = vec![Timestamp(T0 + 60 * SEC), Timestamp(T0 + 300 * SEC)];
+    // (SQL on PostgreSQL, SQL on SQLite, binds, rows)
+    let cases: Vec<(String, String, Vec<BindValue>, u64)> = vec![
+        (
+            "SELECT * FROM {T} WHERE hostname IN ('host_1', 'host_3') AND ts >= $1 AND ts < $2"
+                .into(),
+            String::new(),
+            window.clone(),
+            13,
+        ),
+        (
+            "SELECT hostname, max(usage_user), min(usage_system), sum(usage_user),
+                    avg(usage_user), count(*), max(ts), min(ts)
+             FROM {T} WHERE ts >= $1 AND ts < $2 GROUP BY hostname"
+                .into(),
+            String::new(),
+            window.clone(),
+            5,
+        ),
+        (
+            "SELECT date_trunc('minute', ts) AS minute, max(usage_user), avg(usage_system)
+             FROM {T} GROUP BY 1"
+                .into(),
+            "SELECT strftime('%Y-%m-%d %H:%M:00.000000', ts) AS minute, max(usage_user),
+                    avg(usage_system)
+             FROM {T} GROUP BY 1"
+                .into(),
+            vec![],
+            8,
+        ),
+        (
+            "SELECT * FROM {T} WHERE usage_user > $1 ORDER BY ts DESC LIMIT 5".into(),
+            String::new(),
+            vec![Int(90)],
+            5,
+        ),
+        (
+            "SELECT max(ts), sum(usage_user * usage_system), avg(usage_user) FROM {T}".into(),
+            String::new(),
+            vec![],
+            1,
+        ),
+    ];
+    for (on_pg, on_lite, binds, rows) in cases {
+        let on_lite = if on_lite.is_empty() {
+            on_pg.clone()
+        } else {
+            on_lite
+        };
+        let pi = inst(&on_pg.replace("{T}", &table), binds.clone());
+        let li = inst(&on_lite.replace("{T}", &table), binds);
+        let p = summed(&mut pg, &pi, "pg").await;
+        let s = summed(&mut simple, &pi, "pg simple").await;
+        let l = summed(&mut lite, &li, "sqlite").await;
+        assert_eq!(p.0, rows, "{on_pg}");
+        assert_eq!(p, s, "pg prepared vs simple: {on_pg}");
+        assert_eq!(p, l, "pg {:016x} vs sqlite {:016x}: {on_pg}", p.1, l.1);
+    }
+    // One value changed on one side: the checksums differ.
+    let all = format!("SELECT * FROM {table}");
+    let before = summed(&mut lite, &inst(&all, vec![]), "sqlite").await;
+    assert_eq!(before, summed(&mut pg, &inst(&all, vec![]), "pg").await);
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            &format!("UPDATE {table} SET usage_user = usage_user + 1 WHERE rowid = 10"),
+            [],
+        )
+        .unwrap();
+    let after = summed(&mut lite, &inst(&all, vec![]), "sqlite").await;
+    assert_eq!(after.0, before.0);
+    assert_ne!(after.1, before.1);
+    admin
+        .batch_execute(&format!("DROP TABLE {table}"))
+        .await
+        .unwrap();
+}

@@ -8,6 +8,7 @@
 //! - `transport`: PostgreSQL wire, HTTP REST (`/exec`) and embedded SQLite.
 
 pub mod binds;
+pub mod checksum;
 pub mod schedule;
 pub mod sql;
 pub mod stats;
@@ -46,6 +47,9 @@ pub struct Instance {
 pub struct Outcome {
     /// Rows returned, all of them read.
     pub rows: u64,
+    /// The order-insensitive checksum of the result (`checksum.rs`), when the transport was
+    /// asked for it (`check same results across endpoints`).
+    pub checksum: Option<u64>,
 }
 
 /// Why a query failed, in the classes the report counts separately.

@@ -1,7 +1,13 @@
 //! A small HTTP/1.1 server in the shape of QuestDB's REST `/exec`, for tests: it runs the SQL
-//! of `GET /exec?query=...` on a PostgreSQL server (simple query protocol) and answers
-//! `{"query","columns","dataset","count"}`, or HTTP 400 `{"query","error","position"}` for a
-//! SQL error, so an HTTP query is a real execution. Other paths misbehave on purpose:
+//! of `GET /exec?query=...` on a PostgreSQL server (described first for its column types, then
+//! run with the simple query protocol) and answers `{"query","columns","dataset","count"}`, or
+//! HTTP 400 `{"query","error","position"}` for a SQL error, so an HTTP query is a real
+//! execution. The answer is formatted as QuestDB formats its own (`questdb_type`,
+//! `json_value`): QuestDB's type names (`LONG`, `DOUBLE`, `TIMESTAMP`, ...; numeric as
+//! `DECIMAL`), integers and doubles as JSON numbers (NaN and infinities as `null`), booleans
+//! as JSON booleans, timestamps as ISO text in UTC with microseconds
+//! (`2016-01-01T00:00:10.500000Z`), dates as `2016-01-01T00:00:00.000Z`, char(n) without its
+//! padding. Other paths misbehave on purpose:
 //!
 //! - `/cut`: a 200 whose `Content-Length` promises more than is sent, then the socket closes;
 //! - `/slow`: answers after `SLOW` (longer than the tests' timeouts);
@@ -24,6 +30,7 @@ use serde_json::{json, Value as Json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
+use tokio_postgres::types::Type;
 use tokio_postgres::{NoTls, SimpleQueryMessage};
 
 /// How long `/slow` waits before answering.
@@ -156,6 +163,14 @@ async fn serve(mut stream: TcpStream, pg_url: Option<String>) -> Res<()> {
                 if pg.as_ref().is_none_or(|c| c.is_closed()) {
                     let (client, conn) = tokio_postgres::connect(url, NoTls).await?;
                     tokio::spawn(conn);
+                    // Texts `json_value` reformats: timestamps in UTC, ISO dates, doubles in
+                    // their shortest exact form.
+                    client
+                        .batch_execute(
+                            "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'; \
+                             SET extra_float_digits = 3",
+                        )
+                        .await?;
                     pg = Some(client);
                 }
                 let client = pg.as_ref().ok_or("no client")?;
@@ -174,6 +189,11 @@ async fn serve(mut stream: TcpStream, pg_url: Option<String>) -> Res<()> {
 }
 
 async fn execute(client: &tokio_postgres::Client, sql: &str, bad_count: bool) -> (u16, Json) {
+    // The simple protocol's rows do not say their types: describe the statement first.
+    let types: Vec<Type> = match client.prepare(sql).await {
+        Ok(stmt) => stmt.columns().iter().map(|c| c.type_().clone()).collect(),
+        Err(e) => return error_answer(sql, &e),
+    };
     match client.simple_query(sql).await {
         Ok(messages) => {
             let mut columns = Vec::new();
@@ -183,14 +203,19 @@ async fn execute(client: &tokio_postgres::Client, sql: &str, bad_count: bool) ->
                     SimpleQueryMessage::RowDescription(cols) => {
                         columns = cols
                             .iter()
-                            .map(|c| json!({"name": c.name(), "type": "STRING"}))
+                            .enumerate()
+                            .map(|(i, c)| {
+                                let ty = types.get(i).map_or("STRING", questdb_type);
+                                json!({"name": c.name(), "type": ty})
+                            })
                             .collect();
                     }
                     SimpleQueryMessage::Row(row) => {
                         let values: Vec<Json> = (0..row.len())
-                            .map(|i| match row.get(i) {
-                                Some(s) => Json::String(s.to_string()),
-                                None => Json::Null,
+                            .map(|i| match (row.get(i), types.get(i)) {
+                                (Some(s), Some(ty)) => json_value(ty, s),
+                                (Some(s), None) => Json::String(s.to_string()),
+                                (None, _) => Json::Null,
                             })
                             .collect();
                         dataset.push(Json::Array(values));
@@ -204,24 +229,77 @@ async fn execute(client: &tokio_postgres::Client, sql: &str, bad_count: bool) ->
                 json!({"query": sql, "columns": columns, "dataset": dataset, "count": count}),
             )
         }
-        Err(e) => {
-            let (message, position) = match e.as_db_error() {
-                Some(db) => {
-                    let pos = match db.position() {
-                        Some(tokio_postgres::error::ErrorPosition::Original(p)) => {
-                            u64::from(p.saturating_sub(1))
-                        }
-                        _ => 0,
-                    };
-                    (db.message().to_string(), pos)
+        Err(e) => error_answer(sql, &e),
+    }
+}
+
+fn error_answer(sql: &str, e: &tokio_postgres::Error) -> (u16, Json) {
+    let (message, position) = match e.as_db_error() {
+        Some(db) => {
+            let pos = match db.position() {
+                Some(tokio_postgres::error::ErrorPosition::Original(p)) => {
+                    u64::from(p.saturating_sub(1))
                 }
-                None => (e.to_string(), 0),
+                _ => 0,
             };
-            (
-                400,
-                json!({"query": sql, "error": message, "position": position}),
-            )
+            (db.message().to_string(), pos)
         }
+        None => (e.to_string(), 0),
+    };
+    (
+        400,
+        json!({"query": sql, "error": message, "position": position}),
+    )
+}
+
+/// The name QuestDB gives the type in `columns[].type`.
+pub fn questdb_type(ty: &Type) -> &'static str {
+    match *ty {
+        Type::BOOL => "BOOLEAN",
+        Type::INT2 => "SHORT",
+        Type::INT4 => "INT",
+        Type::INT8 => "LONG",
+        Type::FLOAT4 => "FLOAT",
+        Type::FLOAT8 => "DOUBLE",
+        Type::NUMERIC => "DECIMAL",
+        Type::TIMESTAMP | Type::TIMESTAMPTZ => "TIMESTAMP",
+        Type::DATE => "DATE",
+        Type::UUID => "UUID",
+        Type::TEXT | Type::VARCHAR | Type::NAME | Type::BPCHAR => "VARCHAR",
+        _ => "STRING",
+    }
+}
+
+/// A value PostgreSQL printed as text (session in UTC, ISO dates), as QuestDB writes it.
+pub fn json_value(ty: &Type, text: &str) -> Json {
+    let number = |text: &str| match text.parse::<f64>() {
+        // QuestDB has no NaN or infinities in JSON: they are nulls.
+        Ok(f) if f.is_finite() => json!(f),
+        _ => Json::Null,
+    };
+    match *ty {
+        Type::BOOL => Json::Bool(text == "t"),
+        Type::INT2 | Type::INT4 | Type::INT8 => text
+            .parse::<i64>()
+            .map_or_else(|_| Json::String(text.to_string()), Json::from),
+        Type::FLOAT4 | Type::FLOAT8 => number(text),
+        // Whole numerics as JSON integers where they fit, others as the nearest double.
+        Type::NUMERIC => match text.parse::<i64>() {
+            Ok(n) => Json::from(n),
+            Err(_) => number(text),
+        },
+        Type::TIMESTAMP | Type::TIMESTAMPTZ => {
+            match text.strip_suffix("+00").unwrap_or(text).split_once(' ') {
+                Some((date, time)) => {
+                    let (hms, frac) = time.split_once('.').unwrap_or((time, ""));
+                    Json::String(format!("{date}T{hms}.{frac:0<6}Z"))
+                }
+                None => Json::String(text.to_string()),
+            }
+        }
+        Type::DATE => Json::String(format!("{text}T00:00:00.000Z")),
+        Type::BPCHAR => Json::String(text.trim_end_matches(' ').to_string()),
+        _ => Json::String(text.to_string()),
     }
 }
 

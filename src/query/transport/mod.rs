@@ -13,6 +13,11 @@
 //! 60 s; connecting by `connect_timeout`, default 10 s), so a server that stops answering
 //! gives counted failures, never a hang. A failure that leaves the connection unusable says
 //! `broken: true`, and the caller connects again before its next query.
+//!
+//! With `set_checksums(true)` (off by default: it costs CPU per value) every transport also
+//! feeds each value of each row to a `query::checksum::ResultHasher` while reading, and returns
+//! the result's canonical checksum in `Outcome::checksum` (docs/checksum.md): equal across
+//! transports for equal results.
 
 pub mod http;
 pub mod pg;
@@ -69,6 +74,17 @@ impl Transport {
                 code: None,
                 broken: true,
             }),
+        }
+    }
+
+    /// Whether `run` computes the result's checksum (`query::checksum`) and returns it in
+    /// `Outcome::checksum`. Off by default: it costs CPU per value read, which latency runs
+    /// must not pay unless asked (`check same results across endpoints`).
+    pub fn set_checksums(&mut self, on: bool) {
+        match self {
+            Transport::Pg(t) => t.set_checksums(on),
+            Transport::Sqlite(t) => t.set_checksums(on),
+            Transport::Http(t) => t.set_checksums(on),
         }
     }
 

@@ -9,6 +9,10 @@
 //! and Timestamp as the fixed-width text wlrun's DDL stores timestamps as
 //! (`exec::ddl::sqlite_timestamp_text`), so comparisons with stored times are right
 //! (`query::sql::sqlite_value`).
+//!
+//! Checksums (`set_checksums`, docs/checksum.md §3.3): values by their storage class, and a
+//! TEXT in wlrun's fixed-width timestamp form as that timestamp (`hash_row`), so that a
+//! result equals PostgreSQL's with timestamptz columns.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,6 +22,7 @@ use rusqlite::{Connection, InterruptHandle};
 
 use super::{client_error, from_driver, timeout_error, Timeouts};
 use crate::plan::EndpointPlan;
+use crate::query::checksum::{parse_timestamp_us, ResultHasher};
 use crate::query::sql::sqlite_value;
 use crate::query::{BindValue, Instance, Outcome, QueryError, QueryErrorClass};
 
@@ -34,9 +39,16 @@ pub struct SqliteTransport {
     interrupt: Arc<InterruptHandle>,
     label: String,
     timeout: Duration,
+    /// Compute each result's checksum (`Transport::set_checksums`).
+    checksums: bool,
 }
 
 impl SqliteTransport {
+    /// Whether `run` computes the result's checksum (off by default).
+    pub fn set_checksums(&mut self, on: bool) {
+        self.checksums = on;
+    }
+
     /// Opens the database `url` with the endpoint's pragmas (`client::sqlite::open`); the
     /// open runs on the blocking pool too, since it may wait on a lock.
     pub async fn open(
@@ -75,6 +87,7 @@ impl SqliteTransport {
             conn: Some(conn),
             label,
             timeout: timeouts.query,
+            checksums: false,
         })
     }
 
@@ -93,8 +106,9 @@ impl SqliteTransport {
         };
         let sql = inst.sql.clone();
         let binds = inst.binds.clone();
+        let checksums = self.checksums;
         let mut task = tokio::task::spawn_blocking(move || {
-            let result = execute(&conn, &sql, &binds);
+            let result = execute(&conn, &sql, &binds, checksums);
             (conn, result)
         });
         match tokio::time::timeout(self.timeout, &mut task).await {
@@ -122,7 +136,12 @@ impl SqliteTransport {
     }
 }
 
-fn execute(conn: &Connection, sql: &str, binds: &[BindValue]) -> Result<Outcome, QueryError> {
+fn execute(
+    conn: &Connection,
+    sql: &str,
+    binds: &[BindValue],
+    checksums: bool,
+) -> Result<Outcome, QueryError> {
     let mut stmt = conn.prepare_cached(sql).map_err(|e| sql_error(&e))?;
     let count = stmt.parameter_count();
     let mut highest = 0;
@@ -151,16 +170,78 @@ fn execute(conn: &Connection, sql: &str, binds: &[BindValue]) -> Result<Outcome,
             binds.len()
         )));
     }
+    let columns = stmt.column_count();
     let mut rows = stmt.raw_query();
     let mut n = 0u64;
+    let mut hasher = checksums.then(ResultHasher::new);
     loop {
         match rows.next() {
-            Ok(Some(_)) => n += 1,
+            Ok(Some(row)) => {
+                n += 1;
+                if let Some(h) = &mut hasher {
+                    hash_row(h, row, columns)?;
+                }
+            }
             Ok(None) => break,
             Err(e) => return Err(sql_error(&e)),
         }
     }
-    Ok(Outcome { rows: n })
+    Ok(Outcome {
+        rows: n,
+        checksum: hasher.map(|h| h.finish()),
+    })
+}
+
+/// Feeds a row's values to the checksum by their storage class (docs/checksum.md §3.3):
+/// NULL, INTEGER as an integer (booleans are stored as 0/1 and hash as such everywhere), REAL
+/// as a float, TEXT as text, except that a text in wlrun's fixed-width timestamp form
+/// (`exec::ddl::sqlite_timestamp_text`, which wlrun's DDL stores timestamps as) is that
+/// timestamp. A BLOB has no encoding: a `Client` error.
+fn hash_row(
+    h: &mut ResultHasher,
+    row: &rusqlite::Row<'_>,
+    columns: usize,
+) -> Result<(), QueryError> {
+    use rusqlite::types::ValueRef;
+    h.begin_row();
+    for i in 0..columns {
+        match row.get_ref(i).map_err(|e| sql_error(&e))? {
+            ValueRef::Null => h.push_null(),
+            ValueRef::Integer(v) => h.push_i64(v),
+            ValueRef::Real(f) => h.push_f64(f),
+            ValueRef::Text(t) => match wlrun_timestamp(t) {
+                Some(us) => h.push_timestamp_us(us),
+                None => h.push_text_bytes(t),
+            },
+            ValueRef::Blob(_) => {
+                let name = row.as_ref().column_name(i).unwrap_or("?");
+                return Err(client_error(format!(
+                    "checksum: column `{name}` holds a BLOB, which has no checksum encoding"
+                )));
+            }
+        }
+    }
+    h.end_row();
+    Ok(())
+}
+
+/// The UTC microseconds of a text in wlrun's SQLite timestamp form, exactly 26 bytes
+/// `YYYY-MM-DD HH:MM:SS.ffffff`; `None` for any other text.
+pub fn wlrun_timestamp(t: &[u8]) -> Option<i64> {
+    if t.len() != 26 {
+        return None;
+    }
+    let shape_ok = t.iter().enumerate().all(|(i, &c)| match i {
+        4 | 7 => c == b'-',
+        10 => c == b' ',
+        13 | 16 => c == b':',
+        19 => c == b'.',
+        _ => c.is_ascii_digit(),
+    });
+    if !shape_ok {
+        return None;
+    }
+    parse_timestamp_us(std::str::from_utf8(t).ok()?)
 }
 
 /// `$3`, `?3`, `:3` or `@3` -> 3.
@@ -256,7 +337,7 @@ mod tests {
              INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, NULL);",
         )
         .unwrap();
-        let run = |sql: &str, binds: &[BindValue]| execute(&conn, sql, binds);
+        let run = |sql: &str, binds: &[BindValue]| execute(&conn, sql, binds, false);
         // $2 appears first: it must still take the second value.
         assert_eq!(
             run(
@@ -286,5 +367,79 @@ mod tests {
         assert_eq!(e.class, QueryErrorClass::Sql);
         assert_eq!(e.code.as_deref(), Some("SQLITE_ERROR"));
         assert!(e.message.contains("nope"), "{}", e.message);
+    }
+
+    #[test]
+    fn checksums_read_storage_classes_and_wlrun_timestamps() {
+        let conn = Connection::open_in_memory().unwrap();
+        let mut ts = Vec::new();
+        crate::exec::ddl::sqlite_timestamp_text(1_451_606_410_500_000_000, &mut ts);
+        let ts = String::from_utf8(ts).unwrap();
+        conn.execute_batch(&format!(
+            "CREATE TABLE t (host TEXT, n INTEGER, usage REAL, ts TEXT, flag INTEGER); \
+             INSERT INTO t VALUES ('host_1', 7, 1.5, '{ts}', 1), \
+                                  (NULL, NULL, NULL, NULL, NULL), \
+                                  ('2016-01-01 00:00:10', 8, 2.0, '2016-01-01T00:00:10Z', 0);"
+        ))
+        .unwrap();
+        let sum = |sql: &str| execute(&conn, sql, &[], true).map(|o| o.checksum);
+        let mut h = ResultHasher::new();
+        h.begin_row();
+        h.push_text("host_1");
+        h.push_i64(7);
+        h.push_f64(1.5);
+        h.push_timestamp_us(1_451_606_410_500_000);
+        h.push_bool(true);
+        h.end_row();
+        h.begin_row();
+        (0..5).for_each(|_| h.push_null());
+        h.end_row();
+        // Texts in other forms stay texts; 2.0 is the integer 2.
+        h.begin_row();
+        h.push_text("2016-01-01 00:00:10");
+        h.push_i64(8);
+        h.push_i64(2);
+        h.push_text("2016-01-01T00:00:10Z");
+        h.push_bool(false);
+        h.end_row();
+        assert_eq!(sum("SELECT * FROM t"), Ok(Some(h.finish())));
+        assert_eq!(sum("SELECT * FROM t ORDER BY n DESC"), Ok(Some(h.finish())));
+        assert_eq!(
+            execute(&conn, "SELECT * FROM t", &[], false).map(|o| (o.rows, o.checksum)),
+            Ok((3, None))
+        );
+        // An aggregate over the timestamp text has no declared type: still a timestamp.
+        let mut m = ResultHasher::new();
+        m.begin_row();
+        m.push_timestamp_us(1_451_606_410_500_000);
+        m.end_row();
+        assert_eq!(
+            sum("SELECT max(ts) FROM t WHERE ts LIKE '2016-01-01 %'"),
+            Ok(Some(m.finish()))
+        );
+        assert_eq!(sum("SELECT * FROM t WHERE n > 100"), Ok(Some(0)));
+        let e = sum("SELECT x'00ff' AS b").unwrap_err();
+        assert_eq!(e.class, QueryErrorClass::Client);
+        assert!(e.message.contains("`b`"), "{e}");
+        assert!(e.message.contains("BLOB"), "{e}");
+    }
+
+    #[test]
+    fn only_the_fixed_width_form_is_a_timestamp() {
+        assert_eq!(
+            wlrun_timestamp(b"2016-01-01 00:00:00.000000"),
+            Some(1_451_606_400_000_000)
+        );
+        assert_eq!(wlrun_timestamp(b"1969-12-31 23:59:59.999999"), Some(-1));
+        for t in [
+            &b"2016-01-01 00:00:00"[..],
+            b"2016-01-01T00:00:00.000000",
+            b"2016-01-01 00:00:00.000000Z",
+            b"2016-13-01 00:00:00.000000",
+            b"2016-01-01 00:00:00,000000",
+            b"host_1",
+        ] {
+            assert_eq!(wlrun_timestamp(t), None, "{}", String::from_utf8_lossy(t));
+        }
     }
 }
