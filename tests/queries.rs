@@ -367,3 +367,154 @@ fn pgbench_timeseries_runs_its_csv_with_affinity() {
     assert_eq!(per.len(), 4);
     assert_eq!(per.iter().sum::<u64>(), 200);
 }
+
+/// The same rows loaded into PostgreSQL and SQLite, the same queries over both: every
+/// instance's row count and checksum must agree, and a LIMIT without ORDER BY is only flagged.
+#[test]
+fn results_cross_check_between_postgres_and_sqlite() {
+    if !pg_up() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let head = format!(
+        r#"import "std/tsbs/cpu-only.wl" as tsbs (hosts = 5, end = 2016-01-01T01:00:00Z)
+workload w {{ seed 3 }}
+target db {{
+  pg "{}"
+  sqlite "cross.sqlite"
+}}
+"#,
+        pg_url()
+    );
+    let load = format!(
+        "{head}ingest load {{ into db via [pg, sqlite] table \"cpu_xcheck\"  rows tsbs.cpu  batch 1000 rows  teardown keep }}\n"
+    );
+    let (code, _, err) = run_in(dir.path(), &load, &[]);
+    assert_eq!(code, 0, "{err}");
+    let queries = format!(
+        r#"{head}
+query by_host {{
+  sql "SELECT hostname, max(usage_user), min(usage_idle), count(*) FROM cpu_xcheck
+       WHERE timestamp >= $1 AND timestamp < $2 GROUP BY hostname"
+  let w = window(2016-01-01T00:00:00Z, 2016-01-01T01:00:00Z, 10m)
+  bind $1 = w.start
+  bind $2 = w.end
+}}
+query rows_of {{
+  sql "SELECT * FROM cpu_xcheck WHERE hostname IN $1 AND usage_user > $2"
+  bind $1 = sample(tsbs.cpu.hostname, 2)
+  bind $2 = uniform(0, 100)
+}}
+query first_rows {{ sql "SELECT hostname FROM cpu_xcheck LIMIT 3" }}
+run r {{ against db via [pg, sqlite]  queries by_host, rows_of, first_rows  count 20 per query  workers 2  check same results across endpoints }}
+"#
+    );
+    let (code, report, err) = run_in(dir.path(), &queries, &[]);
+    assert_eq!(code, 0, "{err}\n{report:#}");
+    let later = &report["cells"][1]["phases"][0];
+    let check = &later["cross_checks"][0];
+    assert_eq!(u(&check["compared"]), 40, "{check:#}");
+    assert_eq!(u(&check["mismatches"]), 0, "{check:#}");
+    assert_eq!(check["not_compared"][0], "first_rows");
+    // Results that differ are caught: the SQLite copy loses a row.
+    let conn = rusqlite::Connection::open(dir.path().join("cross.sqlite")).unwrap();
+    conn.execute("DELETE FROM cpu_xcheck WHERE rowid IN (SELECT rowid FROM cpu_xcheck WHERE usage_user > 50 LIMIT 1)", [])
+        .unwrap();
+    drop(conn);
+    let (code, report, _) = run_in(dir.path(), &queries, &[]);
+    assert_eq!(code, 1);
+    let later = &report["cells"][1]["phases"][0];
+    assert!(u(&later["cross_checks"][0]["mismatches"]) > 0, "{later:#}");
+    assert!(later["failures"][0]
+        .as_str()
+        .unwrap()
+        .contains("results differ"));
+}
+
+/// Killing every connection of the run mid-way: failures are counted as connection errors,
+/// workers reconnect and go on, and the run ends on time.
+#[test]
+fn a_server_dropping_connections_mid_run_is_counted_and_survived() {
+    if !pg_up() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"workload w {{ seed 1 }}
+target db {{ pg "{}" {{ application_name "wlrun-restart-test" }} }}
+query q {{ sql "SELECT $1::int + 1"  bind $1 = uniform(0, 1000) }}
+run r {{ against db.pg  queries q  duration 3s  workers 3 }}
+"#,
+        pg_url()
+    );
+    std::fs::write(dir.path().join("w.wl"), &text).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "w.wl",
+            "--json",
+            "--quiet",
+            "--max-error-rate",
+            "50%",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let kill = Command::new("psql")
+        .arg(pg_url())
+        .args([
+            "-tAc",
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'wlrun-restart-test'",
+        ])
+        .output()
+        .expect("psql");
+    let killed: u64 = String::from_utf8_lossy(&kill.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    let out = child.wait_with_output().unwrap();
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(took.as_secs_f64() < 10.0, "the run took {took:?}");
+    assert_eq!(killed, 3, "three connections to terminate");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let q = &query_phases(&report)[0];
+    let lost = u(&q["errors"]["connection"]["count"]);
+    assert!((1..=6).contains(&lost), "{q:#}");
+    assert!(
+        u(&q["ok"]) > 100,
+        "the workers went on after reconnecting: {q:#}"
+    );
+}
+
+/// No server at all: every attempt is a counted connection error, the run ends on time and
+/// fails, and nothing counts as throughput.
+#[test]
+fn no_server_fails_the_run_on_time() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let text = format!(
+        r#"workload w {{ seed 1 }}
+target db {{ pg "postgres://nobody@127.0.0.1:{port}/none" {{ connect_timeout 1s }} }}
+query q {{ sql "SELECT 1" }}
+run r {{ against db.pg  queries q  duration 2s  workers 2 }}
+"#
+    );
+    let started = std::time::Instant::now();
+    let (code, report, _) = run(&text, &[]);
+    assert!(started.elapsed().as_secs_f64() < 15.0);
+    assert_eq!(code, 1);
+    let q = &query_phases(&report)[0];
+    assert_eq!(u(&q["ok"]), 0);
+    assert_eq!(q["qps"].as_f64(), Some(0.0));
+    assert!(u(&q["errors"]["connection"]["count"]) >= 2, "{q:#}");
+    assert_eq!(q["status"], "failed");
+}

@@ -152,6 +152,24 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
                 break;
             }
         }
+        // Cross-checked runs compare their results with the same run in every earlier cell.
+        for (phase, report) in cell.phases.iter().zip(phases.iter_mut()) {
+            if let (Phase::Queries(q), PhaseReport::Queries(r)) = (phase, report) {
+                if !q.check_same_results {
+                    continue;
+                }
+                for earlier in &cells {
+                    let earlier: &CellReport = earlier;
+                    for p in &earlier.phases {
+                        if let PhaseReport::Queries(e) = p {
+                            if e.name == r.name && e.endpoint != r.endpoint {
+                                queries::cross_check(e, r, q);
+                            }
+                        }
+                    }
+                }
+            }
+        }
         let report = CellReport {
             index: cell.index,
             key: cell.key.clone(),

@@ -6,6 +6,7 @@
 //! carries its intended send time, latency counts from there, and an instance that finds its
 //! worker's queue full is dropped and counted.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,9 +25,12 @@ use crate::query::stats::TypeStats;
 use crate::query::transport::Transport;
 use crate::query::{Instance, QueryError, QueryErrorClass};
 use crate::report::{
-    ErrorCount, QueryReport, QueryTypeReport, RepeatReport, Status, ThresholdReport,
+    CrossCheck, ErrorCount, QueryReport, QueryTypeReport, RepeatReport, Status, ThresholdReport,
 };
 use crate::value::Value;
+
+/// How long a worker keeps trying to connect (a server restarting comes back well within it).
+const GIVE_UP: Duration = Duration::from_secs(30);
 
 /// Instances queued per worker ahead of it. Enough to keep a worker busy between two wake-ups
 /// of the dispatcher; small, so an open-loop backlog shows as drops rather than as memory.
@@ -63,22 +67,48 @@ struct Worker {
     url: Arc<str>,
     base_dir: Arc<Path>,
     conn: Option<Transport>,
+    /// Since when connecting has failed, without a success since.
+    down_since: Option<Instant>,
     /// After a failed connect, wait this long before the next try (doubling, at most 1 s).
     backoff: Duration,
     stats: Vec<TypeStats>,
     measured: u64,
     late: u64,
+    /// `check same results across endpoints`: ask for checksums and keep each measured
+    /// instance's (query, index, rows, checksum) of the first repetition.
+    checksums: bool,
+    results: Vec<(usize, u64, u64, u64)>,
 }
 
 impl Worker {
     async fn connection(&mut self) -> Result<&mut Transport, QueryError> {
         if self.conn.is_none() {
+            // A server gone for good must not hold the run for hours of backoff: past
+            // `GIVE_UP` without a connection, the rest of the worker's queries fail at once.
+            if let Some(since) = self.down_since {
+                if since.elapsed() > GIVE_UP {
+                    return Err(QueryError {
+                        class: QueryErrorClass::Connection,
+                        message: format!(
+                            "no connection for {}: not trying again in this round",
+                            fmt_duration(GIVE_UP)
+                        ),
+                        code: None,
+                        broken: true,
+                    });
+                }
+            }
             match Transport::connect(&self.endpoint, &self.url, &self.base_dir).await {
-                Ok(t) => {
+                Ok(mut t) => {
+                    if self.checksums {
+                        t.set_checksums(true);
+                    }
                     self.conn = Some(t);
                     self.backoff = Duration::ZERO;
+                    self.down_since = None;
                 }
                 Err(e) => {
+                    self.down_since.get_or_insert_with(Instant::now);
                     // A server that is down must not turn the run into a busy loop.
                     tokio::time::sleep(self.backoff).await;
                     self.backoff =
@@ -93,7 +123,7 @@ impl Worker {
     async fn round(
         mut self,
         mut queue: Queue,
-        record: bool,
+        record: Record,
         until: Until,
         live: Arc<Live>,
     ) -> Worker {
@@ -103,7 +133,7 @@ impl Worker {
             if until.stop.load(Ordering::Relaxed) || until.deadline.is_some_and(|d| sent >= d) {
                 break;
             }
-            if record {
+            if record != Record::No {
                 if let Some(t) = job.intended {
                     if sent.saturating_duration_since(t) > LATE {
                         self.late += 1;
@@ -120,13 +150,17 @@ impl Worker {
                     self.conn = None;
                 }
             }
-            if !record {
+            if record == Record::No {
                 continue;
             }
             let stats = &mut self.stats[job.inst.query];
             self.measured += 1;
             match result {
                 Ok(out) => {
+                    if let (Record::WithResults, Some(sum)) = (record, out.checksum) {
+                        let i = &job.inst;
+                        self.results.push((i.query, i.index, out.rows, sum));
+                    }
                     let from = job.intended.unwrap_or(sent);
                     let service = job.intended.map(|_| done - sent);
                     stats.record_ok(done.saturating_duration_since(from), service, out.rows);
@@ -140,6 +174,15 @@ impl Worker {
         }
         self
     }
+}
+
+/// What a round keeps: nothing (warm-up), the measurements, or those and every result's
+/// checksum (the first measured repetition of a cross-checked run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Record {
+    No,
+    Measure,
+    WithResults,
 }
 
 /// When a round ends besides the end of its order.
@@ -311,7 +354,7 @@ fn duration_of(stop: &Stop) -> Option<Duration> {
 async fn round(
     workers: Vec<Worker>,
     routed: bool,
-    record: bool,
+    record: Record,
     r: Round<'_>,
     live: &Arc<Live>,
 ) -> (Vec<Worker>, Dispatched, Duration) {
@@ -362,6 +405,13 @@ async fn round(
 }
 
 pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
+    if phase.endpoint.kind == "qwp" {
+        return refused(
+            phase,
+            Status::NotRun,
+            "QWP queries are not built yet (the QWP issue adds the /read/v1 client)".into(),
+        );
+    }
     let url = match phase.endpoint.url.as_ref().map(resolve_url) {
         Some(Ok(u)) => u,
         Some(Err(e)) => return refused(phase, Status::Failed, e),
@@ -390,10 +440,13 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
             url: url.clone(),
             base_dir: base_dir.clone(),
             conn: None,
+            down_since: None,
             backoff: Duration::ZERO,
             stats: vec![TypeStats::default(); phase.queries.len()],
             measured: 0,
             late: 0,
+            checksums: phase.check_same_results,
+            results: Vec::new(),
         })
         .collect();
     let routed = phase.queries.iter().any(|q| q.route.is_some());
@@ -431,7 +484,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
                 deadline: warm_time.map(|d| Instant::now() + d),
                 env,
             };
-            let (back, d, _) = round(workers, routed, false, r, &live).await;
+            let (back, d, _) = round(workers, routed, Record::No, r, &live).await;
             workers = back;
             report.failures.extend(d.errors);
         }
@@ -444,7 +497,12 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
         };
         let before: u64 = workers.iter().map(|w| w.measured).sum();
         let cpu_before = super::cpu::process_cpu_seconds();
-        let (back, d, elapsed) = round(workers, routed, true, r, &live).await;
+        let record = if phase.check_same_results && rep == 0 {
+            Record::WithResults
+        } else {
+            Record::Measure
+        };
+        let (back, d, elapsed) = round(workers, routed, record, r, &live).await;
         if let (Some(a), Some(b)) = (cpu_before, super::cpu::process_cpu_seconds()) {
             *report.client_cpu_s.get_or_insert(0.0) += b - a;
         }
@@ -487,6 +545,15 @@ fn finish(
         }
     }
     report.queries_per_worker = per_worker;
+    if phase.check_same_results {
+        let mut results = BTreeMap::new();
+        for w in &workers {
+            for &(q, index, rows, sum) in &w.results {
+                results.insert((q, index), (rows, sum));
+            }
+        }
+        report.results = Some(Arc::new(results));
+    }
     report.late = workers.iter().map(|w| w.late).sum();
     report.dropped = dropped;
     let open = matches!(phase.load, Load::Open { .. });
@@ -691,4 +758,76 @@ fn fmt_us(us: f64) -> String {
     } else {
         format!("{us:.0}us")
     }
+}
+
+/// Whether a query's result rows may legitimately differ between servers: a LIMIT without an
+/// ORDER BY keeps whichever rows come first. Such queries are flagged, not compared. (A LIMIT
+/// under an ORDER BY with ties can differ too; that is not detected.)
+pub fn unordered_limit(sql: &str) -> bool {
+    let upper = sql.to_ascii_uppercase();
+    let words: Vec<&str> = upper
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let limit = words.contains(&"LIMIT");
+    let ordered = words.windows(2).any(|w| w == ["ORDER", "BY"]);
+    limit && !ordered
+}
+
+/// Compares the results of `later` with those of `earlier` (the same run over another
+/// endpoint), per query instance both measured, and records the outcome on `later`.
+pub fn cross_check(earlier: &QueryReport, later: &mut QueryReport, phase: &QueryPhase) {
+    let (Some(a), Some(b)) = (&earlier.results, &later.results) else {
+        return;
+    };
+    let skip: Vec<usize> = phase
+        .queries
+        .iter()
+        .enumerate()
+        .filter(|(_, q)| unordered_limit(&q.sql))
+        .map(|(i, _)| i)
+        .collect();
+    let mut check = CrossCheck {
+        against: earlier.endpoint.clone(),
+        compared: 0,
+        mismatches: 0,
+        first_mismatches: Vec::new(),
+        not_compared: skip
+            .iter()
+            .map(|&i| phase.queries[i].name.clone())
+            .collect(),
+    };
+    for (key, (rows_b, sum_b)) in b.iter() {
+        if skip.contains(&key.0) {
+            continue;
+        }
+        let Some((rows_a, sum_a)) = a.get(key) else {
+            continue;
+        };
+        check.compared += 1;
+        if rows_a != rows_b || sum_a != sum_b {
+            check.mismatches += 1;
+            if check.first_mismatches.len() < 10 {
+                check.first_mismatches.push(format!(
+                    "{} instance {}: {} rows, checksum {sum_a:016x} on {}; {} rows, checksum {sum_b:016x} on {}",
+                    phase.queries[key.0].name, key.1, rows_a, earlier.endpoint, rows_b, later.endpoint
+                ));
+            }
+        }
+    }
+    if check.mismatches > 0 {
+        later.failures.push(format!(
+            "results differ from {}: {} of {} query instances (first: {})",
+            earlier.endpoint, check.mismatches, check.compared, check.first_mismatches[0]
+        ));
+        if later.status == Status::Ok {
+            later.status = Status::Failed;
+        }
+    } else if check.compared == 0 && !b.is_empty() {
+        later.warnings.push(format!(
+            "no query instance was measured on both {} and {}: nothing compared",
+            earlier.endpoint, later.endpoint
+        ));
+    }
+    later.cross_checks.push(check);
 }

@@ -186,6 +186,27 @@ pub struct QueryReport {
     pub repeats: Vec<RepeatReport>,
     pub thresholds: Vec<ThresholdReport>,
     pub query_types: Vec<QueryTypeReport>,
+    /// `check same results across endpoints`: one entry per earlier cell of the same run.
+    pub cross_checks: Vec<CrossCheck>,
+    /// Per measured instance of the first repetition, (query, index) -> (rows, checksum): kept
+    /// in memory for the comparison, not written out.
+    #[serde(skip)]
+    pub results: Option<std::sync::Arc<InstanceResults>>,
+}
+
+/// (query type, instance index) -> (rows, checksum) of a cross-checked run.
+pub type InstanceResults = BTreeMap<(usize, u64), (u64, u64)>;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CrossCheck {
+    /// The endpoint whose results these were compared with.
+    pub against: String,
+    /// Instances both measured and compared.
+    pub compared: u64,
+    pub mismatches: u64,
+    pub first_mismatches: Vec<String>,
+    /// Queries whose results may differ legitimately (LIMIT without ORDER BY): not compared.
+    pub not_compared: Vec<String>,
 }
 
 impl QueryReport {
@@ -220,6 +241,8 @@ impl QueryReport {
             repeats: Vec::new(),
             thresholds: Vec::new(),
             query_types: Vec::new(),
+            cross_checks: Vec::new(),
+            results: None,
         }
     }
 }

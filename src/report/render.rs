@@ -157,6 +157,22 @@ fn query_lines(r: &QueryReport) -> String {
     for row in &rows {
         out += &line(row);
     }
+    for c in &r.cross_checks {
+        out += &format!(
+            "  results against {}: {} instances compared, {} differ{}\n",
+            c.against,
+            thousands(c.compared),
+            thousands(c.mismatches),
+            if c.not_compared.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; not compared (LIMIT without ORDER BY): {}",
+                    c.not_compared.join(", ")
+                )
+            }
+        );
+    }
     for t in r
         .thresholds
         .iter()
