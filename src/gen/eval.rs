@@ -187,13 +187,18 @@ pub(crate) fn uuid_v4(a: u64, b: u64) -> String {
     )
 }
 
-/// `+ - * / %` on cells. Long with Long wraps on overflow, and `/` or `%` by zero is Null; a
-/// Double on either side makes a Double; timestamp ± duration is a timestamp, timestamp -
-/// timestamp a duration, duration ± duration a duration, duration × or / long a duration. Null
-/// in, or any other combination, gives Null.
-fn arith(op: Op, a: Cell, b: Cell) -> Cell {
-    use Cell::{Double, Duration, Long, Timestamp};
+/// `+ - * / %` on cells (docs/rng.md §4.1), for column and bind generators alike. Long with
+/// Long wraps on overflow, and `/` or `%` by zero is Null; a Double on either side makes a
+/// Double; text + text concatenates; timestamp ± duration is a timestamp, timestamp -
+/// timestamp a duration, duration ± duration a duration, duration × or / a number a duration
+/// (truncated toward zero). Null in, or any other combination, gives Null.
+pub(crate) fn arith(op: Op, a: Cell, b: Cell) -> Cell {
+    use Cell::{Double, Duration, Long, Str, Timestamp};
     match (op, a, b) {
+        (Op::Add, Str(mut x), Str(y)) => {
+            x.push_str(&y);
+            Str(x)
+        }
         (_, Long(x), Long(y)) => match op {
             Op::Add => Long(x.wrapping_add(y)),
             Op::Sub => Long(x.wrapping_sub(y)),
@@ -223,6 +228,10 @@ fn arith(op: Op, a: Cell, b: Cell) -> Cell {
             Duration(d.wrapping_mul(n))
         }
         (Op::Div, Duration(d), Long(n)) if n != 0 => Duration(d.wrapping_div(n)),
+        (Op::Mul, Duration(d), Double(x)) | (Op::Mul, Double(x), Duration(d)) => {
+            Duration((d as f64 * x) as i64)
+        }
+        (Op::Div, Duration(d), Double(x)) if x != 0.0 => Duration((d as f64 / x) as i64),
         _ => Cell::Null,
     }
 }

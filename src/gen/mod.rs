@@ -34,8 +34,9 @@ pub use reference::{rows, rows_with, Rows};
 pub use route::{fnv1a64, shard_of};
 
 // For the query runner's bind programs (`query::binds`), which draw by the same rules.
-pub(crate) use eval::uuid_v4;
+pub(crate) use eval::{arith, uuid_v4};
 pub(crate) use format::Format;
+pub(crate) use node::Op;
 pub(crate) use pattern::Pattern;
 pub(crate) use program::{constant, read_csv_column};
 

@@ -95,7 +95,7 @@ pub(super) enum Node {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Op {
+pub(crate) enum Op {
     Add,
     Sub,
     Mul,

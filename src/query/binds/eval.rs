@@ -5,9 +5,9 @@
 
 use std::collections::HashMap;
 
-use super::node::{Node, Op, SampleFrom, V};
+use super::node::{Node, SampleFrom, V};
 use crate::gen::rng::{Rng, PER_SERIES};
-use crate::gen::{uuid_v4, Cell};
+use crate::gen::{arith, uuid_v4, Cell};
 
 /// Where a node is evaluated: a query instance, or one series of a `sample` domain.
 pub(super) struct Ctx<'a> {
@@ -215,57 +215,10 @@ fn sample_indices_with(rng: &mut Rng, n: u64, k: u64, few: u64) -> Vec<u64> {
     out
 }
 
-/// `gen::eval`'s arithmetic (docs/rng.md §4.1), written again because that one works on the
-/// generator's private operator type, plus what the checker also types for queries: text +
-/// text concatenates, and a duration times or divided by a number is a duration (truncated
-/// toward zero).
-fn arith(op: Op, a: Cell, b: Cell) -> Cell {
-    use Cell::{Double, Duration, Long, Str, Timestamp};
-    match (op, a, b) {
-        (Op::Add, Str(mut x), Str(y)) => {
-            x.push_str(&y);
-            Str(x)
-        }
-        (_, Long(x), Long(y)) => match op {
-            Op::Add => Long(x.wrapping_add(y)),
-            Op::Sub => Long(x.wrapping_sub(y)),
-            Op::Mul => Long(x.wrapping_mul(y)),
-            Op::Div if y != 0 => Long(x.wrapping_div(y)),
-            Op::Rem if y != 0 => Long(x.wrapping_rem(y)),
-            _ => Cell::Null,
-        },
-        (_, x @ (Long(_) | Double(_)), y @ (Long(_) | Double(_))) => {
-            let (x, y) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
-            Double(match op {
-                Op::Add => x + y,
-                Op::Sub => x - y,
-                Op::Mul => x * y,
-                Op::Div => x / y,
-                Op::Rem => x % y,
-            })
-        }
-        (Op::Add, Timestamp(t), Duration(d)) | (Op::Add, Duration(d), Timestamp(t)) => {
-            Timestamp(t.wrapping_add(d))
-        }
-        (Op::Sub, Timestamp(t), Duration(d)) => Timestamp(t.wrapping_sub(d)),
-        (Op::Sub, Timestamp(t), Timestamp(u)) => Duration(t.wrapping_sub(u)),
-        (Op::Add, Duration(d), Duration(e)) => Duration(d.wrapping_add(e)),
-        (Op::Sub, Duration(d), Duration(e)) => Duration(d.wrapping_sub(e)),
-        (Op::Mul, Duration(d), Long(n)) | (Op::Mul, Long(n), Duration(d)) => {
-            Duration(d.wrapping_mul(n))
-        }
-        (Op::Div, Duration(d), Long(n)) if n != 0 => Duration(d.wrapping_div(n)),
-        (Op::Mul, Duration(d), Double(x)) | (Op::Mul, Double(x), Duration(d)) => {
-            Duration((d as f64 * x) as i64)
-        }
-        (Op::Div, Duration(d), Double(x)) if x != 0.0 => Duration((d as f64 / x) as i64),
-        _ => Cell::Null,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gen::Op;
 
     #[test]
     fn sample_indices_are_distinct_and_the_same_in_list_and_map_form() {

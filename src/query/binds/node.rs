@@ -5,7 +5,7 @@
 
 use crate::gen::rng::Zipf;
 use crate::gen::route::nested_stream;
-use crate::gen::{constant, read_csv_column, Cell, Format, Pattern, ReadFile};
+use crate::gen::{constant, read_csv_column, Cell, Format, Op, Pattern, ReadFile};
 use crate::plan::{Domain, Gen};
 use crate::value::Value;
 
@@ -53,15 +53,6 @@ pub(super) enum Shape {
     One,
     List,
     Window,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Op {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Rem,
 }
 
 #[derive(Clone, Debug)]
