@@ -10,15 +10,15 @@
 //!   pre-encoded in binary COPY format (the server's ceiling: no client work). Skipped when
 //!   no server answers.
 
+#[path = "common/run.rs"]
+mod run;
+
 use std::io::Read;
 use std::net::TcpListener;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use wlrun::check::{check_text, schema_plan, Options};
 use wlrun::encode::IlpEncoder;
-use wlrun::exec::{run_plan, RunEnv};
 use wlrun::gen::Columnar;
 use wlrun::report::PhaseReport;
 
@@ -38,26 +38,7 @@ fn tsbs(minutes: u64) -> String {
 /// Send rate of the single ingest phase of `text`, run through the library as `wlrun run`
 /// would.
 fn ingest_rate(text: &str) -> f64 {
-    let out = check_text("bench.wl", text, &Options::default());
-    let checked = out.checked.unwrap_or_else(|| {
-        panic!(
-            "the bench workload checks: {:?}",
-            out.diagnostics
-                .iter()
-                .map(|d| d.message.clone())
-                .collect::<Vec<_>>()
-        )
-    });
-    let plan = wlrun::lower::lower(&checked);
-    let env = RunEnv {
-        seed: checked.seed,
-        base_dir: std::env::temp_dir(),
-        stop: Arc::new(AtomicBool::new(false)),
-        progress_every: Duration::ZERO,
-        quiet: true,
-        max_error_rate: None,
-    };
-    let report = run_plan(&plan, &env, |_| {});
+    let report = run::run_text(text);
     match &report.cells[0].phases[0] {
         PhaseReport::Ingest(r) => {
             assert!(

@@ -10,13 +10,11 @@
 //! Needs the local server (`WLRUN_TEST_PG`, default postgres://wlrun:wlrun@127.0.0.1:5432/wlrun)
 //! and `pgbench` on the PATH; says so and stops without them.
 
-use std::process::Command;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
-use std::time::Duration;
+#[path = "common/run.rs"]
+mod run;
 
-use wlrun::check::{check_text, Options};
-use wlrun::exec::{run_plan, RunEnv};
+use std::process::Command;
+
 use wlrun::report::{PhaseReport, QueryReport};
 
 const RUNS: usize = 5;
@@ -34,26 +32,7 @@ fn pg_url() -> String {
 
 /// The query phase of `text`, run in this process as `wlrun run` would.
 fn run_queries(text: &str) -> QueryReport {
-    let out = check_text("bench.wl", text, &Options::default());
-    let checked = out.checked.unwrap_or_else(|| {
-        panic!(
-            "the bench workload checks: {:?}",
-            out.diagnostics
-                .iter()
-                .map(|d| d.message.clone())
-                .collect::<Vec<_>>()
-        )
-    });
-    let plan = wlrun::lower::lower(&checked);
-    let env = RunEnv {
-        seed: checked.seed,
-        base_dir: std::env::temp_dir(),
-        stop: Arc::new(AtomicBool::new(false)),
-        progress_every: Duration::ZERO,
-        quiet: true,
-        max_error_rate: None,
-    };
-    let report = run_plan(&plan, &env, |_| {});
+    let report = run::run_text(text);
     match report.cells[0].phases.last() {
         Some(PhaseReport::Queries(r)) => {
             assert!(

@@ -3,21 +3,16 @@
 //! loopback ports). Without a server the test says so and passes, except under CI=true, where
 //! a missing server fails it.
 
+#[path = "common/servers.rs"]
+mod servers;
+
 use std::net::TcpListener;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
-/// Skips (or, under CI, fails) a test whose server is missing.
-fn missing(what: &str) {
-    assert!(!ci(), "{what} is missing, and CI=true requires it");
-    eprintln!("skipped: {what} is missing");
-}
+use servers::{missing, pg_up, pg_url};
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -75,19 +70,6 @@ impl Drop for Victoria {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn pg_url() -> String {
-    std::env::var("WLRUN_TEST_PG")
-        .unwrap_or_else(|_| "postgres://wlrun:wlrun@127.0.0.1:5432/wlrun".into())
-}
-
-fn pg_up() -> bool {
-    let up = std::net::TcpStream::connect("127.0.0.1:5432").is_ok();
-    if !up {
-        missing("PostgreSQL on 127.0.0.1:5432");
-    }
-    up
 }
 
 fn wlrun(dir: &std::path::Path, args: &[&str]) -> Output {

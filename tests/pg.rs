@@ -7,6 +7,9 @@
 //! cannot be reached the tests that need it are skipped with a note, except under `CI=true`,
 //! where they fail: see `server`.
 
+#[path = "common/servers.rs"]
+mod servers;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,39 +27,10 @@ use wlrun::gen::Columnar;
 use wlrun::plan::EndpointPlan;
 use wlrun::value::Value;
 
-const DEFAULT_URL: &str = "postgres://wlrun:wlrun@127.0.0.1:5432/wlrun";
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The test server's URL, or `None` when it cannot be reached and the test should be skipped.
-/// Under `CI=true` an unreachable server fails the test instead: CI must not pass by skipping.
 async fn server() -> Option<String> {
-    let url = std::env::var("WLRUN_TEST_PG").unwrap_or_else(|_| DEFAULT_URL.to_string());
-    let problem = match tokio::time::timeout(TIMEOUT, tokio_postgres::connect(&url, NoTls)).await {
-        Ok(Ok(_)) => return Some(url),
-        Ok(Err(e)) => format!("{e}: {}", source_text(&e)),
-        Err(_) => format!("no answer within {TIMEOUT:?}"),
-    };
-    // The URL may hold a password: name only where it came from.
-    let origin = if std::env::var_os("WLRUN_TEST_PG").is_some() {
-        "WLRUN_TEST_PG"
-    } else {
-        DEFAULT_URL
-    };
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!(
-            "PostgreSQL is missing: cannot connect to the test server ({origin}): {problem}. \
-             CI runs these tests against a real server; start one or set WLRUN_TEST_PG."
-        );
-    }
-    eprintln!(
-        "note: skipping a PostgreSQL test: cannot connect to the test server ({origin}): \
-         {problem}"
-    );
-    None
-}
-
-fn source_text(e: &dyn std::error::Error) -> String {
-    e.source().map_or_else(String::new, |s| s.to_string())
+    servers::pg_server().await
 }
 
 fn endpoint(options: &[(&str, Value)]) -> EndpointPlan {

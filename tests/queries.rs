@@ -1,19 +1,15 @@
 //! `wlrun run` query phases end to end: embedded SQLite here, and the system PostgreSQL that
 //! scripts/test starts (skipped without it, except under CI=true, where it fails).
 
+#[path = "common/servers.rs"]
+mod servers;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
-fn pg_url() -> String {
-    std::env::var("WLRUN_TEST_PG")
-        .unwrap_or_else(|_| "postgres://wlrun:wlrun@127.0.0.1:5432/wlrun".into())
-}
+use servers::{pg_up, pg_url};
 
 /// PGUSER, PGPASSWORD and PGDATABASE of the test server, for workloads that read them.
 fn pg_env() -> Vec<(String, String)> {
@@ -30,18 +26,6 @@ fn pg_env() -> Vec<(String, String)> {
             db.split('?').next().unwrap_or("").into(),
         ),
     ]
-}
-
-fn pg_up() -> bool {
-    let up = std::net::TcpStream::connect("127.0.0.1:5432").is_ok();
-    if !up {
-        assert!(
-            !ci(),
-            "PostgreSQL on 127.0.0.1:5432 is missing, and CI=true requires it"
-        );
-        eprintln!("skipped: PostgreSQL on 127.0.0.1:5432 is missing");
-    }
-    up
 }
 
 fn wlrun(dir: &Path, args: &[&str]) -> Output {

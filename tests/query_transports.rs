@@ -12,6 +12,8 @@
 
 #[path = "common/exec_server.rs"]
 mod exec_server;
+#[path = "common/servers.rs"]
+mod servers;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -26,37 +28,10 @@ use wlrun::query::transport::Transport;
 use wlrun::query::{BindValue, Instance, Outcome, QueryError, QueryErrorClass};
 use wlrun::value::{Text, Value};
 
-const DEFAULT_URL: &str = "postgres://wlrun:wlrun@127.0.0.1:5432/wlrun";
 const WAIT: Duration = Duration::from_secs(10);
 
-/// The test server's URL, or `None` when it cannot be reached and the test should be skipped.
-/// Under `CI=true` an unreachable server fails the test instead: CI must not pass by skipping.
 async fn server() -> Option<String> {
-    let url = std::env::var("WLRUN_TEST_PG").unwrap_or_else(|_| DEFAULT_URL.to_string());
-    let problem = match tokio::time::timeout(WAIT, tokio_postgres::connect(&url, NoTls)).await {
-        Ok(Ok(_)) => return Some(url),
-        Ok(Err(e)) => format!(
-            "{e}: {}",
-            std::error::Error::source(&e).map_or_else(String::new, |s| s.to_string())
-        ),
-        Err(_) => format!("no answer within {WAIT:?}"),
-    };
-    let origin = if std::env::var_os("WLRUN_TEST_PG").is_some() {
-        "WLRUN_TEST_PG"
-    } else {
-        DEFAULT_URL
-    };
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!(
-            "PostgreSQL is missing: cannot connect to the test server ({origin}): {problem}. \
-             CI runs these tests against a real server; start one or set WLRUN_TEST_PG."
-        );
-    }
-    eprintln!(
-        "note: skipping a PostgreSQL test: cannot connect to the test server ({origin}): \
-         {problem}"
-    );
-    None
+    servers::pg_server().await
 }
 
 async fn admin(url: &str) -> Client {

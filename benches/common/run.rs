@@ -1,0 +1,33 @@
+//! A workload text run in this process as `wlrun run` would run it, for the benches that
+//! measure the runners themselves.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wlrun::check::{check_text, Options};
+use wlrun::exec::{run_plan, RunEnv};
+use wlrun::report::Report;
+
+pub fn run_text(text: &str) -> Report {
+    let out = check_text("bench.wl", text, &Options::default());
+    let checked = out.checked.unwrap_or_else(|| {
+        panic!(
+            "the bench workload checks: {:?}",
+            out.diagnostics
+                .iter()
+                .map(|d| d.message.clone())
+                .collect::<Vec<_>>()
+        )
+    });
+    let plan = wlrun::lower::lower(&checked);
+    let env = RunEnv {
+        seed: checked.seed,
+        base_dir: std::env::temp_dir(),
+        stop: Arc::new(AtomicBool::new(false)),
+        progress_every: Duration::ZERO,
+        quiet: true,
+        max_error_rate: None,
+    };
+    run_plan(&plan, &env, |_| {})
+}
