@@ -49,6 +49,17 @@ struct Job {
 enum Queue {
     Own(mpsc::Receiver<Job>),
     Shared(Arc<Mutex<mpsc::Receiver<Job>>>),
+    /// Closed loop without routing: each worker takes the next instance of the order itself,
+    /// which saves a hand-over between threads per query (a wake-up costs more client CPU
+    /// than building the instance).
+    Pull(Arc<Puller>),
+}
+
+struct Puller {
+    mix: std::sync::Mutex<Mix>,
+    programs: Arc<Vec<BindProgram>>,
+    /// The first instance that could not be built; it ends the round.
+    error: std::sync::Mutex<Option<String>>,
 }
 
 impl Queue {
@@ -56,6 +67,25 @@ impl Queue {
         match self {
             Queue::Own(rx) => rx.recv().await,
             Queue::Shared(rx) => rx.lock().await.recv().await,
+            Queue::Pull(p) => {
+                let (q, index) = p.mix.lock().ok()?.next_instance()?;
+                match p.programs[q].instance(q, index) {
+                    Ok(inst) => Some(Job {
+                        inst,
+                        intended: None,
+                    }),
+                    Err(e) => {
+                        if let Ok(mut first) = p.error.lock() {
+                            first.get_or_insert(e);
+                        }
+                        // Every worker stops: the order cannot go on without this instance.
+                        if let Ok(mut mix) = p.mix.lock() {
+                            while mix.next_instance().is_some() {}
+                        }
+                        None
+                    }
+                }
+            }
         }
     }
 }
@@ -210,7 +240,7 @@ struct Dispatched {
 
 /// Everything a round of the dispatcher needs.
 struct Round<'a> {
-    programs: &'a [BindProgram],
+    programs: Arc<Vec<BindProgram>>,
     mix: Mix,
     arrivals: Option<Arrivals>,
     deadline: Option<Instant>,
@@ -363,10 +393,11 @@ async fn round(
         deadline: r.deadline,
         stop: r.env.stop.clone(),
     };
-    let mut own = Vec::new();
     let mut handles = Vec::new();
-    let mut shared = None;
+    let mut puller = None;
+    let mut dispatched = Dispatched::default();
     if routed {
+        let mut own = Vec::new();
         for w in workers {
             let (tx, rx) = mpsc::channel(QUEUE);
             own.push(tx);
@@ -378,6 +409,23 @@ async fn round(
                 live.clone(),
             )));
         }
+        dispatched = dispatch(r, own, None).await;
+    } else if r.arrivals.is_none() {
+        let p = Arc::new(Puller {
+            mix: std::sync::Mutex::new(r.mix),
+            programs: r.programs.clone(),
+            error: std::sync::Mutex::new(None),
+        });
+        for w in workers {
+            let q = Queue::Pull(p.clone());
+            handles.push(tokio::spawn(w.round(
+                q,
+                record,
+                until.clone(),
+                live.clone(),
+            )));
+        }
+        puller = Some(p);
     } else {
         let (tx, rx) = mpsc::channel(QUEUE * workers.len().max(1));
         let rx = Arc::new(Mutex::new(rx));
@@ -390,9 +438,8 @@ async fn round(
                 live.clone(),
             )));
         }
-        shared = Some(tx);
+        dispatched = dispatch(r, Vec::new(), Some(tx)).await;
     }
-    let dispatched = dispatch(r, own, shared).await;
     let mut back = Vec::new();
     for h in handles {
         match h.await {
@@ -400,6 +447,9 @@ async fn round(
             // A worker that panicked takes its measurements with it; the report says so.
             Err(e) => sayln!("wlrun: a query worker failed: {e}"),
         }
+    }
+    if let Some(e) = puller.and_then(|p| p.error.lock().ok().and_then(|mut e| e.take())) {
+        dispatched.errors.push(e);
     }
     (back, dispatched, started.elapsed())
 }
@@ -426,6 +476,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
             Err(e) => return refused(phase, Status::Failed, format!("query {}: {e}", q.name)),
         }
     }
+    let programs = Arc::new(programs);
     if let Err(e) = requirements(env, phase, &url).await {
         return refused(phase, Status::Failed, e);
     }
@@ -478,7 +529,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
         }
         if warm_count.is_some() || warm_time.is_some() {
             let r = Round {
-                programs: &programs,
+                programs: programs.clone(),
                 mix: Mix::warmup(phase, env.seed, warm_count),
                 arrivals: None,
                 deadline: warm_time.map(|d| Instant::now() + d),
@@ -489,7 +540,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
             report.failures.extend(d.errors);
         }
         let r = Round {
-            programs: &programs,
+            programs: programs.clone(),
             mix: Mix::measured(phase, env.seed),
             arrivals: Arrivals::new(&phase.load, env.seed),
             deadline: measured_for.map(|d| Instant::now() + d),
