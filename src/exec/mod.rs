@@ -144,7 +144,8 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
                 }
                 Phase::Requests(r) => PhaseReport::NotRun {
                     name: r.name.clone(),
-                    reason: "request runs are not built yet (they follow the query runner)".into(),
+                    reason: "request runs are not built yet (the Rhai hooks issue builds them)"
+                        .into(),
                 },
             };
             phases.push(report);
