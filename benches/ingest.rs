@@ -49,7 +49,9 @@ fn ingest_rate(text: &str) -> f64 {
             r.send_rows_per_s
         }
         PhaseReport::NotRun { reason, .. } => panic!("not run: {reason}"),
-        PhaseReport::Queries(_) => panic!("the bench workload has no query phase"),
+        PhaseReport::Queries(_) | PhaseReport::Requests(_) => {
+            panic!("the bench workload has only an ingest phase")
+        }
     }
 }
 

@@ -36,6 +36,7 @@ pub mod encode;
 pub mod exec;
 pub mod gen;
 mod gen_cmd;
+pub mod hook;
 pub mod http;
 pub mod input;
 pub mod lower;

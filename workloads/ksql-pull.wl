@@ -13,16 +13,19 @@
 //     WITH (kafka_topic='orders_kafka_topic_json', value_format='JSON');
 //   CREATE TABLE orders_table AS SELECT orderid, LATEST_BY_OFFSET(itemid) AS itemid
 //     FROM orders GROUP BY orderid;
-// The hook asks for order keys 0 .. 99,999, the orderids datagen produced.
+// The hook asks for random order keys 0 .. orders-1, the orderids datagen produced.
 
 workload ksql_pull {
   seed 123
   description "ksqlDB REST pull queries by order key at 5,000 requests/s"
 }
 
+param orders = 100_000           // ksql-datagen iterations: keys 0 .. orders-1
+param ksql_url = "http://127.0.0.1:8088"   // ksqlDB's REST listener (--param ksql_url=...)
+
 target ksql {
   dialect ksqldb
-  http "http://127.0.0.1:8088" {
+  http "${ksql_url}" {
     headers {
       "Accept":       "application/vnd.ksql.v1+json",
       "Content-Type": "application/vnd.ksql.v1+json",
@@ -31,8 +34,8 @@ target ksql {
   }
 }
 
-// init(ctx) once, request(ctx) builds every request, response(ctx, resp) checks every answer.
-hook pull from "ksql-pull.rhai" (init, request, response)
+// request(ctx) builds every request, response(ctx, resp) checks every answer.
+hook pull from "ksql-pull.rhai" (request, response)
 
 run pull_queries {
   against ksql.http
@@ -41,4 +44,5 @@ run pull_queries {
   duration 5s
   rate 5000/s                // open loop: late requests are counted, not silently skipped
   expect status 200          // anything else is an error, never throughput
+  expect body json array     // ksqlDB answers a pull query with one JSON array
 }

@@ -1,11 +1,12 @@
 //! A workload text run in this process as `wlrun run` would run it, for the benches that
 //! measure the runners themselves.
 
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use wlrun::check::{check_text, Options};
+use wlrun::check::{check_file, check_text, Options};
 use wlrun::exec::{run_plan, RunEnv};
 use wlrun::report::Report;
 
@@ -24,6 +25,34 @@ pub fn run_text(text: &str) -> Report {
     let env = RunEnv {
         seed: checked.seed,
         base_dir: std::env::temp_dir(),
+        stop: Arc::new(AtomicBool::new(false)),
+        progress_every: Duration::ZERO,
+        quiet: true,
+        max_error_rate: None,
+    };
+    run_plan(&plan, &env, |_| {})
+}
+
+/// A workload file run in this process as `wlrun run FILE` would run it: its imports and
+/// `hook NAME from "x.rhai"` resolve relative to its directory, which is also the run's base
+/// directory.
+#[allow(dead_code)] // benches that only run text
+pub fn run_file(path: &Path) -> Report {
+    let out = check_file(path, &Options::default());
+    let checked = out.checked.unwrap_or_else(|| {
+        panic!(
+            "the bench workload {} checks: {:?}",
+            path.display(),
+            out.diagnostics
+                .iter()
+                .map(|d| d.message.clone())
+                .collect::<Vec<_>>()
+        )
+    });
+    let plan = wlrun::lower::lower(&checked);
+    let env = RunEnv {
+        seed: checked.seed,
+        base_dir: path.parent().unwrap_or(Path::new("")).to_path_buf(),
         stop: Arc::new(AtomicBool::new(false)),
         progress_every: Duration::ZERO,
         quiet: true,

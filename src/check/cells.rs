@@ -376,7 +376,19 @@ pub fn check_program(
     // Warnings: a root param nothing reads, an axis no block reads. After an error they would
     // be noise: a block that failed to lower read nothing.
     let lowering_failed = diags.error_count() > errors_before;
-    for (name, d) in program.root().decls.iter().filter(|_| !lowering_failed) {
+    // A hook sees every param in `ctx.params`: what it reads is not known here.
+    let hooks_read = lowered.iter().any(|c: &Cell| {
+        c.phases.iter().any(|p| {
+            matches!(p, crate::plan::Phase::Requests(r)
+                if matches!(r.request, crate::plan::RequestPlan::Hook { .. }))
+        })
+    });
+    for (name, d) in program
+        .root()
+        .decls
+        .iter()
+        .filter(|_| !lowering_failed && !hooks_read)
+    {
         if let Decl::Param(p) = d {
             let shadowed = axes.iter().any(|a| &a.name == name);
             if !used.contains(&(InstanceId::ROOT, name.clone())) && !shadowed {
@@ -391,7 +403,10 @@ pub fn check_program(
             }
         }
     }
-    for a in axes.iter().filter(|a| !a.implicit && !lowering_failed) {
+    for a in axes
+        .iter()
+        .filter(|a| !a.implicit && !lowering_failed && !hooks_read)
+    {
         if !used.contains(&(InstanceId::ROOT, a.name.clone())) {
             diags.push(
                 Diagnostic::warning(

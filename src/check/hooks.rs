@@ -17,17 +17,17 @@ pub const ENTRY_POINTS: &[(&str, usize)] = &[("init", 1), ("request", 1), ("resp
 pub struct HookInfo {
     pub path: String,
     pub functions: Vec<(String, usize)>,
+    /// Where the text was read from, and the text itself (the runner compiles the same).
+    pub file: String,
+    pub source: std::sync::Arc<str>,
 }
 
 /// Hooks by (module index, hook name); a hook whose script fails to compile is absent.
 pub type Hooks = HashMap<(usize, String), HookInfo>;
 
-/// A compile-only engine with the limits that keep a hostile script from hanging the checker.
+/// The run time's sandboxed engine, so a script compiles at check time exactly as it will run.
 fn engine() -> rhai::Engine {
-    let mut e = rhai::Engine::new_raw();
-    e.set_max_expr_depths(64, 32);
-    e.set_max_string_size(1 << 20);
-    e
+    crate::hook::engine()
 }
 
 pub fn check_hooks(map: &mut SourceMap, program: &Program, diags: &mut Diagnostics) -> Hooks {
@@ -147,6 +147,8 @@ pub fn check_hooks(map: &mut SourceMap, program: &Program, diags: &mut Diagnosti
                 HookInfo {
                     path: rel,
                     functions,
+                    file: name,
+                    source: text.into(),
                 },
             );
         }

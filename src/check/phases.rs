@@ -1305,7 +1305,7 @@ fn lower_csv(ev: &Eval<'_>, inst: InstanceId, c: &ast::CsvBinds) -> Ev<CsvPlan> 
 const DURATION_METRICS: &[&str] = &[
     "min", "mean", "median", "p50", "p90", "p95", "p99", "p999", "p9999", "max",
 ];
-const OTHER_METRICS: &[&str] = &["error_rate", "errors", "rows", "qps"];
+const OTHER_METRICS: &[&str] = &["error_rate", "errors", "rows", "qps", "rps"];
 
 fn thresholds(
     ev: &Eval<'_>,
@@ -1330,13 +1330,18 @@ fn thresholds(
                     ok = false;
                     continue;
                 }
-                let codes = match ev.eval(v, scope) {
-                    Some(Value::Int(c)) => vec![Value::Int(c)],
-                    Some(Value::List(l)) if !l.is_empty() => l,
+                let (codes, value) = match ev.eval(v, scope) {
+                    Some(Value::Int(c)) => (vec![Value::Int(c)], Value::List(vec![Value::Int(c)])),
+                    Some(Value::List(l)) if !l.is_empty() => (l.clone(), Value::List(l)),
+                    // A range is half-open, as everywhere: `200..300` is every 2xx.
+                    Some(Value::Range(lo, hi)) if lo < hi => (
+                        vec![Value::Int(lo), Value::Int(hi - 1)],
+                        Value::Range(lo, hi),
+                    ),
                     Some(other) => {
                         ev.error(ev.mismatch(
                             v.span,
-                            "an HTTP status or a list of them",
+                            "an HTTP status, a list of them or a range such as `200..300`",
                             &other,
                             scope,
                         ));
@@ -1362,8 +1367,22 @@ fn thresholds(
                 out.push(Threshold {
                     metric: "status".into(),
                     op: "in".into(),
-                    value: Value::List(codes),
+                    value,
                 });
+            }
+            // Body checks are not thresholds: `body_checks` collects them for request runs.
+            ast::Expect::Body(..) => {
+                if in_query {
+                    ev.error(
+                        Diagnostic::error(
+                            Code::E0702,
+                            e.span(),
+                            "`expect body` belongs to request runs",
+                        )
+                        .label("queries have no HTTP body to check"),
+                    );
+                    ok = false;
+                }
             }
             ast::Expect::Condition(cond, _) => {
                 let ExprKind::Binary(op, lhs, rhs) = &cond.kind else {
@@ -1419,14 +1438,14 @@ fn thresholds(
                         Value::Percent(p)
                     }
                     ("errors" | "rows", Value::Int(i)) if i >= 0 => Value::Int(i),
-                    ("qps", Value::Rate(r)) => Value::Rate(r),
-                    ("qps", Value::Int(i)) => Value::Rate(i as f64),
-                    ("qps", Value::Float(f)) => Value::Rate(f),
+                    ("qps" | "rps", Value::Rate(r)) => Value::Rate(r),
+                    ("qps" | "rps", Value::Int(i)) => Value::Rate(i as f64),
+                    ("qps" | "rps", Value::Float(f)) => Value::Rate(f),
                     (m, other) => {
                         let want = match m {
                             "error_rate" => "a percentage such as `0.1%`",
                             "errors" | "rows" => "a count",
-                            "qps" => "a rate such as `100/s`",
+                            "qps" | "rps" => "a rate such as `100/s`",
                             _ => "a duration such as `20ms`",
                         };
                         ev.error(
@@ -2215,6 +2234,21 @@ fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Phase> {
     }
     match op {
         Operation::Queries => {
+            if let Some(e) = r
+                .expects
+                .iter()
+                .find(|e| matches!(e, ast::Expect::Body(..)))
+            {
+                ev.error(
+                    Diagnostic::error(
+                        Code::E0702,
+                        e.span(),
+                        "`expect body` belongs to request runs",
+                    )
+                    .label("queries have no HTTP body to check"),
+                );
+                return None;
+            }
             if expects.iter().any(|t| t.metric == "status") {
                 ev.error(
                     Diagnostic::error(
@@ -2291,79 +2325,82 @@ fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Phase> {
         }
         _ => {
             let rq = request.expect("request run");
-            let path = &rq.value;
-            if path.len() < 2 {
-                return ev.fail(
-                    Diagnostic::error(
-                        Code::E0105,
-                        rq.span,
-                        "name a hook function: `request HOOK.FUNCTION`",
-                    )
-                    .label("expected HOOK.FUNCTION"),
-                );
-            }
-            let (hook_path, func) = path.split_at(path.len() - 1);
-            let func = &func[0];
-            let (hinst, hook) = match ev.resolve_decl(hook_path, InstanceId::ROOT) {
-                Ok((hi, Decl::Hook(h), used)) if used == hook_path.len() => (hi, h),
-                Ok((_, d, _)) => {
-                    return ev.fail(
-                        Diagnostic::error(
-                            Code::E0201,
-                            hook_path[0].span,
-                            format!("`{}` is a {}, not a hook", join(hook_path), d.kind()),
-                        )
-                        .label("expected a hook"),
-                    )
-                }
-                Err(d) => return ev.fail(d),
-            };
             let mut require_plans = Vec::new();
             for c in &r.require {
                 require_plans.push(require(ev, c, &scope)?);
             }
-            let module = ev.prog.instance(hinst).module;
-            let info = hooks.get(&(module, hook.name.name.clone()))?;
-            let Some((_, arity)) = info.functions.iter().find(|(n, _)| *n == func.name) else {
-                return ev.fail(
-                    Diagnostic::error(
-                        Code::E0802,
-                        func.span,
-                        format!("hook `{}` defines no function `{}`", hook.name, func.name),
-                    )
-                    .label("not in the script")
-                    .note(format!(
-                        "its functions: {}",
-                        info.functions
-                            .iter()
-                            .map(|(n, _)| n.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )),
-                );
+            let body = body_checks(ev, &r.expects, &scope)?;
+            let request = match &rq.value {
+                ast::RequestSpec::Hook(path) => hook_request(ev, rq.span, path, hooks)?,
+                ast::RequestSpec::Fixed { method, path, body } => {
+                    if endpoint.kind != "http" {
+                        return ev.fail(
+                            Diagnostic::error(
+                                Code::E0302,
+                                rq.span,
+                                format!(
+                                    "a fixed HTTP request needs an `http` endpoint, not `{}`",
+                                    endpoint.kind
+                                ),
+                            )
+                            .label("an HTTP request")
+                            .note("SQL endpoints take requests from a hook: `#{sql, binds}`"),
+                        );
+                    }
+                    let path = match ev.eval(path, &scope)? {
+                        Value::Str(t) if t.as_lit().is_some_and(|p| p.starts_with('/')) => {
+                            t.as_lit().unwrap_or_default().to_string()
+                        }
+                        Value::Str(_) => {
+                            return ev.fail(
+                                Diagnostic::error(
+                                    Code::E0202,
+                                    path.span,
+                                    "a request path starts with `/`",
+                                )
+                                .label("for example \"/query\""),
+                            )
+                        }
+                        other => {
+                            return ev.fail(ev.mismatch(path.span, "a path string", &other, &scope))
+                        }
+                    };
+                    let body =
+                        match body {
+                            None => None,
+                            Some(b) => match ev.eval(b, &scope)? {
+                                Value::Str(t) => match t.as_lit() {
+                                    Some(p) => Some(p.to_string()),
+                                    None => return ev.fail(
+                                        Diagnostic::error(
+                                            Code::E0202,
+                                            b.span,
+                                            "a request body cannot carry a secret from `env(...)`",
+                                        )
+                                        .label("bodies are printed in plans"),
+                                    ),
+                                },
+                                other => {
+                                    return ev.fail(ev.mismatch(
+                                        b.span,
+                                        "a body string",
+                                        &other,
+                                        &scope,
+                                    ))
+                                }
+                            },
+                        };
+                    RequestPlan::Fixed {
+                        method: method.clone(),
+                        path,
+                        body,
+                    }
+                }
             };
-            if *arity != 1 {
-                return ev.fail(
-                    Diagnostic::error(
-                        Code::E0802,
-                        func.span,
-                        format!(
-                            "`{}` takes {arity} parameters; a request function takes one (ctx)",
-                            func.name
-                        ),
-                    )
-                    .label("wrong number of parameters"),
-                );
-            }
             Some(Phase::Requests(RequestPhase {
                 name: r.name.name.clone(),
                 endpoint,
-                hook: HookPlan {
-                    name: hook.name.name.clone(),
-                    path: info.path.clone(),
-                    functions: info.functions.iter().map(|(n, _)| n.clone()).collect(),
-                },
-                function: func.name.clone(),
+                request,
                 workers,
                 load,
                 stop,
@@ -2371,9 +2408,109 @@ fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Phase> {
                 repeat,
                 require: require_plans,
                 expects,
+                body,
             }))
         }
     }
+}
+
+/// `expect body ...` of a request run.
+fn body_checks(ev: &Eval<'_>, expects: &[ast::Expect], scope: &Scope) -> Ev<Vec<BodyExpect>> {
+    let mut out = Vec::new();
+    for e in expects {
+        let ast::Expect::Body(check, _) = e else {
+            continue;
+        };
+        out.push(match check {
+            ast::BodyCheck::Json(None) => BodyExpect::Json,
+            ast::BodyCheck::Json(Some(s)) if s == "array" => BodyExpect::JsonArray,
+            ast::BodyCheck::Json(Some(_)) => BodyExpect::JsonObject,
+            ast::BodyCheck::Contains(x) => match ev.eval(x, scope)? {
+                Value::Str(t) if t.as_lit().is_some_and(|p| !p.is_empty()) => {
+                    BodyExpect::Contains(t.as_lit().unwrap_or_default().to_string())
+                }
+                other => return ev.fail(ev.mismatch(x.span, "a non-empty string", &other, scope)),
+            },
+        });
+    }
+    Some(out)
+}
+
+/// `request HOOK.FUNCTION`: the hook, checked to define the function with one parameter.
+fn hook_request(ev: &Eval<'_>, span: Span, path: &[Ident], hooks: &Hooks) -> Ev<RequestPlan> {
+    if path.len() < 2 {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0105,
+                span,
+                "name a hook function: `request HOOK.FUNCTION`",
+            )
+            .label("expected HOOK.FUNCTION"),
+        );
+    }
+    let (hook_path, func) = path.split_at(path.len() - 1);
+    let func = &func[0];
+    let (hinst, hook) = match ev.resolve_decl(hook_path, InstanceId::ROOT) {
+        Ok((hi, Decl::Hook(h), used)) if used == hook_path.len() => (hi, h),
+        Ok((_, d, _)) => {
+            return ev.fail(
+                Diagnostic::error(
+                    Code::E0201,
+                    hook_path[0].span,
+                    format!("`{}` is a {}, not a hook", join(hook_path), d.kind()),
+                )
+                .label("expected a hook"),
+            )
+        }
+        Err(d) => return ev.fail(d),
+    };
+    let module = ev.prog.instance(hinst).module;
+    let info = hooks.get(&(module, hook.name.name.clone()))?;
+    let Some((_, arity)) = info.functions.iter().find(|(n, _)| *n == func.name) else {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0802,
+                func.span,
+                format!("hook `{}` defines no function `{}`", hook.name, func.name),
+            )
+            .label("not in the script")
+            .note(format!(
+                "its functions: {}",
+                info.functions
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        );
+    };
+    if *arity != 1 {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0802,
+                func.span,
+                format!(
+                    "`{}` takes {arity} parameters; a request function takes one (ctx)",
+                    func.name
+                ),
+            )
+            .label("wrong number of parameters"),
+        );
+    }
+    Some(RequestPlan::Hook {
+        hook: HookPlan {
+            name: hook.name.name.clone(),
+            path: info.path.clone(),
+            functions: info.functions.iter().map(|(n, _)| n.clone()).collect(),
+            file: info.file.clone(),
+            source: info.source.clone(),
+        },
+        function: func.name.clone(),
+        response: info
+            .functions
+            .iter()
+            .any(|(n, a)| n == "response" && *a == 2),
+    })
 }
 
 /// The queries a selector names: one query, or every query of a module with `alias.*`.

@@ -5,10 +5,12 @@
 mod admin;
 mod cpu;
 pub mod ddl;
+mod http1;
 pub mod ingest;
 mod producer;
 pub mod progress;
 pub mod queries;
+pub mod requests;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -142,11 +144,15 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
                     let label = format!("{label} {}", q.name);
                     PhaseReport::Queries(Box::new(runtime.block_on(queries::run(env, &label, q))))
                 }
-                Phase::Requests(r) => PhaseReport::NotRun {
-                    name: r.name.clone(),
-                    reason: "request runs are not built yet (the Rhai hooks issue builds them)"
-                        .into(),
-                },
+                Phase::Requests(r) => {
+                    let label = format!("{label} {}", r.name);
+                    PhaseReport::Requests(Box::new(runtime.block_on(requests::run(
+                        env,
+                        &label,
+                        r,
+                        &cell.params,
+                    ))))
+                }
             };
             phases.push(report);
             if env.stop.load(Ordering::Relaxed) {

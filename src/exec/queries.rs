@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, Mutex};
 use super::{fmt_duration, latency, resolve_url, timeouts, RunEnv};
 use crate::client::SqlClient;
 use crate::gen::route::shard_of;
-use crate::plan::{EndpointPlan, Load, QueryPhase, Stop, Threshold};
+use crate::plan::{EndpointPlan, Load, QueryPhase, Require, Stop, Threshold};
 use crate::query::binds::BindProgram;
 use crate::query::schedule::{Arrivals, Mix};
 use crate::query::sql::Dialect;
@@ -321,15 +321,20 @@ fn refused(phase: &QueryPhase, status: Status, why: String) -> QueryReport {
 }
 
 /// Checks `require rows(T) OP N` on a connection of the phase's endpoint.
-async fn requirements(env: &RunEnv, phase: &QueryPhase, url: &str) -> Result<(), String> {
-    if phase.require.is_empty() {
+pub(super) async fn requirements(
+    env: &RunEnv,
+    require: &[Require],
+    endpoint: &EndpointPlan,
+    url: &str,
+) -> Result<(), String> {
+    if require.is_empty() {
         return Ok(());
     }
-    let (timeout, _) = timeouts(&phase.endpoint);
-    let mut client = SqlClient::connect(&phase.endpoint, url, &env.base_dir, timeout)
+    let (timeout, _) = timeouts(endpoint);
+    let mut client = SqlClient::connect(endpoint, url, &env.base_dir, timeout)
         .await
         .map_err(|e| format!("cannot check `require`: {}", e.message))?;
-    for r in &phase.require {
+    for r in require {
         let sql = format!(
             "SELECT count(*) FROM {}",
             crate::exec::ddl::quote_ident(&r.table)
@@ -351,7 +356,7 @@ async fn requirements(env: &RunEnv, phase: &QueryPhase, url: &str) -> Result<(),
     Ok(())
 }
 
-fn compare(actual: f64, op: &str, want: f64) -> bool {
+pub(super) fn compare(actual: f64, op: &str, want: f64) -> bool {
     match op {
         "<" => actual < want,
         "<=" => actual <= want,
@@ -477,7 +482,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
         }
     }
     let programs = Arc::new(programs);
-    if let Err(e) = requirements(env, phase, &url).await {
+    if let Err(e) = requirements(env, &phase.require, &phase.endpoint, &url).await {
         return refused(phase, Status::Failed, e);
     }
 
@@ -646,39 +651,17 @@ fn finish(
         .map(|th| judge(th, &all, elapsed))
         .collect();
 
-    // Errors fail the run unless a threshold allows them: `--max-error-rate`, else the file's
-    // `expect error_rate`, else none at all.
-    let file_rate = phase
-        .expects
-        .iter()
-        .any(|t| t.metric == "error_rate" || t.metric == "errors");
-    match env.max_error_rate {
-        Some(max) if all.error_rate() > max => {
-            report.failures.push(format!(
-                "error rate {:.4}% is over --max-error-rate {:.4}%",
-                100.0 * all.error_rate(),
-                100.0 * max
-            ));
-        }
-        None if !file_rate && report.failed > 0 => {
-            report.failures.push(format!(
-                "{} of {} queries failed (no `expect error_rate` allows errors)",
-                report.failed,
-                report.failed + report.ok
-            ));
-        }
-        _ => {}
-    }
-    // `--max-error-rate` replaces the file's own error-rate threshold.
-    let overridden = |t: &ThresholdReport| env.max_error_rate.is_some() && t.metric == "error_rate";
-    let failed_thresholds = report
-        .thresholds
-        .iter()
-        .chain(report.query_types.iter().flat_map(|t| &t.thresholds))
-        .filter(|t| !t.ok && !overridden(t))
-        .map(|t| format!("threshold not met: {} (measured {})", t.expect, t.actual))
-        .collect::<Vec<_>>();
-    report.failures.extend(failed_thresholds);
+    report
+        .failures
+        .extend(error_policy(&phase.expects, env, &all, "queries"));
+    let failed = failed_thresholds(
+        report
+            .thresholds
+            .iter()
+            .chain(report.query_types.iter().flat_map(|t| &t.thresholds)),
+        env,
+    );
+    report.failures.extend(failed);
     if report.ok + report.failed == 0 && report.failures.is_empty() {
         report.failures.push("no query was measured".into());
     }
@@ -705,7 +688,46 @@ fn finish(
     };
 }
 
-fn errors(s: &TypeStats) -> std::collections::BTreeMap<String, ErrorCount> {
+/// Errors fail the run unless a threshold allows them: `--max-error-rate`, else the file's
+/// `expect error_rate` (or `errors`), else none at all. `unit` names what failed: `queries`.
+pub(super) fn error_policy(
+    expects: &[Threshold],
+    env: &RunEnv,
+    all: &TypeStats,
+    unit: &str,
+) -> Option<String> {
+    let file_rate = expects
+        .iter()
+        .any(|t| t.metric == "error_rate" || t.metric == "errors");
+    match env.max_error_rate {
+        Some(max) if all.error_rate() > max => Some(format!(
+            "error rate {:.4}% is over --max-error-rate {:.4}%",
+            100.0 * all.error_rate(),
+            100.0 * max
+        )),
+        None if !file_rate && all.failed() > 0 => Some(format!(
+            "{} of {} {unit} failed (no `expect error_rate` allows errors)",
+            all.failed(),
+            all.failed() + all.ok
+        )),
+        _ => None,
+    }
+}
+
+/// One failure line per threshold not met; `--max-error-rate` replaces the file's own
+/// error-rate threshold, so that one is not judged.
+pub(super) fn failed_thresholds<'a>(
+    thresholds: impl Iterator<Item = &'a ThresholdReport>,
+    env: &RunEnv,
+) -> Vec<String> {
+    let overridden = |t: &ThresholdReport| env.max_error_rate.is_some() && t.metric == "error_rate";
+    thresholds
+        .filter(|t| !t.ok && !overridden(t))
+        .map(|t| format!("threshold not met: {} (measured {})", t.expect, t.actual))
+        .collect()
+}
+
+pub(super) fn errors(s: &TypeStats) -> std::collections::BTreeMap<String, ErrorCount> {
     s.errors
         .iter()
         .map(|(class, e)| {
@@ -727,11 +749,13 @@ fn class_name(c: QueryErrorClass) -> &'static str {
         QueryErrorClass::Timeout => "timeout",
         QueryErrorClass::Connection => "connection",
         QueryErrorClass::Client => "client",
+        QueryErrorClass::Body => "body",
+        QueryErrorClass::Hook => "hook",
     }
 }
 
 /// Measures a threshold's metric and compares it.
-fn judge(th: &Threshold, s: &TypeStats, elapsed_s: f64) -> ThresholdReport {
+pub(super) fn judge(th: &Threshold, s: &TypeStats, elapsed_s: f64) -> ThresholdReport {
     let us = |q: f64| -> f64 {
         if s.latency.is_empty() {
             0.0
@@ -777,7 +801,7 @@ fn judge(th: &Threshold, s: &TypeStats, elapsed_s: f64) -> ThresholdReport {
             s.failed().to_string(),
         ),
         "rows" => (s.rows as f64, other_number(&th.value), s.rows.to_string()),
-        "qps" => {
+        "qps" | "rps" => {
             let qps = s.ok as f64 / elapsed_s.max(1e-9);
             let want = match &th.value {
                 Value::Rate(r) => *r,

@@ -286,14 +286,25 @@ pub fn listing(plan: &Plan) -> String {
                 }
                 Phase::Requests(p) => {
                     let _ = writeln!(o, "  requests {} -> {}", p.name, endpoint(&p.endpoint));
-                    let _ = writeln!(
-                        o,
-                        "    hook {} from {:?} calls {}  functions {}",
-                        p.hook.name,
-                        p.hook.path,
-                        p.function,
-                        p.hook.functions.join(", ")
-                    );
+                    match &p.request {
+                        RequestPlan::Hook { hook, function, .. } => {
+                            let _ = writeln!(
+                                o,
+                                "    hook {} from {:?} calls {}  functions {}",
+                                hook.name,
+                                hook.path,
+                                function,
+                                hook.functions.join(", ")
+                            );
+                        }
+                        RequestPlan::Fixed { method, path, body } => {
+                            let _ = writeln!(o, "    request {method} {path:?}");
+                            if let Some(b) = body {
+                                let _ = writeln!(o, "      body {b:?}");
+                            }
+                        }
+                    }
+
                     let _ = writeln!(
                         o,
                         "    workers {}  {}  {}{}  repeat {}",
@@ -310,6 +321,9 @@ pub fn listing(plan: &Plan) -> String {
                         let _ = writeln!(o, "    require rows({}) {} {}", r.table, r.op, r.value);
                     }
                     thresholds(&mut o, "    ", &p.expects);
+                    for b in &p.body {
+                        let _ = writeln!(o, "    expect {b}");
+                    }
                 }
             }
         }

@@ -309,21 +309,70 @@ pub struct QueryPhase {
 #[derive(Clone, Debug, Serialize)]
 pub struct HookPlan {
     pub name: String,
+    /// The script's path as written in the workload (relative to the file that names it).
     pub path: String,
     pub functions: Vec<String>,
+    /// Where the script was read from (`dir/x.rhai`, or `std/x.rhai`), for messages.
+    #[serde(skip)]
+    pub file: String,
+    /// The script's text as the checker compiled it: the runner compiles the same text, not
+    /// whatever the file holds by then.
+    #[serde(skip)]
+    pub source: std::sync::Arc<str>,
+}
+
+/// What a request run sends.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RequestPlan {
+    /// Each request is built by `function(ctx)` of the hook.
+    Hook {
+        hook: HookPlan,
+        function: String,
+        /// The script defines `response(ctx, resp)`: it sees every answer.
+        response: bool,
+    },
+    /// The same request every time; headers come from the endpoint.
+    Fixed {
+        method: String,
+        path: String,
+        body: Option<String>,
+    },
+}
+
+/// `expect body ...`: what every answer's body must be, else the request is an error.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "check", content = "text", rename_all = "snake_case")]
+pub enum BodyExpect {
+    Json,
+    JsonArray,
+    JsonObject,
+    Contains(String),
+}
+
+impl std::fmt::Display for BodyExpect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BodyExpect::Json => f.write_str("body json"),
+            BodyExpect::JsonArray => f.write_str("body json array"),
+            BodyExpect::JsonObject => f.write_str("body json object"),
+            BodyExpect::Contains(t) => write!(f, "body contains {t:?}"),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct RequestPhase {
     pub name: String,
     pub endpoint: EndpointPlan,
-    pub hook: HookPlan,
-    pub function: String,
+    pub request: RequestPlan,
     pub workers: u64,
     pub load: Load,
     pub stop: Stop,
     pub warmup: Option<Value>,
     pub repeat: u64,
     pub require: Vec<Require>,
+    /// Thresholds, and `status in [...]` / `status in lo..hi` from `expect status`.
     pub expects: Vec<Threshold>,
+    pub body: Vec<BodyExpect>,
 }

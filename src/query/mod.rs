@@ -66,6 +66,10 @@ pub enum QueryErrorClass {
     Connection,
     /// The client could not send the query (a bind that does not fit its parameter, ...).
     Client,
+    /// Request runs: the answer's body failed an `expect body` check.
+    Body,
+    /// Request runs: the response hook called the answer an error.
+    Hook,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -92,6 +92,29 @@ pub fn csv(report: &Report) -> Result<Vec<u8>, String> {
                     }
                     v
                 }
+                PhaseReport::Requests(r) => {
+                    let mut v = vec![
+                        cell.index.to_string(),
+                        cell.key.clone(),
+                        r.name.clone(),
+                        "requests".into(),
+                        r.endpoint.clone(),
+                        format!("{:?}", r.status).to_lowercase(),
+                        r.connections.to_string(),
+                    ];
+                    v.resize(header.len(), String::new());
+                    let at = |name: &str| header.iter().position(|h| *h == name);
+                    if let Some(i) = at("elapsed_s") {
+                        v[i] = r.elapsed_s.to_string();
+                    }
+                    if let Some(i) = at("client_cpu_s") {
+                        v[i] = opt(r.client_cpu_s);
+                    }
+                    if let Some(i) = at("errors") {
+                        v[i] = r.failed.to_string();
+                    }
+                    v
+                }
                 PhaseReport::NotRun { name, .. } => {
                     let mut v = vec![
                         cell.index.to_string(),

@@ -60,6 +60,7 @@ pub enum Status {
 pub enum PhaseReport {
     Ingest(Box<IngestReport>),
     Queries(Box<QueryReport>),
+    Requests(Box<RequestReport>),
     NotRun { name: String, reason: String },
 }
 
@@ -68,6 +69,7 @@ impl PhaseReport {
         match self {
             PhaseReport::Ingest(r) => r.status,
             PhaseReport::Queries(r) => r.status,
+            PhaseReport::Requests(r) => r.status,
             PhaseReport::NotRun { .. } => Status::NotRun,
         }
     }
@@ -245,6 +247,66 @@ impl QueryReport {
             results: None,
         }
     }
+}
+
+/// A request run (docs/report-format.md, "Request phases").
+#[derive(Clone, Debug, Serialize)]
+pub struct RequestReport {
+    pub name: String,
+    pub endpoint: String,
+    pub kind: String,
+    /// `hook.function`, or `METHOD /path` for a fixed request.
+    pub request: String,
+    pub connections: u64,
+    /// `closed`, or `open 5000/s fixed`.
+    pub load: String,
+    pub status: Status,
+    pub failures: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Measured time, all repetitions (warm-ups excluded).
+    pub elapsed_s: f64,
+    pub ok: u64,
+    pub failed: u64,
+    pub error_rate: f64,
+    /// Successful requests per second: an error is never throughput.
+    pub rps: f64,
+    /// SQL endpoints: result rows of the successful requests.
+    pub rows: u64,
+    pub sum_us: u64,
+    /// From the intended send time (open loop) or the send (closed loop) to the whole answer.
+    pub latency: Latency,
+    /// Open loop only: from the actual send to the whole answer.
+    pub service: Option<Latency>,
+    pub errors: BTreeMap<String, ErrorCount>,
+    /// HTTP status code -> answers with it, errors included.
+    pub statuses: BTreeMap<u16, u64>,
+    /// `ctx.count(...)` of the response hook, summed over the workers.
+    pub counters: BTreeMap<String, i64>,
+    /// Request bytes written and answer body bytes read (HTTP endpoints).
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Connections opened again: after a broken one, or after the server closed one between
+    /// requests (keep-alive ended). Never a silent retry of a request.
+    pub reconnects: u64,
+    pub requests_per_worker: Vec<u64>,
+    /// CPU seconds of the wlrun process during the measured rounds (from /proc).
+    pub client_cpu_s: Option<f64>,
+    /// Open loop: sends more than 10 ms after their intended time, and scheduled requests
+    /// never sent because the connections' queues were full.
+    pub late: u64,
+    pub dropped: u64,
+    pub repeats: Vec<RepeatReport>,
+    /// Per second of the measured rounds: requests that succeeded and failed in it.
+    pub per_second: Vec<SecondReport>,
+    pub thresholds: Vec<ThresholdReport>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SecondReport {
+    /// Seconds since the start of the round (repeats follow one another).
+    pub second: u64,
+    pub ok: u64,
+    pub failed: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]

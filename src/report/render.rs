@@ -1,7 +1,7 @@
 //! The report as people read it: one line per finished cell while the run goes on, and a
 //! table of every cell at the end.
 
-use super::{CellReport, IngestReport, PhaseReport, QueryReport, Report, Status};
+use super::{CellReport, IngestReport, PhaseReport, QueryReport, Report, RequestReport, Status};
 use crate::plan::thousands;
 
 fn opt_rows(v: Option<u64>) -> String {
@@ -70,9 +70,89 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
                     out += &format!("  {f}\n");
                 }
             }
+            PhaseReport::Requests(r) => {
+                out += &format!(
+                    "{label}: requests {} -> {}: {}\n",
+                    r.name,
+                    r.endpoint,
+                    status(r.status)
+                );
+                out += &request_lines(r);
+                for w in &r.warnings {
+                    out += &format!("  warning: {w}\n");
+                }
+                for f in &r.failures {
+                    out += &format!("  {f}\n");
+                }
+            }
             PhaseReport::NotRun { name, reason } => {
                 out += &format!("{label}: {name}: not run: {reason}\n");
             }
+        }
+    }
+    out
+}
+
+/// A request phase: counts and rate, latency, statuses, errors and counters.
+fn request_lines(r: &RequestReport) -> String {
+    if r.ok + r.failed == 0 {
+        return String::new();
+    }
+    let mut out = format!(
+        "  {} requests ok, {} failed, in {:.2}s = {:.1} requests/s ({}, {} connections, {})\n",
+        thousands(r.ok),
+        thousands(r.failed),
+        r.elapsed_s,
+        r.rps,
+        r.request,
+        r.connections,
+        r.load,
+    );
+    out += &format!(
+        "  latency mean {} p50 {} p90 {} p99 {} p99.9 {} max {}\n",
+        ms(r.latency.mean_us as u64),
+        ms(r.latency.p50_us),
+        ms(r.latency.p90_us),
+        ms(r.latency.p99_us),
+        ms(r.latency.p999_us),
+        ms(r.latency.max_us),
+    );
+    if let Some(s) = &r.service {
+        out += &format!(
+            "  service time p50 {} p99 {}; {} late, {} dropped\n",
+            ms(s.p50_us),
+            ms(s.p99_us),
+            thousands(r.late),
+            thousands(r.dropped)
+        );
+    }
+    if !r.statuses.is_empty() {
+        let codes: Vec<String> = r
+            .statuses
+            .iter()
+            .map(|(code, n)| format!("{code}: {}", thousands(*n)))
+            .collect();
+        out += &format!("  statuses {}\n", codes.join(", "));
+    }
+    for (class, e) in &r.errors {
+        out += &format!(
+            "  {class} errors: {} (first: {})\n",
+            thousands(e.count),
+            e.first
+        );
+    }
+    if !r.counters.is_empty() {
+        let counters: Vec<String> = r.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        out += &format!("  counters {}\n", counters.join(", "));
+    }
+    if let Some(cpu) = r.client_cpu_s {
+        let n = r.ok + r.failed;
+        if n > 0 && r.elapsed_s > 0.0 {
+            out += &format!(
+                "  client cpu {:.1}us per request ({:.2} cores)\n",
+                cpu * 1e6 / n as f64,
+                cpu / r.elapsed_s
+            );
         }
     }
     out
@@ -278,6 +358,24 @@ pub fn table(report: &Report) -> String {
                     "-".into(),
                     "-".into(),
                     format!("{:.1} q/s", r.qps),
+                    "-".into(),
+                    if r.latency.count > 0 {
+                        ms(r.latency.p99_us)
+                    } else {
+                        "-".into()
+                    },
+                    r.failed.to_string(),
+                ]),
+                // Requests: "sent" is requests sent, "rows/s" successful requests per second.
+                PhaseReport::Requests(r) => rows.push(vec![
+                    name.clone(),
+                    r.name.clone(),
+                    r.endpoint.clone(),
+                    status(r.status).into(),
+                    thousands(r.ok + r.failed),
+                    "-".into(),
+                    "-".into(),
+                    format!("{:.1} req/s", r.rps),
                     "-".into(),
                     if r.latency.count > 0 {
                         ms(r.latency.p99_us)

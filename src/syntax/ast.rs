@@ -382,15 +382,35 @@ pub struct Rate {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expect {
     Status(Expr, Span),
+    Body(BodyCheck, Span),
     Condition(Expr, Span),
 }
 
 impl Expect {
     pub fn span(&self) -> Span {
         match self {
-            Expect::Status(_, s) | Expect::Condition(_, s) => *s,
+            Expect::Status(_, s) | Expect::Body(_, s) | Expect::Condition(_, s) => *s,
         }
     }
+}
+
+/// `expect body ...`: what every answer's body must be.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BodyCheck {
+    /// `json`, `json array`, `json object`: the shape's name, if any.
+    Json(Option<String>),
+    Contains(Expr),
+}
+
+/// What a request run sends: a hook function's requests, or one fixed request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RequestSpec {
+    Hook(Vec<Ident>),
+    Fixed {
+        method: String,
+        path: Expr,
+        body: Option<Expr>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -398,7 +418,7 @@ pub struct Run {
     pub name: Ident,
     pub against: Vec<Against>,
     pub queries: Vec<Clause<Vec<QuerySelector>>>,
-    pub request: Vec<Clause<Vec<Ident>>>,
+    pub request: Vec<Clause<RequestSpec>>,
     pub workers: Vec<Clause<Expr>>,
     pub count: Vec<Clause<RunCount>>,
     pub duration: Vec<Clause<Expr>>,

@@ -660,6 +660,19 @@ impl Walker {
         let inner = c.into_inner().nth(1).expect("grammar: expect body");
         match inner.as_rule() {
             Rule::status_expect => Ok(Expect::Status(self.expr(last(inner))?, span)),
+            Rule::body_expect => {
+                let check = last(inner);
+                match check.as_rule() {
+                    Rule::body_json => Ok(Expect::Body(
+                        BodyCheck::Json(check.into_inner().nth(1).map(|s| s.as_str().to_string())),
+                        span,
+                    )),
+                    _ => Ok(Expect::Body(
+                        BodyCheck::Contains(self.expr(last(check))?),
+                        span,
+                    )),
+                }
+            }
             Rule::expr => Ok(Expect::Condition(self.expr(inner)?, span)),
             r => unexpected(r, "expect"),
         }
@@ -765,10 +778,28 @@ impl Walker {
                         span: cspan,
                     });
                 }
-                Rule::request_clause => r.request.push(Clause {
-                    value: self.path(last(c)),
-                    span: cspan,
-                }),
+                Rule::request_clause => {
+                    let inner = last(c);
+                    let value = match inner.as_rule() {
+                        Rule::fixed_request => {
+                            let mut parts = inner.into_inner();
+                            let method = parts.next().expect("grammar: method").as_str();
+                            let path = self.expr(parts.next().expect("grammar: request path"))?;
+                            // `body` keyword, then the body expression.
+                            let body = match parts.nth(1) {
+                                Some(b) => Some(self.expr(b)?),
+                                None => None,
+                            };
+                            RequestSpec::Fixed {
+                                method: method.to_string(),
+                                path,
+                                body,
+                            }
+                        }
+                        _ => RequestSpec::Hook(self.path(inner)),
+                    };
+                    r.request.push(Clause { value, span: cspan });
+                }
                 Rule::workers_clause => r.workers.push(self.clause_expr(c)?),
                 Rule::run_count => {
                     let mut count = None;

@@ -242,7 +242,18 @@ fn item_sexpr(o: &mut String, item: &Item) {
                 o.push(')');
             }
             for q in &r.request {
-                let _ = write!(o, "\n  (request {})", path(&q.value));
+                match &q.value {
+                    RequestSpec::Hook(p) => {
+                        let _ = write!(o, "\n  (request {})", path(p));
+                    }
+                    RequestSpec::Fixed { method, path, body } => {
+                        let _ = write!(o, "\n  (request {method} {}", expr(path));
+                        if let Some(b) = body {
+                            let _ = write!(o, " (body {})", expr(b));
+                        }
+                        o.push(')');
+                    }
+                }
             }
             clauses(o, "workers", &r.workers);
             for c in &r.count {
@@ -287,6 +298,15 @@ fn expects(o: &mut String, es: &[Expect]) {
         match e {
             Expect::Status(v, _) => {
                 let _ = write!(o, "\n  (expect status {})", expr(v));
+            }
+            Expect::Body(BodyCheck::Json(shape), _) => {
+                let _ = match shape {
+                    Some(s) => write!(o, "\n  (expect body json {s})"),
+                    None => write!(o, "\n  (expect body json)"),
+                };
+            }
+            Expect::Body(BodyCheck::Contains(v), _) => {
+                let _ = write!(o, "\n  (expect body contains {})", expr(v));
             }
             Expect::Condition(v, _) => {
                 let _ = write!(o, "\n  (expect {})", expr(v));

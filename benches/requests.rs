@@ -1,0 +1,436 @@
+//! `cargo bench --bench requests`: the request runner against `wrk`, both POSTing a ksqlDB
+//! pull query to nginx on 127.0.0.1 (`location = /query { return 200 '[]'; }`: a static file
+//! would answer a POST with 405).
+//!
+//! Four comparisons, each wrk against wlrun, interleaved, medians of 5 runs of 10 s
+//! (`WLRUN_BENCH_RUNS`, `WLRUN_BENCH_SECONDS` override both):
+//!
+//! 1. no hook, 1 connection: a fixed request (`post.lua` against `plain.wl`),
+//! 2. no hook, 32 connections (wrk with 2 threads),
+//! 3. a hook building each request for a random key, 1 connection (`pull.lua`, whose Lua
+//!    `request()` calls `wrk.format`, against `hooked.wl`, whose Rhai `request()` builds it),
+//! 4. the hook, 32 connections.
+//!
+//! Targets: wlrun at least 0.95x wrk's requests/s without a hook, 0.85x with one. Also the
+//! client CPU microseconds per request of both (wrk: user + system from the shell's `times`
+//! over its request count; wlrun: the report's `client_cpu_s` over its requests).
+//!
+//! The fixtures are in benches/requests/: the nginx config template, the wrk scripts, the
+//! workloads and the Rhai hook; the bench writes them with the port filled in into a temporary
+//! directory and starts its own nginx there (one worker process, as the current user), which it
+//! stops at the end, also on a panic. Without nginx or wrk, or when 127.0.0.1 cannot be bound,
+//! it says so and measures nothing.
+
+#[allow(dead_code)] // run_text
+#[path = "common/run.rs"]
+mod run;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use wlrun::report::{PhaseReport, RequestReport};
+
+const NGINX_CONF: &str = include_str!("requests/nginx.conf");
+const POST_LUA: &str = include_str!("requests/post.lua");
+const PULL_LUA: &str = include_str!("requests/pull.lua");
+const PULL_RHAI: &str = include_str!("requests/pull.rhai");
+const PLAIN_WL: &str = include_str!("requests/plain.wl");
+const HOOKED_WL: &str = include_str!("requests/hooked.wl");
+
+/// The body of the fixed request, as post.lua and plain.wl send it.
+const BODY: &str =
+    r#"{"ksql":"SELECT * FROM ORDERS_TABLE WHERE ORDERID = 42;","streamsProperties":{}}"#;
+
+fn env_number(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| *n > 0)
+            .unwrap_or_else(|| panic!("{name}={v}: expected a whole number above 0")),
+        Err(_) => default,
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// `name` on the PATH, or in the sbin directories a user's PATH often lacks.
+fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/local/sbin", "/sbin"].map(PathBuf::from))
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// nginx running in the foreground from a generated config, stopped when dropped.
+struct Nginx {
+    child: Child,
+    prefix: PathBuf,
+}
+
+impl Nginx {
+    fn start(program: &Path, prefix: &Path, port: u16) -> Nginx {
+        let conf = prefix.join("nginx.conf");
+        let text = NGINX_CONF
+            .replace("@PREFIX@", &prefix.display().to_string())
+            .replace("@PORT@", &port.to_string());
+        std::fs::write(&conf, text).expect("the nginx config is written");
+        let stderr = std::fs::File::create(prefix.join("stderr.log")).expect("a log file");
+        let child = Command::new(program)
+            .arg("-p")
+            .arg(prefix)
+            .arg("-c")
+            .arg(&conf)
+            .arg("-e")
+            .arg(prefix.join("error.log"))
+            .args(["-g", "daemon off;"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
+        let mut nginx = Nginx {
+            child,
+            prefix: prefix.to_path_buf(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(Some(status)) = nginx.child.try_wait() {
+                panic!("nginx exited at start ({status}):\n{}", nginx.logs());
+            }
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "nginx does not listen on 127.0.0.1:{port} after 10 s:\n{}",
+                    nginx.logs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        nginx
+    }
+
+    fn logs(&self) -> String {
+        ["stderr.log", "error.log"]
+            .iter()
+            .filter_map(|f| std::fs::read_to_string(self.prefix.join(f)).ok())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // SIGTERM to the master, which stops its worker (a SIGKILL would leave it running).
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One POST /query on a fresh connection: nginx answers it with 200, not 405.
+fn check_server(port: u16) -> Result<(), String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(|e| e.to_string())?;
+    let request = format!(
+        "POST /query HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/vnd.ksql.v1+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{BODY}",
+        BODY.len()
+    );
+    s.write_all(request.as_bytes()).map_err(|e| e.to_string())?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).map_err(|e| e.to_string())?;
+    match answer.lines().next() {
+        Some(l) if l.starts_with("HTTP/1.1 200") => Ok(()),
+        first => Err(format!("POST /query answered {first:?}")),
+    }
+}
+
+struct Measured {
+    rps: f64,
+    cpu_us_per_request: f64,
+}
+
+/// wrk's figures: requests/s, and its CPU (user + system, from the shell's `times`) over its
+/// request count. Warns about non-2xx answers and socket errors.
+fn run_wrk(dir: &Path, command: &str) -> Measured {
+    let out = Command::new("bash")
+        .args(["-c", &format!("{command}; times")])
+        .current_dir(dir)
+        .output()
+        .expect("bash runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let fail = |what: &str| -> ! {
+        panic!(
+            "{command}: {what} in its output:\n{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let requests: f64 = text
+        .lines()
+        .find(|l| l.contains(" requests in "))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| fail("no `N requests in`"));
+    let rps: f64 = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| fail("no `Requests/sec:`"));
+    for l in text.lines() {
+        let l = l.trim();
+        if l.starts_with("Non-2xx or 3xx responses") || l.starts_with("Socket errors") {
+            println!("  warning: {command}: {l}");
+        }
+    }
+    // `times` prints the shell's own times, then its children's: `0m1.230s 0m0.450s`.
+    let secs = |t: &str| -> Option<f64> {
+        let (m, s) = t.trim_end_matches('s').split_once('m')?;
+        Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
+    };
+    let cpu = text
+        .lines()
+        .last()
+        .and_then(|children| {
+            let mut parts = children.split_whitespace();
+            Some(secs(parts.next()?)? + secs(parts.next()?)?)
+        })
+        .unwrap_or_else(|| fail("no `times`"));
+    Measured {
+        rps,
+        cpu_us_per_request: cpu * 1e6 / requests.max(1.0),
+    }
+}
+
+/// The request phase of the workload file, run in this process as `wlrun run` would.
+fn run_wlrun(path: &Path) -> Measured {
+    let report = run::run_file(path);
+    let r: &RequestReport = match report.cells.first().and_then(|c| c.phases.first()) {
+        Some(PhaseReport::Requests(r)) => r,
+        Some(PhaseReport::NotRun { name, reason }) => {
+            panic!("the request run {name} was not run: {reason}")
+        }
+        _ => panic!("no request phase in the report of {}", path.display()),
+    };
+    assert!(
+        r.failures.is_empty(),
+        "the bench run failed: {:?} (statuses {:?}, errors {:?})",
+        r.failures,
+        r.statuses,
+        r.errors.keys().collect::<Vec<_>>()
+    );
+    for w in &r.warnings {
+        println!("  warning: wlrun {}: {w}", path.display());
+    }
+    if r.statuses.keys().any(|s| *s != 200) || r.failed > 0 {
+        println!(
+            "  warning: wlrun {}: statuses {:?}, {} failed",
+            path.display(),
+            r.statuses,
+            r.failed
+        );
+    }
+    let cpu = r.client_cpu_s.unwrap_or(f64::NAN);
+    Measured {
+        rps: r.rps,
+        cpu_us_per_request: cpu * 1e6 / (r.ok + r.failed).max(1) as f64,
+    }
+}
+
+struct Comparison {
+    label: &'static str,
+    hook: bool,
+    connections: u64,
+    wrk_threads: u64,
+}
+
+fn main() {
+    let (Some(nginx), Some(wrk)) = (find_program("nginx"), find_program("wrk")) else {
+        let missing: Vec<&str> = [
+            ("nginx", find_program("nginx")),
+            ("wrk", find_program("wrk")),
+        ]
+        .into_iter()
+        .filter(|(_, p)| p.is_none())
+        .map(|(n, _)| n)
+        .collect();
+        println!(
+            "requests bench: {} not found (Debian: apt-get install nginx-light wrk), nothing measured",
+            missing.join(" and ")
+        );
+        return;
+    };
+    let port = match TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+        Ok(addr) => addr.port(),
+        Err(e) => {
+            println!("requests bench: cannot bind 127.0.0.1 ({e}), nothing measured");
+            return;
+        }
+    };
+    let runs = env_number("WLRUN_BENCH_RUNS", 5) as usize;
+    let seconds = env_number("WLRUN_BENCH_SECONDS", 10);
+
+    let tmp = tempfile::Builder::new()
+        .prefix("wlrun-requests-bench")
+        .tempdir()
+        .expect("a temporary directory");
+    let dir = tmp.path().to_path_buf();
+    let server_dir = dir.join("nginx");
+    std::fs::create_dir(&server_dir).expect("the nginx prefix is created");
+    let write = |name: &str, text: &str| {
+        std::fs::write(dir.join(name), text).unwrap_or_else(|e| panic!("cannot write {name}: {e}"));
+    };
+    write("post.lua", POST_LUA);
+    write("pull.lua", PULL_LUA);
+    write("pull.rhai", PULL_RHAI);
+
+    // Declared after the temporary directory: stopped before it is removed.
+    let server = Nginx::start(&nginx, &server_dir, port);
+    if let Err(e) = check_server(port) {
+        panic!("nginx on 127.0.0.1:{port}: {e}\n{}", server.logs());
+    }
+
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!(
+        "POST /query (a ksqlDB pull query) to nginx {} on 127.0.0.1:{port}, 1 worker process, return 200 '[]'",
+        nginx.display()
+    );
+    println!(
+        "{cores} cores shared by the client and the server; {seconds} s per run, medians of {runs} interleaved runs"
+    );
+    println!(
+        "fixtures: benches/requests/ (written with the port filled in to {})",
+        dir.display()
+    );
+
+    let comparisons = [
+        Comparison {
+            label: "no hook, 1 connection",
+            hook: false,
+            connections: 1,
+            wrk_threads: 1,
+        },
+        Comparison {
+            label: "no hook, 32 connections",
+            hook: false,
+            connections: 32,
+            wrk_threads: 2,
+        },
+        Comparison {
+            label: "hook, 1 connection",
+            hook: true,
+            connections: 1,
+            wrk_threads: 1,
+        },
+        Comparison {
+            label: "hook, 32 connections",
+            hook: true,
+            connections: 32,
+            wrk_threads: 2,
+        },
+    ];
+    let url = format!("http://127.0.0.1:{port}/query");
+    let mut rows = Vec::new();
+    let mut commands = Vec::new();
+    for (i, c) in comparisons.iter().enumerate() {
+        let (template, script, target) = if c.hook {
+            (HOOKED_WL, "pull.lua", 0.85)
+        } else {
+            (PLAIN_WL, "post.lua", 0.95)
+        };
+        let workload = dir.join(format!("run{}.wl", i + 1));
+        std::fs::write(
+            &workload,
+            template
+                .replace("@PORT@", &port.to_string())
+                .replace("@CONNECTIONS@", &c.connections.to_string())
+                .replace("@SECONDS@", &seconds.to_string()),
+        )
+        .expect("the workload is written");
+        let command = format!(
+            "{} -t{} -c{} -d{seconds}s -s {script} {url}",
+            wrk.display(),
+            c.wrk_threads,
+            c.connections
+        );
+        println!("{}: {command}  |  wlrun {}", c.label, workload.display());
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for run in 0..runs {
+            // Alternate which goes first, so that neither always runs on a warmer machine.
+            if run % 2 == 0 {
+                ours.push(run_wlrun(&workload));
+                theirs.push(run_wrk(&dir, &command));
+            } else {
+                theirs.push(run_wrk(&dir, &command));
+                ours.push(run_wlrun(&workload));
+            }
+            let (o, t) = (ours.last().unwrap(), theirs.last().unwrap());
+            println!(
+                "  run {}: wlrun {:.0} req/s {:.1} us CPU/req, wrk {:.0} req/s {:.1} us CPU/req",
+                run + 1,
+                o.rps,
+                o.cpu_us_per_request,
+                t.rps,
+                t.cpu_us_per_request
+            );
+        }
+        let m = |v: &[Measured], f: fn(&Measured) -> f64| median(v.iter().map(f).collect());
+        rows.push((
+            c.label,
+            m(&ours, |x| x.rps),
+            m(&ours, |x| x.cpu_us_per_request),
+            m(&theirs, |x| x.rps),
+            m(&theirs, |x| x.cpu_us_per_request),
+            target,
+        ));
+        commands.push(command);
+    }
+
+    println!();
+    println!(
+        "{:<26} {:>12} {:>12} {:>12} {:>12} {:>8} {:>8}",
+        "", "wlrun req/s", "wlrun us/req", "wrk req/s", "wrk us/req", "ratio", "target"
+    );
+    for (label, o_rps, o_cpu, t_rps, t_cpu, target) in &rows {
+        let ratio = o_rps / t_rps;
+        println!(
+            "{label:<26} {o_rps:>12.0} {o_cpu:>12.1} {t_rps:>12.0} {t_cpu:>12.1} {:>7.2}x {:>7.2}x{}",
+            ratio,
+            target,
+            if ratio >= *target { "" } else { "  BELOW" }
+        );
+    }
+    println!("(us/req: client CPU microseconds per request, user + system)");
+    println!("wrk commands (run in {}):", dir.display());
+    for c in &commands {
+        println!("  {c}");
+    }
+    drop(server);
+}

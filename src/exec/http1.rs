@@ -1,0 +1,430 @@
+//! The request runner's HTTP/1.1 connection: wrk's approach in Rust. A request is rendered to
+//! bytes once (a fixed request) or into a reused buffer (a hook's request) and written with
+//! one `write`; the answer is parsed with `httparse` (hyper's own parser) and its body framed
+//! by `Content-Length`, chunked encoding or the end of the connection, all in the task that
+//! sends. hyper's client builds a `Request`, a `HeaderMap` and a `Uri` per request and hands
+//! them to its dispatcher: against a local nginx that cost more client CPU than the kernel's
+//! TCP work, and a load generator must not be the bottleneck it measures. `crate::http` stays
+//! the client for everything else (drivers, counts, `/exec` queries).
+//!
+//! The same guarantees as `crate::http`: a request that failed once any of it may have reached
+//! the server is never retried, and the connection is not used again (the caller connects
+//! afresh). A connection the server closed while idle is noticed before the next request is
+//! written, and reopened: nothing was in flight.
+
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes, BytesMut};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::driver::{DriverError, ErrorClass};
+use crate::http::{HttpUrl, MAX_ANSWER_BYTES};
+
+/// Headers an answer may have; more is a malformed answer for a load test.
+const MAX_HEADERS: usize = 64;
+
+/// An idle connection older than this is checked for a close from the server before reuse.
+const IDLE_CHECK: Duration = Duration::from_millis(500);
+
+/// Where requests go and what every request carries.
+pub struct Target {
+    pub url: HttpUrl,
+    /// The endpoint's headers (and Basic authentication), sent with every request unless the
+    /// request has its own of the same name.
+    pub headers: HeaderMap,
+    /// How errors name the endpoint.
+    pub name: String,
+    pub connect_timeout: Duration,
+    pub timeout: Duration,
+}
+
+impl Target {
+    /// Renders a request: request line, `Host`, the endpoint's headers not overridden by the
+    /// request's own, the request's headers, `Content-Length`, the body.
+    pub fn render(
+        &self,
+        out: &mut Vec<u8>,
+        method: &hyper::Method,
+        path: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<(), String> {
+        if !path.starts_with('/') {
+            return Err(format!("a request path must start with `/`, not `{path}`"));
+        }
+        if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return Err(format!(
+                "the request path `{path}` has spaces or control characters"
+            ));
+        }
+        out.clear();
+        out.extend_from_slice(method.as_str().as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(self.url.base_path.as_bytes());
+        out.extend_from_slice(path.as_bytes());
+        out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+        out.extend_from_slice(self.url.authority.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        let mut put = |name: &HeaderName, value: &HeaderValue| {
+            out.extend_from_slice(name.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        };
+        for (name, value) in &self.headers {
+            if !headers.contains_key(name) {
+                put(name, value);
+            }
+        }
+        for (name, value) in headers {
+            if [
+                header::HOST,
+                header::CONTENT_LENGTH,
+                header::TRANSFER_ENCODING,
+                header::CONNECTION,
+            ]
+            .contains(name)
+            {
+                return Err(format!(
+                    "header `{name}` is set by wlrun and cannot be set by a hook"
+                ));
+            }
+            put(name, value);
+        }
+        // GET and HEAD without a body send no Content-Length, as curl and wrk do.
+        if !body.is_empty() || !matches!(*method, hyper::Method::GET | hyper::Method::HEAD) {
+            out.extend_from_slice(b"Content-Length: ");
+            out.extend_from_slice(itoa::Buffer::new().format(body.len()).as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(body);
+        Ok(())
+    }
+}
+
+/// An answer, read completely.
+pub struct Answer {
+    pub status: u16,
+    /// Only when asked for (a response hook reads them).
+    pub headers: Option<HeaderMap>,
+    pub body: Bytes,
+}
+
+/// One keep-alive connection.
+pub struct Conn {
+    stream: TcpStream,
+    buf: BytesMut,
+    /// The last answer ended the connection (`Connection: close`, or a body read to EOF).
+    closing: bool,
+    last_used: Instant,
+    /// Connections opened again because the server closed an idle one.
+    pub reopened: u64,
+}
+
+impl Conn {
+    pub async fn connect(t: &Target) -> Result<Conn, DriverError> {
+        Ok(Conn {
+            stream: open(t).await?,
+            buf: BytesMut::with_capacity(16 << 10),
+            closing: false,
+            last_used: Instant::now(),
+            reopened: 0,
+        })
+    }
+
+    /// Sends `request` (rendered by `Target::render`) and reads the whole answer within the
+    /// target's timeout. `head`: the request was a HEAD (its answer has no body).
+    pub async fn exchange(
+        &mut self,
+        t: &Target,
+        request: &[u8],
+        head: bool,
+        want_headers: bool,
+    ) -> Result<Answer, DriverError> {
+        if self.closing || self.last_used.elapsed() > IDLE_CHECK && self.closed_by_peer() {
+            // Nothing was in flight: a new connection loses and doubles nothing.
+            self.stream = open(t).await?;
+            self.buf.clear();
+            self.closing = false;
+            self.reopened += 1;
+        }
+        let result = tokio::time::timeout(
+            t.timeout,
+            self.send_and_read(t, request, head, want_headers),
+        )
+        .await;
+        self.last_used = Instant::now();
+        match result {
+            Ok(r) => r,
+            Err(_) => Err(DriverError::timeout(&t.name, t.timeout)),
+        }
+    }
+
+    /// Whether the server closed this idle connection (or sent something unasked).
+    fn closed_by_peer(&mut self) -> bool {
+        let mut probe = [0u8; 1];
+        !matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    }
+
+    async fn send_and_read(
+        &mut self,
+        t: &Target,
+        request: &[u8],
+        head: bool,
+        want_headers: bool,
+    ) -> Result<Answer, DriverError> {
+        self.stream
+            .write_all(request)
+            .await
+            .map_err(|e| broke(t, &e.to_string()))?;
+        loop {
+            // An answer's head, then its body; 1xx answers are skipped.
+            let (status, header_len, framing, headers, close) = loop {
+                if let Some(head) = self.parse_head(t, head, want_headers)? {
+                    break head;
+                }
+                self.fill(t).await?;
+            };
+            if (100..200).contains(&status) {
+                self.buf.advance(header_len);
+                continue;
+            }
+            self.buf.advance(header_len);
+            let body = match framing {
+                Framing::Length(n) => {
+                    if n > MAX_ANSWER_BYTES {
+                        return Err(too_large(t));
+                    }
+                    while self.buf.len() < n {
+                        self.fill(t).await?;
+                    }
+                    self.buf.split_to(n).freeze()
+                }
+                Framing::Chunked => self.read_chunked(t).await?,
+                Framing::UntilClose => {
+                    loop {
+                        if self.buf.len() > MAX_ANSWER_BYTES {
+                            return Err(too_large(t));
+                        }
+                        let n = self
+                            .stream
+                            .read_buf(&mut self.buf)
+                            .await
+                            .map_err(|e| broke(t, &e.to_string()))?;
+                        if n == 0 {
+                            break;
+                        }
+                    }
+                    self.closing = true;
+                    self.buf.split().freeze()
+                }
+            };
+            if close {
+                self.closing = true;
+            }
+            return Ok(Answer {
+                status,
+                headers,
+                body,
+            });
+        }
+    }
+
+    /// Reads more of the answer; the end of the connection here is an error.
+    async fn fill(&mut self, t: &Target) -> Result<(), DriverError> {
+        if self.buf.len() > MAX_ANSWER_BYTES {
+            return Err(too_large(t));
+        }
+        self.buf.reserve(16 << 10);
+        match self.stream.read_buf(&mut self.buf).await {
+            Ok(0) => Err(DriverError::new(
+                ErrorClass::Connection,
+                format!("{} closed the connection before answering", t.name),
+                true,
+            )),
+            Ok(_) => Ok(()),
+            Err(e) => Err(broke(t, &e.to_string())),
+        }
+    }
+
+    /// The answer's head, if the buffer holds all of it.
+    #[allow(clippy::type_complexity)]
+    fn parse_head(
+        &self,
+        t: &Target,
+        head_request: bool,
+        want_headers: bool,
+    ) -> Result<Option<(u16, usize, Framing, Option<HeaderMap>, bool)>, DriverError> {
+        let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut r = httparse::Response::new(&mut slots);
+        let len = match r.parse(&self.buf) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(e) => {
+                return Err(DriverError::new(
+                    ErrorClass::Connection,
+                    format!("{} answered something that is not HTTP/1.1: {e}", t.name),
+                    true,
+                ))
+            }
+        };
+        let status = r.code.unwrap_or(0);
+        let mut length = None;
+        let mut chunked = false;
+        let mut close = r.version == Some(0);
+        for h in r.headers.iter() {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                let n = std::str::from_utf8(h.value)
+                    .ok()
+                    .and_then(|v| v.trim().parse::<usize>().ok());
+                match n {
+                    Some(n) => length = Some(n),
+                    None => {
+                        return Err(DriverError::new(
+                            ErrorClass::Connection,
+                            format!("{} answered an invalid Content-Length", t.name),
+                            true,
+                        ))
+                    }
+                }
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = h
+                    .value
+                    .rsplit(|b| *b == b',')
+                    .next()
+                    .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                let v = h.value.trim_ascii();
+                if v.eq_ignore_ascii_case(b"close") {
+                    close = true;
+                } else if v.eq_ignore_ascii_case(b"keep-alive") {
+                    close = false;
+                }
+            }
+        }
+        let framing = if head_request || status == 204 || status == 304 || status < 200 {
+            Framing::Length(0)
+        } else if chunked {
+            Framing::Chunked
+        } else if let Some(n) = length {
+            Framing::Length(n)
+        } else {
+            Framing::UntilClose
+        };
+        let headers = want_headers.then(|| {
+            let mut map = HeaderMap::with_capacity(r.headers.len());
+            for h in r.headers.iter() {
+                if let (Ok(n), Ok(v)) = (
+                    HeaderName::from_bytes(h.name.as_bytes()),
+                    HeaderValue::from_bytes(h.value),
+                ) {
+                    map.append(n, v);
+                }
+            }
+            map
+        });
+        Ok(Some((status, len, framing, headers, close)))
+    }
+
+    async fn read_chunked(&mut self, t: &Target) -> Result<Bytes, DriverError> {
+        let mut body = BytesMut::new();
+        loop {
+            let (skip, size) = loop {
+                match httparse::parse_chunk_size(&self.buf) {
+                    Ok(httparse::Status::Complete((skip, size))) => break (skip, size as usize),
+                    Ok(httparse::Status::Partial) => self.fill(t).await?,
+                    Err(_) => {
+                        return Err(DriverError::new(
+                            ErrorClass::Connection,
+                            format!("{} sent an invalid chunk size", t.name),
+                            true,
+                        ))
+                    }
+                }
+            };
+            self.buf.advance(skip);
+            if size == 0 {
+                // Trailers, if any, end with an empty line.
+                loop {
+                    if let Some(end) = find(&self.buf, b"\r\n") {
+                        let line_empty = end == 0;
+                        self.buf.advance(end + 2);
+                        if line_empty {
+                            return Ok(body.freeze());
+                        }
+                    } else {
+                        self.fill(t).await?;
+                    }
+                }
+            }
+            if body.len() + size > MAX_ANSWER_BYTES {
+                return Err(too_large(t));
+            }
+            while self.buf.len() < size + 2 {
+                self.fill(t).await?;
+            }
+            body.extend_from_slice(&self.buf[..size]);
+            if &self.buf[size..size + 2] != b"\r\n" {
+                return Err(DriverError::new(
+                    ErrorClass::Connection,
+                    format!("{} sent a chunk without its CRLF", t.name),
+                    true,
+                ));
+            }
+            self.buf.advance(size + 2);
+        }
+    }
+}
+
+enum Framing {
+    Length(usize),
+    Chunked,
+    UntilClose,
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+async fn open(t: &Target) -> Result<TcpStream, DriverError> {
+    let connect = async {
+        let stream = TcpStream::connect(&t.url.connect_to).await?;
+        // Requests are written whole and then waited on: Nagle would only add delay.
+        stream.set_nodelay(true)?;
+        Ok::<_, std::io::Error>(stream)
+    };
+    match tokio::time::timeout(t.connect_timeout, connect).await {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(DriverError::connect(&t.name, e)),
+        Err(_) => Err(DriverError::connect(
+            &t.name,
+            format!(
+                "no connection within {}",
+                crate::exec::fmt_duration(t.connect_timeout)
+            ),
+        )),
+    }
+}
+
+fn broke(t: &Target, why: &str) -> DriverError {
+    DriverError::new(
+        ErrorClass::Connection,
+        format!("the connection to {} broke: {why}", t.name),
+        true,
+    )
+}
+
+fn too_large(t: &Target) -> DriverError {
+    DriverError::new(
+        ErrorClass::Server,
+        format!(
+            "{} sent an answer larger than {} MiB",
+            t.name,
+            MAX_ANSWER_BYTES >> 20
+        ),
+        true,
+    )
+}

@@ -1,0 +1,1122 @@
+//! A request run: wrk's model — N connections, each sending a request, reading the whole
+//! answer and sending the next — measured as the query runner measures. Each request is the
+//! run's fixed request or is built by a Rhai hook (`hook::HookWorker`), then judged: a status
+//! outside `expect status` (2xx by default), a body failing `expect body`, or a response hook
+//! saying so makes it an error, and errors are never throughput.
+//!
+//! Request numbering: in closed loop the connections take the next index from one counter; in
+//! open loop one scheduler stamps each index with its intended send time and queues it for
+//! whichever connection is free (latency counts from that time; a full queue drops the request
+//! and counts it). Either way a hook sees the index and an offset from the start of the round,
+//! never the wall clock, so the same seed builds the same requests.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hyper::{HeaderMap, Method};
+use indexmap::IndexMap;
+use tokio::sync::{mpsc, Mutex};
+
+use super::http1;
+use super::queries::{error_policy, errors, failed_thresholds, judge, requirements};
+use super::{fmt_duration, latency, resolve_url, timeouts, RunEnv};
+use crate::hook::{Built, HookWorker, ResponseView, Script, Verdict, WorkerSpec};
+use crate::http::{server_message, HttpUrl};
+use crate::plan::{BodyExpect, Load, RequestPhase, RequestPlan, Stop, Threshold};
+use crate::query::schedule::{Arrivals, WARMUP_BASE};
+use crate::query::stats::TypeStats;
+use crate::query::transport::{from_driver, Transport};
+use crate::query::{Instance, QueryError, QueryErrorClass};
+use crate::report::{RepeatReport, RequestReport, SecondReport, Status};
+use crate::value::Value;
+
+/// How long a connection keeps trying to connect before its requests fail at once.
+const GIVE_UP: Duration = Duration::from_secs(30);
+
+/// Scheduled requests queued per connection ahead of it (open loop): a backlog beyond this
+/// shows as dropped requests rather than as memory.
+const QUEUE: usize = 256;
+
+/// An open-loop send later than this after its intended time counts as late.
+const LATE: Duration = Duration::from_millis(10);
+
+/// What every connection of the run shares.
+struct Shared {
+    phase: RequestPhase,
+    url: String,
+    base_dir: Arc<Path>,
+    /// HTTP endpoints: where requests go and the headers every request carries.
+    target: Option<http1::Target>,
+    source: Source,
+    statuses: StatusSet,
+    seed: u64,
+}
+
+enum Source {
+    /// The fixed request, rendered once; `bool`: it is a HEAD.
+    Fixed(Vec<u8>, bool),
+    Hook {
+        script: Script,
+        hook: String,
+        function: String,
+        response: bool,
+    },
+}
+
+/// `expect status`: the codes that count as success (any 2xx without one).
+struct StatusSet {
+    ranges: Vec<(u16, u16)>,
+}
+
+impl StatusSet {
+    fn of(expects: &[Threshold]) -> StatusSet {
+        let mut ranges = Vec::new();
+        for t in expects.iter().filter(|t| t.metric == "status") {
+            match &t.value {
+                Value::List(codes) => {
+                    for c in codes {
+                        if let Value::Int(c) = c {
+                            ranges.push((*c as u16, *c as u16 + 1));
+                        }
+                    }
+                }
+                Value::Range(lo, hi) => ranges.push((*lo as u16, *hi as u16)),
+                _ => {}
+            }
+        }
+        if ranges.is_empty() {
+            ranges.push((200, 300));
+        }
+        StatusSet { ranges }
+    }
+
+    fn accepts(&self, code: u16) -> bool {
+        self.ranges.iter().any(|&(lo, hi)| lo <= code && code < hi)
+    }
+}
+
+/// Why a body fails the first `expect body` check it fails, if it does.
+fn body_failure(checks: &[BodyExpect], body: &[u8]) -> Option<String> {
+    for check in checks {
+        let first = body.iter().find(|b| !b.is_ascii_whitespace()).copied();
+        let ok = match check {
+            BodyExpect::Json => serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok(),
+            BodyExpect::JsonArray => {
+                first == Some(b'[') && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
+            }
+            BodyExpect::JsonObject => {
+                first == Some(b'{') && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
+            }
+            BodyExpect::Contains(text) => {
+                let needle = text.as_bytes();
+                body.windows(needle.len()).any(|w| w == needle)
+            }
+        };
+        if !ok {
+            return Some(format!(
+                "the answer fails `expect {check}`: {}",
+                server_message(body)
+            ));
+        }
+    }
+    None
+}
+
+enum Conn {
+    Http(http1::Conn),
+    Sql(Box<Transport>),
+}
+
+/// An answer read completely.
+struct Answer {
+    /// 0 for SQL endpoints.
+    status: u16,
+    headers: Option<HeaderMap>,
+    body: Bytes,
+    rows: u64,
+    sent_bytes: u64,
+}
+
+/// One connection and what it measured.
+struct Worker {
+    id: usize,
+    shared: Arc<Shared>,
+    conn: Option<Conn>,
+    down_since: Option<Instant>,
+    backoff: Duration,
+    connects: u64,
+    /// Idle connections the server closed, reopened (counted when a connection is let go).
+    reopened: u64,
+    hook: Option<HookWorker>,
+    /// A hook's request, rendered: reused, so a request costs no allocation of its own.
+    out: Vec<u8>,
+    stats: TypeStats,
+    /// (status, count): a handful of codes, so a linear scan beats a map.
+    statuses: Vec<(u16, u64)>,
+    /// Per second of the measured rounds: [ok, failed].
+    per_second: Vec<[u64; 2]>,
+    bytes_sent: u64,
+    bytes_received: u64,
+    measured: u64,
+    late: u64,
+    /// A hook that failed or broke a sandbox limit: the cell fails with this.
+    fatal: Option<String>,
+}
+
+/// Where a round's request indices come from.
+#[derive(Clone)]
+enum Feed {
+    /// Closed loop: the next index of a shared counter, up to `end` (exclusive) if set.
+    Counter {
+        next: Arc<AtomicU64>,
+        base: u64,
+        end: Option<u64>,
+    },
+    /// Open loop: indices stamped with their intended send time by the scheduler.
+    Queue(Arc<Mutex<mpsc::Receiver<Job>>>),
+}
+
+struct Job {
+    index: u64,
+    intended: Instant,
+}
+
+/// What bounds a round and what it records.
+#[derive(Clone)]
+struct RoundCtl {
+    start: Instant,
+    deadline: Option<Instant>,
+    stop: Arc<AtomicBool>,
+    /// Set by a connection whose hook failed: every connection stops.
+    abort: Arc<AtomicBool>,
+    record: bool,
+    /// Seconds of earlier measured rounds, so that the per-second series runs on.
+    second_base: u64,
+    live: Arc<Live>,
+}
+
+#[derive(Default)]
+struct Live {
+    ok: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl Worker {
+    async fn connection(&mut self) -> Result<&mut Conn, QueryError> {
+        if self.conn.is_none() {
+            if let Some(since) = self.down_since {
+                if since.elapsed() > GIVE_UP {
+                    return Err(QueryError {
+                        class: QueryErrorClass::Connection,
+                        message: format!(
+                            "no connection for {}: not trying again in this round",
+                            fmt_duration(GIVE_UP)
+                        ),
+                        code: None,
+                        broken: true,
+                    });
+                }
+            }
+            let ep = &self.shared.phase.endpoint;
+            let made = if let Some(t) = &self.shared.target {
+                http1::Conn::connect(t)
+                    .await
+                    .map(Conn::Http)
+                    .map_err(from_driver)
+            } else {
+                Transport::connect(ep, &self.shared.url, &self.shared.base_dir)
+                    .await
+                    .map(|t| Conn::Sql(Box::new(t)))
+            };
+            match made {
+                Ok(c) => {
+                    self.conn = Some(c);
+                    self.connects += 1;
+                    self.backoff = Duration::ZERO;
+                    self.down_since = None;
+                }
+                Err(e) => {
+                    self.down_since.get_or_insert_with(Instant::now);
+                    // A server that is down must not turn the run into a busy loop.
+                    tokio::time::sleep(self.backoff).await;
+                    self.backoff =
+                        (self.backoff * 2).clamp(Duration::from_millis(50), Duration::from_secs(1));
+                    return Err(e);
+                }
+            }
+        }
+        Ok(self.conn.as_mut().expect("connected above"))
+    }
+
+    /// Sends one request and reads its whole answer.
+    async fn exchange(&mut self, index: u64, built: Option<Built>) -> Result<Answer, QueryError> {
+        let shared = self.shared.clone();
+        let want_headers = matches!(shared.source, Source::Hook { response: true, .. });
+        // A hook's HTTP request is rendered before connecting: a bad one is the hook's error.
+        let head = match &built {
+            Some(Built::Http(r)) => {
+                let Some(t) = &shared.target else {
+                    return Err(wrong_shape(&shared));
+                };
+                t.render(&mut self.out, &r.method, &r.path, &r.headers, &r.body)
+                    .map_err(|e| QueryError {
+                        class: QueryErrorClass::Client,
+                        message: format!("the hook's request: {e}"),
+                        code: None,
+                        broken: false,
+                    })?;
+                r.method == Method::HEAD
+            }
+            _ => false,
+        };
+        let mut out = std::mem::take(&mut self.out);
+        let conn = match self.connection().await {
+            Ok(c) => c,
+            Err(e) => {
+                self.out = out;
+                return Err(e);
+            }
+        };
+        let result = match (conn, built, &shared.target, &shared.source) {
+            (Conn::Http(c), None, Some(t), Source::Fixed(bytes, is_head)) => {
+                http_exchange(c, t, bytes, *is_head, want_headers).await
+            }
+            (Conn::Http(c), Some(Built::Http(_)), Some(t), _) => {
+                http_exchange(c, t, &out, head, want_headers).await
+            }
+            (Conn::Sql(t), Some(Built::Sql { sql, binds }), _, _) => {
+                let inst = Instance {
+                    query: 0,
+                    index,
+                    sql: sql.into(),
+                    binds,
+                    route: None,
+                };
+                t.run(&inst).await.map(|out| Answer {
+                    status: 0,
+                    headers: None,
+                    body: Bytes::new(),
+                    rows: out.rows,
+                    sent_bytes: 0,
+                })
+            }
+            _ => Err(wrong_shape(&shared)),
+        };
+        out.clear();
+        self.out = out;
+        if let Err(e) = &result {
+            if e.broken {
+                if let Some(Conn::Http(c)) = self.conn.take() {
+                    self.reopened += c.reopened;
+                }
+            }
+        }
+        result
+    }
+
+    /// Judges an answer: the status, the body checks, then the response hook.
+    fn judge_answer(
+        &mut self,
+        a: &Answer,
+        took: Duration,
+    ) -> Result<Result<(), QueryError>, String> {
+        let shared = &self.shared;
+        let mut verdict = Ok(());
+        if shared.phase.endpoint.kind == "http" {
+            if !shared.statuses.accepts(a.status) {
+                verdict = Err(QueryError {
+                    class: QueryErrorClass::HttpStatus,
+                    message: format!("HTTP {}: {}", a.status, server_message(&a.body)),
+                    code: Some(a.status.to_string()),
+                    broken: false,
+                });
+            } else if let Some(why) = body_failure(&shared.phase.body, &a.body) {
+                verdict = Err(QueryError {
+                    class: QueryErrorClass::Body,
+                    message: why,
+                    code: None,
+                    broken: false,
+                });
+            }
+        }
+        let wants_response = matches!(shared.source, Source::Hook { response: true, .. });
+        if let (true, Some(hook)) = (wants_response, self.hook.as_mut()) {
+            let view = ResponseView {
+                status: a.status,
+                headers: a.headers.as_ref(),
+                body: &a.body,
+                rows: a.rows,
+                latency: took,
+            };
+            match hook.response(&view) {
+                Ok(Verdict::Ok) => {}
+                Ok(Verdict::Error(why)) => {
+                    if verdict.is_ok() {
+                        verdict = Err(QueryError {
+                            class: QueryErrorClass::Hook,
+                            message: why,
+                            code: None,
+                            broken: false,
+                        });
+                    }
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(verdict)
+    }
+
+    async fn round(mut self, feed: Feed, ctl: RoundCtl) -> Worker {
+        loop {
+            let (index, intended) = match &feed {
+                Feed::Counter { next, base, end } => {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if end.is_some_and(|e| i >= e) {
+                        break;
+                    }
+                    (base + i, None)
+                }
+                Feed::Queue(rx) => match rx.lock().await.recv().await {
+                    Some(j) => (j.index, Some(j.intended)),
+                    None => break,
+                },
+            };
+            let now = Instant::now();
+            if ctl.stop.load(Ordering::Relaxed)
+                || ctl.abort.load(Ordering::Relaxed)
+                || ctl.deadline.is_some_and(|d| now >= d)
+            {
+                break;
+            }
+            if ctl.record {
+                if let Some(t) = intended {
+                    if now.saturating_duration_since(t) > LATE {
+                        self.late += 1;
+                    }
+                }
+            }
+            let built = match (&self.shared.source, self.hook.as_mut()) {
+                (Source::Hook { function, .. }, Some(hook)) => {
+                    let offset = intended.unwrap_or(now).saturating_duration_since(ctl.start);
+                    match hook.request(function, index, offset) {
+                        Ok(b) => Some(b),
+                        Err(e) => {
+                            self.fail(e.to_string(), &ctl);
+                            break;
+                        }
+                    }
+                }
+                _ => None,
+            };
+            let sent = Instant::now();
+            let result = self.exchange(index, built).await;
+            let done = Instant::now();
+            let result = match result {
+                Ok(answer) => {
+                    if answer.status != 0 {
+                        match self.statuses.iter_mut().find(|(c, _)| *c == answer.status) {
+                            Some((_, n)) => *n += 1,
+                            None => self.statuses.push((answer.status, 1)),
+                        }
+                    }
+                    self.bytes_sent += answer.sent_bytes;
+                    self.bytes_received += answer.body.len() as u64;
+                    match self.judge_answer(&answer, done - sent) {
+                        Ok(v) => v.map(|()| answer.rows),
+                        Err(e) => {
+                            self.fail(e, &ctl);
+                            break;
+                        }
+                    }
+                }
+                Err(e) => Err(e),
+            };
+            if !ctl.record {
+                continue;
+            }
+            self.measured += 1;
+            let second = ctl.second_base + done.saturating_duration_since(ctl.start).as_secs();
+            let second = second as usize;
+            if self.per_second.len() <= second {
+                self.per_second.resize(second + 1, [0, 0]);
+            }
+            match result {
+                Ok(rows) => {
+                    let from = intended.unwrap_or(sent);
+                    let service = intended.map(|_| done - sent);
+                    self.stats
+                        .record_ok(done.saturating_duration_since(from), service, rows);
+                    self.per_second[second][0] += 1;
+                    ctl.live.ok.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    self.stats.record_error(&e);
+                    self.per_second[second][1] += 1;
+                    ctl.live.failed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        self
+    }
+
+    fn fail(&mut self, why: String, ctl: &RoundCtl) {
+        self.fatal.get_or_insert(why);
+        ctl.abort.store(true, Ordering::Relaxed);
+    }
+}
+
+fn wrong_shape(shared: &Shared) -> QueryError {
+    let ep = &shared.phase.endpoint;
+    QueryError {
+        class: QueryErrorClass::Client,
+        message: if ep.kind == "http" {
+            format!(
+                "the hook returned #{{sql, binds}}, but endpoint {}.{} is `http`: return #{{method, path, headers, body}}",
+                ep.target, ep.name
+            )
+        } else {
+            format!(
+                "endpoint {}.{} is `{}`: the hook must return #{{sql, binds}}",
+                ep.target, ep.name, ep.kind
+            )
+        },
+        code: None,
+        broken: false,
+    }
+}
+
+async fn http_exchange(
+    conn: &mut http1::Conn,
+    t: &http1::Target,
+    request: &[u8],
+    head: bool,
+    want_headers: bool,
+) -> Result<Answer, QueryError> {
+    match conn.exchange(t, request, head, want_headers).await {
+        Ok(a) => Ok(Answer {
+            status: a.status,
+            headers: a.headers,
+            body: a.body,
+            rows: 0,
+            sent_bytes: request.len() as u64,
+        }),
+        Err(e) => {
+            let mut e = from_driver(e);
+            // A failure after any of the request may have reached the server: never send on
+            // this connection again.
+            e.broken = true;
+            Err(e)
+        }
+    }
+}
+
+/// The open-loop scheduler of one round: stamps indices with their intended send times and
+/// queues them. Returns (dropped, handed over late).
+async fn schedule(
+    mut arrivals: Arrivals,
+    tx: mpsc::Sender<Job>,
+    ctl: &RoundCtl,
+    end: Option<u64>,
+) -> (u64, u64) {
+    let (mut dropped, mut behind) = (0, 0);
+    let mut index = 0u64;
+    loop {
+        if end.is_some_and(|e| index >= e) || ctl.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if ctl.abort.load(Ordering::Relaxed) {
+            break;
+        }
+        let at = ctl.start + arrivals.next_offset();
+        if ctl.deadline.is_some_and(|d| at >= d) {
+            break;
+        }
+        tokio::time::sleep_until(at.into()).await;
+        if Instant::now().saturating_duration_since(at) > LATE {
+            behind += 1;
+        }
+        match tx.try_send(Job {
+            index,
+            intended: at,
+        }) {
+            Ok(()) => {}
+            // The connections cannot keep up: the request is dropped and counted, not
+            // waited for (waiting would bend the schedule).
+            Err(mpsc::error::TrySendError::Full(_)) => dropped += 1,
+            Err(mpsc::error::TrySendError::Closed(_)) => break,
+        }
+        index += 1;
+    }
+    (dropped, behind)
+}
+
+/// The threads that run the connections, as wrk runs them: each thread has a current-thread
+/// runtime and its share of the connections, for the whole phase (a socket belongs to the
+/// runtime that opened it). A multi-threaded runtime spent more CPU waking its threads for
+/// each answer than on the requests themselves.
+struct Pool {
+    threads: Vec<PoolThread>,
+}
+
+struct PoolThread {
+    tx: std::sync::mpsc::Sender<Cmd>,
+    handle: std::thread::JoinHandle<Vec<Worker>>,
+}
+
+/// One round for a thread's connections; `done` says it ended.
+struct Cmd {
+    feed: Feed,
+    ctl: RoundCtl,
+    done: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Pool {
+    /// One thread per core at most, and no more threads than connections.
+    fn start(workers: Vec<Worker>) -> Result<Pool, String> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let n = workers.len().clamp(1, cores);
+        let mut groups: Vec<Vec<Worker>> = (0..n).map(|_| Vec::new()).collect();
+        for w in workers {
+            let at = w.id % n;
+            groups[at].push(w);
+        }
+        let mut threads = Vec::with_capacity(n);
+        for (i, group) in groups.into_iter().enumerate() {
+            let (tx, rx) = std::sync::mpsc::channel::<Cmd>();
+            let handle = std::thread::Builder::new()
+                .name(format!("wlrun-req-{i}"))
+                .spawn(move || serve(group, rx))
+                .map_err(|e| format!("cannot start a request thread: {e}"))?;
+            threads.push(PoolThread { tx, handle });
+        }
+        Ok(Pool { threads })
+    }
+
+    /// Runs one round on every connection: returns (dropped, handed over late) in open loop.
+    async fn round(
+        &self,
+        arrivals: Option<Arrivals>,
+        base: u64,
+        end: Option<u64>,
+        ctl: RoundCtl,
+    ) -> (u64, u64) {
+        let (feed, tx) = match arrivals {
+            None => (
+                Feed::Counter {
+                    next: Arc::new(AtomicU64::new(0)),
+                    base,
+                    end,
+                },
+                None,
+            ),
+            Some(_) => {
+                let (tx, rx) = mpsc::channel(QUEUE * self.threads.len().max(1));
+                (Feed::Queue(Arc::new(Mutex::new(rx))), Some(tx))
+            }
+        };
+        let mut dones = Vec::with_capacity(self.threads.len());
+        for t in &self.threads {
+            let (done, wait) = tokio::sync::oneshot::channel();
+            let cmd = Cmd {
+                feed: feed.clone(),
+                ctl: ctl.clone(),
+                done,
+            };
+            if t.tx.send(cmd).is_ok() {
+                dones.push(wait);
+            }
+        }
+        drop(feed);
+        let (dropped, behind) = match (arrivals, tx) {
+            (Some(a), Some(tx)) => schedule(a, tx, &ctl, end).await,
+            _ => (0, 0),
+        };
+        for d in dones {
+            // An error means the thread is gone; its connections are lost with it.
+            let _ = d.await;
+        }
+        (dropped, behind)
+    }
+
+    /// Ends the threads and gives the connections back, in order.
+    fn finish(self) -> Vec<Worker> {
+        let mut all = Vec::new();
+        for t in self.threads {
+            drop(t.tx);
+            match t.handle.join() {
+                Ok(ws) => all.extend(ws),
+                Err(_) => sayln!("wlrun: a request thread failed; its measurements are lost"),
+            }
+        }
+        all.sort_by_key(|w| w.id);
+        all
+    }
+}
+
+/// A pool thread: runs each round it is given on its connections, until the pool ends.
+fn serve(mut workers: Vec<Worker>, rx: std::sync::mpsc::Receiver<Cmd>) -> Vec<Worker> {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            sayln!("wlrun: cannot start a runtime for requests: {e}");
+            return workers;
+        }
+    };
+    while let Ok(cmd) = rx.recv() {
+        workers = rt.block_on(async {
+            let handles: Vec<_> = workers
+                .into_iter()
+                .map(|w| tokio::spawn(w.round(cmd.feed.clone(), cmd.ctl.clone())))
+                .collect();
+            let mut back = Vec::with_capacity(handles.len());
+            for h in handles {
+                match h.await {
+                    Ok(w) => back.push(w),
+                    Err(e) => sayln!("wlrun: a request connection failed: {e}"),
+                }
+            }
+            back
+        });
+        let _ = cmd.done.send(());
+    }
+    workers
+}
+
+fn refused(phase: &RequestPhase, why: String) -> RequestReport {
+    let mut r = empty_report(phase);
+    r.status = Status::Failed;
+    r.failures.push(why);
+    r
+}
+
+fn empty_report(phase: &RequestPhase) -> RequestReport {
+    RequestReport {
+        name: phase.name.clone(),
+        endpoint: format!("{}.{}", phase.endpoint.target, phase.endpoint.name),
+        kind: phase.endpoint.kind.clone(),
+        request: match &phase.request {
+            RequestPlan::Hook { hook, function, .. } => format!("{}.{function}", hook.name),
+            RequestPlan::Fixed { method, path, .. } => format!("{method} {path}"),
+        },
+        connections: phase.workers,
+        load: match &phase.load {
+            Load::Closed => "closed".into(),
+            Load::Open { rate, arrival } => format!("open {rate} {arrival}"),
+        },
+        status: Status::NotRun,
+        failures: Vec::new(),
+        warnings: Vec::new(),
+        elapsed_s: 0.0,
+        ok: 0,
+        failed: 0,
+        error_rate: 0.0,
+        rps: 0.0,
+        rows: 0,
+        sum_us: 0,
+        latency: Default::default(),
+        service: None,
+        errors: BTreeMap::new(),
+        statuses: BTreeMap::new(),
+        counters: BTreeMap::new(),
+        bytes_sent: 0,
+        bytes_received: 0,
+        reconnects: 0,
+        requests_per_worker: Vec::new(),
+        client_cpu_s: None,
+        late: 0,
+        dropped: 0,
+        repeats: Vec::new(),
+        per_second: Vec::new(),
+        thresholds: Vec::new(),
+    }
+}
+
+/// Where an `http` endpoint's requests go, and the headers each carries.
+fn http_target(phase: &RequestPhase, url: &str) -> Result<http1::Target, String> {
+    let ep = &phase.endpoint;
+    if crate::http::option_flag(ep, "tls").map_err(|e| e.message)? {
+        return Err(format!(
+            "endpoint {}.{}: `tls true` is not supported yet: wlrun speaks plain HTTP only",
+            ep.target, ep.name
+        ));
+    }
+    let parsed =
+        HttpUrl::parse(url).map_err(|e| format!("endpoint {}.{}: {e}", ep.target, ep.name))?;
+    let headers = crate::http::endpoint_headers(ep, &parsed).map_err(|e| e.message)?;
+    let (timeout, connect_timeout) = timeouts(ep);
+    Ok(http1::Target {
+        name: format!("{}.{} ({})", ep.target, ep.name, parsed.display()),
+        url: parsed,
+        headers,
+        connect_timeout,
+        timeout,
+    })
+}
+
+fn warmup_of(phase: &RequestPhase) -> (Option<u64>, Option<Duration>) {
+    match &phase.warmup {
+        Some(Value::Int(n)) if *n > 0 => (Some(*n as u64), None),
+        Some(Value::Duration(ns)) if *ns > 0 => (None, Some(Duration::from_nanos(*ns as u64))),
+        _ => (None, None),
+    }
+}
+
+pub async fn run(
+    env: &RunEnv,
+    label: &str,
+    phase: &RequestPhase,
+    params: &IndexMap<String, Value>,
+) -> RequestReport {
+    let url = match phase.endpoint.url.as_ref().map(resolve_url) {
+        Some(Ok(u)) => u,
+        Some(Err(e)) => return refused(phase, e),
+        None => String::new(),
+    };
+    let target = if phase.endpoint.kind == "http" {
+        match http_target(phase, &url) {
+            Ok(t) => Some(t),
+            Err(e) => return refused(phase, e),
+        }
+    } else {
+        None
+    };
+    let source = match (&phase.request, &target) {
+        (RequestPlan::Fixed { method, path, body }, Some(t)) => {
+            let Ok(m) = Method::from_bytes(method.as_bytes()) else {
+                return refused(phase, format!("`{method}` is not an HTTP method"));
+            };
+            let mut bytes = Vec::new();
+            let body = body.as_deref().unwrap_or("").as_bytes();
+            if let Err(e) = t.render(&mut bytes, &m, path, &HeaderMap::new(), body) {
+                return refused(phase, e);
+            }
+            Source::Fixed(bytes, m == Method::HEAD)
+        }
+        (RequestPlan::Fixed { .. }, None) => {
+            return refused(phase, "a fixed request needs an `http` endpoint".into())
+        }
+        (
+            RequestPlan::Hook {
+                hook,
+                function,
+                response,
+            },
+            _,
+        ) => match Script::compile(&hook.file, &hook.source) {
+            Ok(script) => Source::Hook {
+                script,
+                hook: hook.name.clone(),
+                function: function.clone(),
+                response: *response,
+            },
+            Err(e) => return refused(phase, format!("hook `{}`: {e}", hook.name)),
+        },
+    };
+    if let Err(e) = requirements(env, &phase.require, &phase.endpoint, &url).await {
+        return refused(phase, e);
+    }
+    let shared = Arc::new(Shared {
+        phase: phase.clone(),
+        url,
+        base_dir: env.base_dir.clone().into(),
+        target,
+        source,
+        statuses: StatusSet::of(&phase.expects),
+        seed: env.seed,
+    });
+    let n = phase.workers.max(1) as usize;
+    let mut workers = Vec::with_capacity(n);
+    for id in 0..n {
+        let hook = match &shared.source {
+            Source::Hook { script, hook, .. } => {
+                let spec = WorkerSpec {
+                    seed: shared.seed,
+                    hook: hook.clone(),
+                    worker: id as u64,
+                    workers: n as u64,
+                    params: params.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                };
+                match script.worker(spec) {
+                    Ok(h) => Some(h),
+                    Err(e) => return refused(phase, format!("hook `{hook}`, init(): {e}")),
+                }
+            }
+            Source::Fixed(..) => None,
+        };
+        workers.push(Worker {
+            id,
+            shared: shared.clone(),
+            conn: None,
+            down_since: None,
+            backoff: Duration::ZERO,
+            connects: 0,
+            reopened: 0,
+            hook,
+            out: Vec::new(),
+            stats: TypeStats::default(),
+            statuses: Vec::new(),
+            per_second: Vec::new(),
+            bytes_sent: 0,
+            bytes_received: 0,
+            measured: 0,
+            late: 0,
+            fatal: None,
+        });
+    }
+
+    let live = Arc::new(Live::default());
+    let count = match phase.stop {
+        Stop::Count { count, .. } => Some(count),
+        Stop::Duration { .. } => None,
+    };
+    let measured_for = match &phase.stop {
+        Stop::Duration {
+            duration: Value::Duration(ns),
+        } => Some(Duration::from_nanos((*ns).max(0) as u64)),
+        _ => None,
+    };
+    let ticker = super::progress::start(
+        env,
+        label.to_string(),
+        count.map(|c| c * phase.repeat.max(1)),
+        "requests",
+        {
+            let live = live.clone();
+            Box::new(move || {
+                let ok = live.ok.load(Ordering::Relaxed);
+                let failed = live.failed.load(Ordering::Relaxed);
+                (ok + failed, format!("{failed} failed"))
+            })
+        },
+    );
+    let mut report = empty_report(phase);
+    let pool = match Pool::start(workers) {
+        Ok(p) => p,
+        Err(e) => {
+            ticker.finish().await;
+            return refused(phase, e);
+        }
+    };
+    let abort = Arc::new(AtomicBool::new(false));
+    let (warm_count, warm_time) = warmup_of(phase);
+    let (mut dropped, mut behind, mut second_base) = (0, 0, 0u64);
+    for rep in 0..phase.repeat.max(1) {
+        if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) {
+            break;
+        }
+        if warm_count.is_some() || warm_time.is_some() {
+            let start = Instant::now();
+            let ctl = RoundCtl {
+                start,
+                deadline: warm_time.map(|d| start + d),
+                stop: env.stop.clone(),
+                abort: abort.clone(),
+                record: false,
+                second_base,
+                live: live.clone(),
+            };
+            // Warm-up requests have indices of their own: they never repeat measured ones.
+            pool.round(None, WARMUP_BASE, warm_count, ctl).await;
+            if abort.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        let start = Instant::now();
+        let ctl = RoundCtl {
+            start,
+            deadline: measured_for.map(|d| start + d),
+            stop: env.stop.clone(),
+            abort: abort.clone(),
+            record: true,
+            second_base,
+            live: live.clone(),
+        };
+        let measured = |l: &Live| l.ok.load(Ordering::Relaxed) + l.failed.load(Ordering::Relaxed);
+        let before = measured(&live);
+        let cpu_before = super::cpu::process_cpu_seconds();
+        let arrivals = Arrivals::new(&phase.load, env.seed);
+        let (d, b) = pool.round(arrivals, 0, count, ctl).await;
+        let elapsed = start.elapsed();
+        if let (Some(a), Some(b)) = (cpu_before, super::cpu::process_cpu_seconds()) {
+            *report.client_cpu_s.get_or_insert(0.0) += b - a;
+        }
+        let requests = measured(&live) - before;
+        report.repeats.push(RepeatReport {
+            repeat: rep + 1,
+            elapsed_s: elapsed.as_secs_f64(),
+            queries: requests,
+            qps: requests as f64 / elapsed.as_secs_f64().max(1e-9),
+        });
+        second_base += elapsed.as_secs_f64().ceil() as u64;
+        dropped += d;
+        behind += b;
+    }
+    let workers = pool.finish();
+    ticker.finish().await;
+    finish(&mut report, phase, workers, dropped, behind, env);
+    report
+}
+
+/// Merges the connections' measurements and judges the run.
+fn finish(
+    report: &mut RequestReport,
+    phase: &RequestPhase,
+    workers: Vec<Worker>,
+    dropped: u64,
+    behind: u64,
+    env: &RunEnv,
+) {
+    let mut all = TypeStats::default();
+    let mut per_second: Vec<[u64; 2]> = Vec::new();
+    let mut per_worker = vec![0; workers.len()];
+    for w in &workers {
+        all.merge(&w.stats);
+        for (code, n) in &w.statuses {
+            *report.statuses.entry(*code).or_default() += n;
+        }
+        if let Some(h) = &w.hook {
+            for (k, v) in h.counters() {
+                *report.counters.entry(k).or_default() += v;
+            }
+        }
+        if per_second.len() < w.per_second.len() {
+            per_second.resize(w.per_second.len(), [0, 0]);
+        }
+        for (s, c) in per_second.iter_mut().zip(&w.per_second) {
+            s[0] += c[0];
+            s[1] += c[1];
+        }
+        report.bytes_sent += w.bytes_sent;
+        report.bytes_received += w.bytes_received;
+        report.reconnects += w.connects.saturating_sub(1) + w.reopened;
+        if let Some(Conn::Http(c)) = &w.conn {
+            report.reconnects += c.reopened;
+        }
+        if let Some(slot) = per_worker.get_mut(w.id) {
+            *slot = w.measured;
+        }
+        if let Some(f) = &w.fatal {
+            if !report.failures.contains(f) {
+                report.failures.push(f.clone());
+            }
+        }
+    }
+    report.requests_per_worker = per_worker;
+    report.per_second = per_second
+        .iter()
+        .enumerate()
+        .map(|(i, c)| SecondReport {
+            second: i as u64,
+            ok: c[0],
+            failed: c[1],
+        })
+        .collect();
+    report.late = workers.iter().map(|w| w.late).sum();
+    report.dropped = dropped;
+    let open = matches!(phase.load, Load::Open { .. });
+    let elapsed: f64 = report.repeats.iter().map(|r| r.elapsed_s).sum();
+    report.elapsed_s = elapsed;
+    report.ok = all.ok;
+    report.failed = all.failed();
+    report.rows = all.rows;
+    report.rps = all.ok as f64 / elapsed.max(1e-9);
+    report.sum_us = all.sum_us as u64;
+    report.latency = latency(&all.latency);
+    report.service = open.then(|| latency(&all.service));
+    report.errors = errors(&all);
+    report.error_rate = all.error_rate();
+    report.thresholds = phase
+        .expects
+        .iter()
+        .filter(|t| t.metric != "status")
+        .map(|th| judge(th, &all, elapsed))
+        .collect();
+    report
+        .failures
+        .extend(error_policy(&phase.expects, env, &all, "requests"));
+    let failed = failed_thresholds(report.thresholds.iter(), env);
+    report.failures.extend(failed);
+    if report.ok + report.failed == 0 && report.failures.is_empty() {
+        report.failures.push("no request was measured".into());
+    }
+    if open {
+        if dropped > 0 {
+            report.warnings.push(format!(
+                "{dropped} scheduled requests were dropped: every connection's queue was full (the server or the client cannot keep the rate)"
+            ));
+        }
+        let scheduled = report.ok + report.failed + dropped;
+        if scheduled > 0 && behind * 100 > scheduled {
+            report.warnings.push(format!(
+                "the client could not keep its own schedule: {behind} of {scheduled} requests were handed over more than {} late; the figures measure the client too",
+                fmt_duration(LATE)
+            ));
+        }
+    }
+    // A client using (nearly) every core measures itself as much as the server.
+    if let (Some(cpu), Ok(cores)) = (report.client_cpu_s, std::thread::available_parallelism()) {
+        let used = cpu / elapsed.max(1e-9);
+        if elapsed > 0.0 && used > 0.9 * cores.get() as f64 {
+            report.warnings.push(format!(
+                "the client used {used:.2} of {} cores: it may have set the figures, not the server",
+                cores.get()
+            ));
+        }
+    }
+    report.status = if env.stop.load(Ordering::Relaxed) {
+        Status::Interrupted
+    } else if report.failures.is_empty() {
+        Status::Ok
+    } else {
+        Status::Failed
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(value: Value) -> Threshold {
+        Threshold {
+            metric: "status".into(),
+            op: "in".into(),
+            value,
+        }
+    }
+
+    #[test]
+    fn statuses_default_to_2xx_and_take_codes_lists_and_half_open_ranges() {
+        let any2xx = StatusSet::of(&[]);
+        assert!(any2xx.accepts(200) && any2xx.accepts(299));
+        assert!(!any2xx.accepts(300) && !any2xx.accepts(400) && !any2xx.accepts(199));
+        let one = StatusSet::of(&[status(Value::List(vec![Value::Int(200)]))]);
+        assert!(one.accepts(200) && !one.accepts(201));
+        let set = StatusSet::of(&[status(Value::List(vec![Value::Int(200), Value::Int(404)]))]);
+        assert!(set.accepts(404) && !set.accepts(400));
+        let range = StatusSet::of(&[status(Value::Range(200, 300))]);
+        assert!(range.accepts(204) && !range.accepts(300));
+    }
+
+    #[test]
+    fn body_checks_name_the_check_that_failed() {
+        assert_eq!(body_failure(&[BodyExpect::JsonArray], b" [1, 2]\n"), None);
+        let e = body_failure(&[BodyExpect::JsonArray], br#"{"a":1}"#).unwrap();
+        assert!(e.contains("expect body json array"), "{e}");
+        assert!(body_failure(&[BodyExpect::Json], b"[1,").is_some());
+        assert_eq!(
+            body_failure(&[BodyExpect::JsonObject], br#"{"a":[]}"#),
+            None
+        );
+        assert!(body_failure(&[BodyExpect::JsonObject], b"[]").is_some());
+        let c = [BodyExpect::Contains("\"row\"".into())];
+        assert_eq!(body_failure(&c, br#"[{"row":1}]"#), None);
+        assert!(body_failure(&c, b"[]").is_some());
+    }
+}
