@@ -428,3 +428,202 @@ fn too_large(t: &Target) -> DriverError {
         true,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+    use tokio::net::TcpListener;
+
+    /// A server that answers each request on a connection with the next of `answers`, raw;
+    /// `None` closes the connection instead. Returns the target and the connection count.
+    async fn server(answers: Vec<Option<&'static [u8]>>) -> (Target, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            let mut answers = answers.into_iter();
+            loop {
+                let Ok((mut s, _)) = listener.accept().await else {
+                    return;
+                };
+                count.fetch_add(1, Ordering::SeqCst);
+                let mut buf = Vec::new();
+                loop {
+                    // One request: a head, plus the body its Content-Length announces.
+                    let mut chunk = [0u8; 4096];
+                    let n = s.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    let Some(end) = find(&buf, b"\r\n\r\n") else {
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
+                    let len = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length: "))
+                        .map_or(0, |v| v.trim().parse::<usize>().unwrap());
+                    if buf.len() < end + 4 + len {
+                        continue;
+                    }
+                    buf.drain(..end + 4 + len);
+                    match answers.next() {
+                        // An HTTP/1.0 answer without a length ends with the connection.
+                        Some(Some(a)) if a.starts_with(b"HTTP/1.0") => {
+                            s.write_all(a).await.unwrap();
+                            break;
+                        }
+                        Some(Some(a)) => s.write_all(a).await.unwrap(),
+                        _ => break,
+                    }
+                }
+            }
+        });
+        let target = Target {
+            url: HttpUrl::parse(&format!("http://{addr}/base")).unwrap(),
+            headers: HeaderMap::new(),
+            name: "t".into(),
+            connect_timeout: Duration::from_secs(2),
+            timeout: Duration::from_secs(2),
+        };
+        (target, accepted)
+    }
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    fn get(t: &Target) -> Vec<u8> {
+        let mut out = Vec::new();
+        t.render(&mut out, &hyper::Method::GET, "/x", &HeaderMap::new(), b"")
+            .unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn bodies_are_framed_by_length_chunks_and_close() {
+        let (t, accepted) = server(vec![
+            Some(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"),
+            Some(b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3;x=1\r\nabc\r\n2\r\nde\r\n0\r\nTrailer: v\r\n\r\n"),
+            Some(b"HTTP/1.1 204 No Content\r\n\r\n"),
+            Some(b"HTTP/1.1 400 Bad\r\nContent-Length: 3\r\nX-A: b\r\n\r\nbad"),
+            Some(b"HTTP/1.0 200 OK\r\n\r\nuntil close"),
+        ])
+        .await;
+        let mut c = Conn::connect(&t).await.unwrap();
+        let req = get(&t);
+        let a = c.exchange(&t, &req, false, false).await.unwrap();
+        assert_eq!((a.status, &a.body[..]), (200, &b"hello"[..]));
+        let a = c.exchange(&t, &req, false, false).await.unwrap();
+        assert_eq!((a.status, &a.body[..]), (201, &b"abcde"[..]));
+        let a = c.exchange(&t, &req, false, false).await.unwrap();
+        assert_eq!((a.status, a.body.len()), (204, 0));
+        let a = c.exchange(&t, &req, false, true).await.unwrap();
+        assert_eq!(a.status, 400);
+        assert_eq!(a.headers.unwrap().get("x-a").unwrap(), "b");
+        let a = c.exchange(&t, &req, false, false).await.unwrap();
+        assert_eq!(&a.body[..], b"until close");
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            1,
+            "one keep-alive connection"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_close_without_an_answer_is_an_error_and_an_announced_close_reopens() {
+        let (t, accepted) = server(vec![
+            Some(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+            Some(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+            None,
+        ])
+        .await;
+        let mut c = Conn::connect(&t).await.unwrap();
+        let req = get(&t);
+        c.exchange(&t, &req, false, false).await.unwrap();
+        // The server said close: the next request goes on a new connection, counted.
+        let a = c.exchange(&t, &req, false, false).await.unwrap();
+        assert_eq!(&a.body[..], b"ok");
+        assert_eq!(c.reopened, 1);
+        let e = c.exchange(&t, &req, false, false).await.err().unwrap();
+        assert_eq!(e.class, ErrorClass::Connection);
+        assert!(
+            e.message.contains("closed the connection before answering"),
+            "{}",
+            e.message
+        );
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn garbage_and_silence_are_errors() {
+        let (t, _) = server(vec![Some(b"SSH-2.0-OpenSSH\r\n\r\n")]).await;
+        let mut c = Conn::connect(&t).await.unwrap();
+        let e = c.exchange(&t, &get(&t), false, false).await.err().unwrap();
+        assert!(e.message.contains("not HTTP/1.1"), "{}", e.message);
+        // A server that reads and never answers: the timeout.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (s, _) = listener.accept().await.unwrap();
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            drop(s);
+        });
+        let t = Target {
+            url: HttpUrl::parse(&format!("http://{addr}")).unwrap(),
+            headers: HeaderMap::new(),
+            name: "t".into(),
+            connect_timeout: Duration::from_secs(1),
+            timeout: Duration::from_millis(200),
+        };
+        let mut c = Conn::connect(&t).await.unwrap();
+        let e = c.exchange(&t, &get(&t), false, false).await.err().unwrap();
+        assert_eq!(e.class, ErrorClass::Timeout);
+    }
+
+    #[test]
+    fn requests_carry_host_endpoint_headers_and_a_length() {
+        let mut headers = HeaderMap::new();
+        headers.insert("accept", HeaderValue::from_static("a/b"));
+        headers.insert("x-keep", HeaderValue::from_static("1"));
+        let t = Target {
+            url: HttpUrl::parse("http://127.0.0.1:9/base").unwrap(),
+            headers,
+            name: "t".into(),
+            connect_timeout: Duration::from_secs(1),
+            timeout: Duration::from_secs(1),
+        };
+        let mut own = HeaderMap::new();
+        own.insert("accept", HeaderValue::from_static("c/d"));
+        let mut out = Vec::new();
+        t.render(&mut out, &hyper::Method::POST, "/q?x=1", &own, b"{}")
+            .unwrap();
+        let text = String::from_utf8(out.clone()).unwrap();
+        assert!(
+            text.starts_with("POST /base/q?x=1 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("x-keep: 1\r\n") && text.contains("accept: c/d\r\n"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("a/b"),
+            "the request's own header replaces the endpoint's"
+        );
+        assert!(text.ends_with("Content-Length: 2\r\n\r\n{}"), "{text}");
+        t.render(&mut out, &hyper::Method::GET, "/", &HeaderMap::new(), b"")
+            .unwrap();
+        assert!(!String::from_utf8_lossy(&out).contains("Content-Length"));
+        assert!(t
+            .render(&mut out, &hyper::Method::GET, "x", &HeaderMap::new(), b"")
+            .is_err());
+        let mut bad = HeaderMap::new();
+        bad.insert("content-length", HeaderValue::from_static("9"));
+        assert!(t
+            .render(&mut out, &hyper::Method::GET, "/", &bad, b"")
+            .is_err());
+    }
+}
