@@ -499,3 +499,30 @@ fn the_shipped_ksql_workload_runs_against_a_ksqldb_shaped_server() {
         out.status.code()
     );
 }
+
+#[test]
+fn building_ahead_keeps_the_request_stream() {
+    // Without response(), the next request is built while the server answers: the requests
+    // sent are still exactly indices 0..count, whatever the connection count.
+    let hook = r#"
+fn request(ctx) {
+    #{ method: "POST", path: "/query",
+       body: `{"ksql":"SELECT * FROM ORDERS_TABLE WHERE ORDERID = ${ctx.rng.int(0, 99999)};"}` }
+}
+"#;
+    let keys = |connections: u32| {
+        let server = ServerHandle::start(Behaviour::ksql());
+        let text = format!(
+            "workload w {{ seed 3 }}\n{}\nhook h from \"h.rhai\" (request)\nrun r {{ against svc.http  request h.request  connections {connections}  count 300  expect status 200 }}\n",
+            target(&server)
+        );
+        let (code, report, err) = run_files(&text, &[("h.rhai", hook)], &[]);
+        assert_eq!(code, 0, "{err}\n{report}");
+        assert_eq!(u(&phase(&report)["ok"]), 300);
+        let mut k = server.ksql_keys();
+        assert_eq!(k.len(), 300);
+        k.sort_unstable();
+        k
+    };
+    assert_eq!(keys(1), keys(3));
+}

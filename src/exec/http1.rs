@@ -137,6 +137,7 @@ impl Conn {
 
     /// Sends `request` (rendered by `Target::render`) and reads the whole answer within the
     /// target's timeout. `head`: the request was a HEAD (its answer has no body).
+    #[cfg(test)]
     pub async fn exchange(
         &mut self,
         t: &Target,
@@ -144,6 +145,13 @@ impl Conn {
         head: bool,
         want_headers: bool,
     ) -> Result<Answer, DriverError> {
+        let deadline = self.send(t, request).await?;
+        self.receive(t, deadline, head, want_headers).await
+    }
+
+    /// Writes a request; returns when its answer must be complete. Split from `receive` so
+    /// that the caller can work (build its next request) while the server answers.
+    pub async fn send(&mut self, t: &Target, request: &[u8]) -> Result<Instant, DriverError> {
         if self.closing || self.last_used.elapsed() > IDLE_CHECK && self.closed_by_peer() {
             // Nothing was in flight: a new connection loses and doubles nothing.
             self.stream = open(t).await?;
@@ -151,11 +159,24 @@ impl Conn {
             self.closing = false;
             self.reopened += 1;
         }
-        let result = tokio::time::timeout(
-            t.timeout,
-            self.send_and_read(t, request, head, want_headers),
-        )
-        .await;
+        let deadline = Instant::now() + t.timeout;
+        match tokio::time::timeout_at(deadline.into(), self.stream.write_all(request)).await {
+            Ok(Ok(())) => Ok(deadline),
+            Ok(Err(e)) => Err(broke(t, &e.to_string())),
+            Err(_) => Err(DriverError::timeout(&t.name, t.timeout)),
+        }
+    }
+
+    /// Reads the whole answer to the request `send` wrote, by `deadline`.
+    pub async fn receive(
+        &mut self,
+        t: &Target,
+        deadline: Instant,
+        head: bool,
+        want_headers: bool,
+    ) -> Result<Answer, DriverError> {
+        let result =
+            tokio::time::timeout_at(deadline.into(), self.read_answer(t, head, want_headers)).await;
         self.last_used = Instant::now();
         match result {
             Ok(r) => r,
@@ -169,17 +190,12 @@ impl Conn {
         !matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
     }
 
-    async fn send_and_read(
+    async fn read_answer(
         &mut self,
         t: &Target,
-        request: &[u8],
         head: bool,
         want_headers: bool,
     ) -> Result<Answer, DriverError> {
-        self.stream
-            .write_all(request)
-            .await
-            .map_err(|e| broke(t, &e.to_string()))?;
         loop {
             // An answer's head, then its body; 1xx answers are skipped.
             let (status, header_len, framing, headers, close) = loop {

@@ -252,70 +252,138 @@ impl Worker {
         Ok(self.conn.as_mut().expect("connected above"))
     }
 
-    /// Sends one request and reads its whole answer.
-    async fn exchange(&mut self, index: u64, built: Option<Built>) -> Result<Answer, QueryError> {
+    /// Sends one request: an HTTP request is written and its answer left to `finish`; a SQL
+    /// request runs to its last row here.
+    async fn start(&mut self, index: u64, built: Option<Built>) -> InFlight {
         let shared = self.shared.clone();
-        let want_headers = matches!(shared.source, Source::Hook { response: true, .. });
         // A hook's HTTP request is rendered before connecting: a bad one is the hook's error.
         let head = match &built {
             Some(Built::Http(r)) => {
                 let Some(t) = &shared.target else {
-                    return Err(wrong_shape(&shared));
+                    return InFlight::Done(Err(wrong_shape(&shared)));
                 };
-                t.render(&mut self.out, &r.method, &r.path, &r.headers, &r.body)
-                    .map_err(|e| QueryError {
+                if let Err(e) = t.render(&mut self.out, &r.method, &r.path, &r.headers, &r.body) {
+                    return InFlight::Done(Err(QueryError {
                         class: QueryErrorClass::Client,
                         message: format!("the hook's request: {e}"),
                         code: None,
                         broken: false,
-                    })?;
+                    }));
+                }
                 r.method == Method::HEAD
             }
             _ => false,
         };
-        let mut out = std::mem::take(&mut self.out);
-        let conn = match self.connection().await {
-            Ok(c) => c,
-            Err(e) => {
-                self.out = out;
-                return Err(e);
-            }
+        let out = std::mem::take(&mut self.out);
+        let flight = match self.connection().await {
+            Err(e) => InFlight::Done(Err(e)),
+            Ok(conn) => match (conn, built, &shared.target, &shared.source) {
+                (Conn::Http(c), None, Some(t), Source::Fixed(bytes, is_head)) => {
+                    match c.send(t, bytes).await {
+                        Ok(deadline) => InFlight::Http {
+                            deadline,
+                            head: *is_head,
+                            len: bytes.len() as u64,
+                        },
+                        Err(e) => InFlight::Done(Err(broken(e))),
+                    }
+                }
+                (Conn::Http(c), Some(Built::Http(_)), Some(t), _) => match c.send(t, &out).await {
+                    Ok(deadline) => InFlight::Http {
+                        deadline,
+                        head,
+                        len: out.len() as u64,
+                    },
+                    Err(e) => InFlight::Done(Err(broken(e))),
+                },
+                (Conn::Sql(t), Some(Built::Sql { sql, binds }), _, _) => {
+                    let inst = Instance {
+                        query: 0,
+                        index,
+                        sql: sql.into(),
+                        binds,
+                        route: None,
+                    };
+                    InFlight::Done(t.run(&inst).await.map(|out| Answer {
+                        status: 0,
+                        headers: None,
+                        body: Bytes::new(),
+                        rows: out.rows,
+                        sent_bytes: 0,
+                    }))
+                }
+                _ => InFlight::Done(Err(wrong_shape(&shared))),
+            },
         };
-        let result = match (conn, built, &shared.target, &shared.source) {
-            (Conn::Http(c), None, Some(t), Source::Fixed(bytes, is_head)) => {
-                http_exchange(c, t, bytes, *is_head, want_headers).await
-            }
-            (Conn::Http(c), Some(Built::Http(_)), Some(t), _) => {
-                http_exchange(c, t, &out, head, want_headers).await
-            }
-            (Conn::Sql(t), Some(Built::Sql { sql, binds }), _, _) => {
-                let inst = Instance {
-                    query: 0,
-                    index,
-                    sql: sql.into(),
-                    binds,
-                    route: None,
-                };
-                t.run(&inst).await.map(|out| Answer {
-                    status: 0,
-                    headers: None,
-                    body: Bytes::new(),
-                    rows: out.rows,
-                    sent_bytes: 0,
+        self.out = out;
+        self.out.clear();
+        if let InFlight::Done(Err(e)) = &flight {
+            self.drop_if_broken(e);
+        }
+        flight
+    }
+
+    /// Reads the answer of a request `start` wrote.
+    async fn finish(&mut self, flight: InFlight) -> Result<Answer, QueryError> {
+        let InFlight::Http {
+            deadline,
+            head,
+            len,
+        } = flight
+        else {
+            let InFlight::Done(r) = flight else {
+                unreachable!()
+            };
+            return r;
+        };
+        let want_headers = matches!(self.shared.source, Source::Hook { response: true, .. });
+        let shared = self.shared.clone();
+        let result = match (&mut self.conn, &shared.target) {
+            (Some(Conn::Http(c)), Some(t)) => c
+                .receive(t, deadline, head, want_headers)
+                .await
+                .map(|a| Answer {
+                    status: a.status,
+                    headers: a.headers,
+                    body: a.body,
+                    rows: 0,
+                    sent_bytes: len,
                 })
-            }
+                .map_err(broken),
             _ => Err(wrong_shape(&shared)),
         };
-        out.clear();
-        self.out = out;
         if let Err(e) = &result {
-            if e.broken {
-                if let Some(Conn::Http(c)) = self.conn.take() {
-                    self.reopened += c.reopened;
-                }
-            }
+            self.drop_if_broken(e);
         }
         result
+    }
+
+    fn drop_if_broken(&mut self, e: &QueryError) {
+        if e.broken {
+            if let Some(Conn::Http(c)) = self.conn.take() {
+                self.reopened += c.reopened;
+            }
+        }
+    }
+
+    /// The next request's index, and its intended send time in open loop; `None` ends the
+    /// round.
+    async fn next_index(feed: &Feed) -> Option<(u64, Option<Instant>)> {
+        match feed {
+            Feed::Counter { next, base, end } => {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if end.is_some_and(|e| i >= e) {
+                    return None;
+                }
+                Some((base + i, None))
+            }
+            Feed::Queue(rx) => rx
+                .lock()
+                .await
+                .recv()
+                .await
+                .map(|j| (j.index, Some(j.intended))),
+        }
     }
 
     /// Judges an answer: the status, the body checks, then the response hook.
@@ -371,17 +439,23 @@ impl Worker {
     }
 
     async fn round(mut self, feed: Feed, ctl: RoundCtl) -> Worker {
-        loop {
-            let (index, intended) = match &feed {
-                Feed::Counter { next, base, end } => {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if end.is_some_and(|e| i >= e) {
-                        break;
-                    }
-                    (base + i, None)
+        // Closed loop with a hook that has no response(): the next request is built while the
+        // server answers this one, as the calls' order stays request(i), request(i + 1), ...
+        // (with a response hook, response(i) must come before request(i + 1)).
+        let build_ahead = matches!(feed, Feed::Counter { .. })
+            && matches!(
+                self.shared.source,
+                Source::Hook {
+                    response: false,
+                    ..
                 }
-                Feed::Queue(rx) => match rx.lock().await.recv().await {
-                    Some(j) => (j.index, Some(j.intended)),
+            );
+        let mut ahead: Option<(u64, Built)> = None;
+        loop {
+            let (index, intended, prebuilt) = match ahead.take() {
+                Some((i, b)) => (i, None, Some(b)),
+                None => match Self::next_index(&feed).await {
+                    Some((i, at)) => (i, at, None),
                     None => break,
                 },
             };
@@ -399,8 +473,9 @@ impl Worker {
                     }
                 }
             }
-            let built = match (&self.shared.source, self.hook.as_mut()) {
-                (Source::Hook { function, .. }, Some(hook)) => {
+            let built = match (prebuilt, &self.shared.source, self.hook.as_mut()) {
+                (Some(b), _, _) => Some(b),
+                (None, Source::Hook { function, .. }, Some(hook)) => {
                     let offset = intended.unwrap_or(now).saturating_duration_since(ctl.start);
                     match hook.request(function, index, offset) {
                         Ok(b) => Some(b),
@@ -413,7 +488,22 @@ impl Worker {
                 _ => None,
             };
             let sent = Instant::now();
-            let result = self.exchange(index, built).await;
+            let flight = self.start(index, built).await;
+            let mut failed_ahead = None;
+            if build_ahead && matches!(flight, InFlight::Http { .. }) {
+                if let (Some((i, _)), Source::Hook { function, .. }, Some(hook)) = (
+                    Self::next_index(&feed).await,
+                    &self.shared.source,
+                    self.hook.as_mut(),
+                ) {
+                    let offset = Instant::now().saturating_duration_since(ctl.start);
+                    match hook.request(function, i, offset) {
+                        Ok(b) => ahead = Some((i, b)),
+                        Err(e) => failed_ahead = Some(e.to_string()),
+                    }
+                }
+            }
+            let result = self.finish(flight).await;
             let done = Instant::now();
             let result = match result {
                 Ok(answer) => {
@@ -436,6 +526,10 @@ impl Worker {
                 Err(e) => Err(e),
             };
             if !ctl.record {
+                if let Some(e) = failed_ahead {
+                    self.fail(e, &ctl);
+                    break;
+                }
                 continue;
             }
             self.measured += 1;
@@ -458,6 +552,10 @@ impl Worker {
                     self.per_second[second][1] += 1;
                     ctl.live.failed.fetch_add(1, Ordering::Relaxed);
                 }
+            }
+            if let Some(e) = failed_ahead {
+                self.fail(e, &ctl);
+                break;
             }
         }
         self
@@ -489,29 +587,24 @@ fn wrong_shape(shared: &Shared) -> QueryError {
     }
 }
 
-async fn http_exchange(
-    conn: &mut http1::Conn,
-    t: &http1::Target,
-    request: &[u8],
-    head: bool,
-    want_headers: bool,
-) -> Result<Answer, QueryError> {
-    match conn.exchange(t, request, head, want_headers).await {
-        Ok(a) => Ok(Answer {
-            status: a.status,
-            headers: a.headers,
-            body: a.body,
-            rows: 0,
-            sent_bytes: request.len() as u64,
-        }),
-        Err(e) => {
-            let mut e = from_driver(e);
-            // A failure after any of the request may have reached the server: never send on
-            // this connection again.
-            e.broken = true;
-            Err(e)
-        }
-    }
+/// A request on its way.
+enum InFlight {
+    /// Written; its answer is due by `deadline`. `len`: the request's bytes.
+    Http {
+        deadline: Instant,
+        head: bool,
+        len: u64,
+    },
+    /// Answered already (SQL), or failed before it was written.
+    Done(Result<Answer, QueryError>),
+}
+
+/// A failure after any of the request may have reached the server: the connection is never
+/// used again.
+fn broken(e: crate::driver::DriverError) -> QueryError {
+    let mut e = from_driver(e);
+    e.broken = true;
+    e
 }
 
 /// The open-loop scheduler of one round: stamps indices with their intended send times and
