@@ -938,7 +938,7 @@ pub async fn run(
                 };
                 match script.worker(spec) {
                     Ok(h) => Some(h),
-                    Err(e) => return refused(phase, format!("hook `{hook}`, init(): {e}")),
+                    Err(e) => return refused(phase, e.to_string()),
                 }
             }
             Source::Fixed(..) => None,

@@ -212,7 +212,8 @@ pub(super) fn register(e: &mut Engine) {
         )
         .register_fn("uuid", |r: &mut RngHandle| {
             let mut s = r.0.rng();
-            uuid(s.rng.next_u64(), s.rng.next_u64())
+            let a = s.rng.next_u64();
+            uuid(a, s.rng.next_u64())
         })
         .register_fn("to_string", |_: &mut RngHandle| "Rng".to_string())
         .register_fn("to_debug", |_: &mut RngHandle| "Rng".to_string());
@@ -269,17 +270,18 @@ fn weighted(shared: &Shared, items: Array, weights: &Array) -> Res<Dynamic> {
     Ok(items.into_iter().nth(last).unwrap_or(Dynamic::UNIT))
 }
 
-/// A version 4 UUID from 128 random bits, lowercase hex: `xxxxxxxx-xxxx-4xxx-Yxxx-xxxxxxxxxxxx`
-/// with Y in 8..=b (RFC 9562 variant).
-pub(super) fn uuid(hi: u64, lo: u64) -> String {
-    let hi = (hi & !0xF000) | 0x4000;
-    let lo = (lo & !(0xC << 60)) | (0x8 << 60);
+/// Version 4 UUID text from two draws, the rule of the generator's `uuid()` (docs/rng.md
+/// §4.1): the 16 bytes are `a` then `b`, big-endian, with the version nibble set to 4 and the
+/// variant bits to `10`; lowercase `8-4-4-4-12` hex.
+pub(super) fn uuid(a: u64, b: u64) -> String {
+    let a = (a & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
+    let b = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
     format!(
         "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        hi >> 32,
-        (hi >> 16) & 0xFFFF,
-        hi & 0xFFFF,
-        lo >> 48,
-        lo & 0xFFFF_FFFF_FFFF
+        a >> 32,
+        (a >> 16) & 0xFFFF,
+        a & 0xFFFF,
+        b >> 48,
+        b & 0xFFFF_FFFF_FFFF
     )
 }

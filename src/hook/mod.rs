@@ -47,17 +47,36 @@ pub const MAX_EXPR_DEPTHS: (usize, usize) = (64, 32);
 pub const MAX_CALL_TIME: Duration = Duration::from_secs(1);
 /// Wall-clock time one call of `init` may take.
 pub const MAX_INIT_TIME: Duration = Duration::from_secs(10);
+/// Native stack one call may use. Rhai evaluates recursively, and 64 call levels of nested
+/// expressions can overflow a 2 MiB thread stack (tokio's default) and abort the process; a
+/// call that goes deeper than this stops with an error instead.
+pub const MAX_STACK: usize = 1 << 20;
 
 /// The clock is read once every this many operations.
 const CLOCK_EVERY: u64 = 64;
 
-thread_local! {
-    /// When the call running on this thread must stop, and its time limit.
-    static DEADLINE: Cell<Option<(Instant, Duration)>> = const { Cell::new(None) };
+/// The bounds of the call running on this thread: when it must stop, and the address of the
+/// stack where it started.
+#[derive(Clone, Copy)]
+struct Bounds {
+    deadline: Instant,
+    stack_base: usize,
 }
 
-/// The token `on_progress` stops a call with.
+thread_local! {
+    static BOUNDS: Cell<Option<Bounds>> = const { Cell::new(None) };
+}
+
+/// The tokens `on_progress` stops a call with.
 const OUT_OF_TIME: &str = "wlrun: out of time";
+const OUT_OF_STACK: &str = "wlrun: out of stack";
+
+/// An address in the current stack frame.
+#[inline(always)]
+fn stack_here() -> usize {
+    let probe = 0u8;
+    std::ptr::from_ref(std::hint::black_box(&probe)) as usize
+}
 
 /// The sandboxed engine: no file, network or process access (no module resolver, no `eval`),
 /// and limits on operations per call, string, array and map sizes and call depth.
@@ -85,13 +104,14 @@ pub fn engine() -> rhai::Engine {
     e.set_max_call_levels(MAX_CALL_LEVELS);
     e.set_max_expr_depths(MAX_EXPR_DEPTHS.0, MAX_EXPR_DEPTHS.1);
     e.on_progress(|ops| {
-        if ops % CLOCK_EVERY != 0 {
-            return None;
+        let b = BOUNDS.with(Cell::get)?;
+        if b.stack_base.abs_diff(stack_here()) > MAX_STACK {
+            return Some(Dynamic::from(OUT_OF_STACK));
         }
-        match DEADLINE.with(Cell::get) {
-            Some((at, _)) if Instant::now() > at => Some(Dynamic::from(OUT_OF_TIME)),
-            _ => None,
+        if ops % CLOCK_EVERY == 0 && Instant::now() > b.deadline {
+            return Some(Dynamic::from(OUT_OF_TIME));
         }
+        None
     });
     e.on_print(|s| {
         let _ = writeln!(std::io::stderr(), "hook: {s}");
@@ -191,7 +211,7 @@ impl Script {
             has_response: self.has_arity("response", 2),
         };
         if self.has_arity("init", 1) {
-            let state = w.call("init", 1, (w.ctx(),))?.flatten();
+            let state = w.call("init", 1, MAX_INIT_TIME, (w.ctx(),))?.flatten();
             let mut cell = w.shared.state.clone();
             let Some(mut s) = cell.write_lock::<Dynamic>() else {
                 return Err(HookError {
@@ -242,7 +262,7 @@ impl HookWorker {
         offset: Duration,
     ) -> Result<Built, HookError> {
         self.begin(index, offset);
-        let ret = self.call(function, 1, (self.ctx(),))?;
+        let ret = self.call(function, 1, MAX_CALL_TIME, (self.ctx(),))?;
         convert::built(ret).map_err(|m| self.error(function, m))
     }
 
@@ -256,7 +276,12 @@ impl HookWorker {
         if !self.has_response {
             return Ok(Verdict::Ok);
         }
-        let ret = self.call("response", 2, (self.ctx(), convert::response_map(resp)))?;
+        let ret = self.call(
+            "response",
+            2,
+            MAX_CALL_TIME,
+            (self.ctx(), convert::response_map(resp)),
+        )?;
         convert::verdict(ret).map_err(|m| self.error("response", m))
     }
 
@@ -285,25 +310,27 @@ impl HookWorker {
         }
     }
 
+    /// Calls `function` (which takes `arity` parameters) within the sandbox's bounds, `limit`
+    /// its wall-clock time.
     fn call(
         &mut self,
         function: &str,
         arity: usize,
+        limit: Duration,
         args: impl FuncArgs,
     ) -> Result<Dynamic, HookError> {
-        /// Clears the deadline however the call ends.
-        struct Clear(Option<(Instant, Duration)>);
-        impl Drop for Clear {
+        /// Restores the bounds however the call ends.
+        struct Restore(Option<Bounds>);
+        impl Drop for Restore {
             fn drop(&mut self) {
-                DEADLINE.with(|d| d.set(self.0));
+                BOUNDS.with(|b| b.set(self.0));
             }
         }
-        let limit = if function == "init" {
-            MAX_INIT_TIME
-        } else {
-            MAX_CALL_TIME
+        let bounds = Bounds {
+            deadline: Instant::now() + limit,
+            stack_base: stack_here(),
         };
-        let _clear = Clear(DEADLINE.with(|d| d.replace(Some((Instant::now() + limit, limit)))));
+        let _restore = Restore(BOUNDS.with(|b| b.replace(Some(bounds))));
         let options = CallFnOptions::new().eval_ast(false).rewind_scope(true);
         self.engine
             .call_fn_with_options::<Dynamic>(options, &mut self.scope, &self.ast, function, args)
@@ -376,6 +403,14 @@ fn describe(
             format!(
                 "the call took too long (limit {} s of wall-clock time)",
                 time_limit.as_secs_f64()
+            )
+        }
+        EvalAltResult::ErrorTerminated(token, ..)
+            if token.clone().into_string().is_ok_and(|t| t == OUT_OF_STACK) =>
+        {
+            format!(
+                "the script nests too deeply (limit {} KiB of native stack per call)",
+                MAX_STACK >> 10
             )
         }
         EvalAltResult::ErrorStackOverflow(..) => {

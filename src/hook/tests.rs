@@ -61,7 +61,7 @@ fn request_error(src: &str) -> String {
 fn eval_at(w: &mut HookWorker, index: u64) -> Result<Dynamic, HookError> {
     w.begin(index, Duration::ZERO);
     let ctx = w.ctx();
-    w.call("f", 1, (ctx,))
+    w.call("f", 1, MAX_CALL_TIME, (ctx,))
 }
 
 /// `expr` evaluated for requests 0..n (a fresh RNG each).
@@ -235,7 +235,7 @@ fn ctx_fields_and_params() {
     let mut w = s.worker(spec(3, 8)).unwrap();
     w.begin(17, Duration::from_micros(2_500_000));
     let ctx = w.ctx();
-    let got = w.call("f", 1, (ctx,)).unwrap();
+    let got = w.call("f", 1, MAX_CALL_TIME, (ctx,)).unwrap();
     assert_eq!(
         got.to_string(),
         r#"[3, 8, 17, 2500000, 2.5, "orders", 5, 0.25, true, 1500000000, "5000/s", ["a", 2], "qwp", "Ctx", "Rng"]"#
@@ -503,6 +503,59 @@ fn rng_zipf_and_uuid() {
         ctx::uuid(u64::MAX, u64::MAX),
         "ffffffff-ffff-4fff-bfff-ffffffffffff"
     );
+    assert_eq!(
+        ctx::uuid(0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210),
+        "01234567-89ab-4def-bedc-ba9876543210"
+    );
+}
+
+#[test]
+fn the_rng_of_request_i_is_the_documented_site() {
+    // docs/scripting.md: request i draws from Rng::new(seed, fnv1a64("hook:<name>:request"), 0, i);
+    // init of worker w from Rng::new(seed, fnv1a64("hook:<name>:init"), 0, w).
+    use crate::gen::rng::Rng;
+    use crate::gen::route::fnv1a64;
+    let stream = fnv1a64(b"hook:pull:request");
+    for (i, d) in draws("[ctx.rng.uuid(), ctx.rng.int(10, 19)]", 20)
+        .into_iter()
+        .enumerate()
+    {
+        let mut r = Rng::new(42, stream, 0, i as u64);
+        let a = r.next_u64();
+        let want = ctx::uuid(a, r.next_u64());
+        let n = 10 + r.below(10) as i64;
+        assert_eq!(d.to_string(), format!("[\"{want}\", {n}]"));
+    }
+    let s = script("fn init(ctx) { ctx.rng.float() } fn f(ctx) { ctx.state }");
+    let mut w = s.worker(spec(3, 4)).unwrap();
+    let want = Rng::new(42, fnv1a64(b"hook:pull:init"), 0, 3).f64();
+    assert_eq!(eval_at(&mut w, 0).unwrap().as_float().unwrap(), want);
+}
+
+#[test]
+fn the_ksql_pull_workload_hook_runs() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/ksql-pull.rhai");
+    let src = std::fs::read_to_string(path).unwrap();
+    let s = Script::compile("ksql-pull.rhai", &src).unwrap_or_else(|e| panic!("{e}"));
+    let mut sp = spec(0, 1);
+    sp.params.push(("orders".to_string(), Value::Int(1000)));
+    let mut w = s.worker(sp).unwrap();
+    match w.request("request", 7, Duration::from_millis(3)).unwrap() {
+        Built::Http(h) => {
+            assert_eq!((h.method, h.path.as_str()), (Method::POST, "/query"));
+            let body: serde_json::Value = serde_json::from_slice(&h.body).unwrap();
+            assert!(body["ksql"].as_str().unwrap().contains("WHERE ORDERID = "));
+        }
+        other => panic!("{other:?}"),
+    }
+    let ok =
+        br#"[{"header":{"queryId":"q","schema":"`ORDERID` INTEGER"}},{"row":{"columns":[1]}}]"#;
+    assert_eq!(w.response(&resp(200, ok)).unwrap(), Verdict::Ok);
+    let bad = br#"[{"header":{}},{"errorMessage":{"message":"boom"}}]"#;
+    assert!(matches!(
+        w.response(&resp(200, bad)).unwrap(),
+        Verdict::Error(_)
+    ));
 }
 
 #[test]
@@ -611,7 +664,10 @@ fn response_sees_the_response_and_continues_the_rng() {
     );
     w.begin(4, Duration::ZERO);
     let ctx = w.ctx();
-    let both = w.call("both", 1, (ctx,)).unwrap().to_string();
+    let both = w
+        .call("both", 1, MAX_CALL_TIME, (ctx,))
+        .unwrap()
+        .to_string();
     assert_eq!(both, format!("{first}|{}", parts[7]));
     // Without headers, `resp.headers` is absent.
     let mut w = worker(r#"fn request(ctx) { "/" } fn response(ctx, resp) { "headers" in resp }"#);
@@ -682,7 +738,7 @@ fn sandbox_limits_wall_clock_time() {
     // The deadline ends with the call.
     let mut w = worker(r#"fn request(ctx) { "/" }"#);
     assert!(w.request("request", 0, Duration::ZERO).is_ok());
-    assert!(DEADLINE.with(std::cell::Cell::get).is_none());
+    assert!(BOUNDS.with(std::cell::Cell::get).is_none());
 }
 
 #[test]
@@ -765,70 +821,81 @@ fn workers_move_between_threads() {
         .unwrap();
 }
 
-#[test]
-#[ignore]
-fn zz_bench() {
-    let src = r#"
-fn request(ctx) {
-    let key = ctx.rng.int(0, 99999);
-    #{
-        method: "POST",
-        path: "/query",
-        headers: #{ "Content-Type": "application/vnd.ksql.v1+json", "Accept": "application/vnd.ksql.v1+json" },
-        body: `{"ksql": "SELECT * FROM orders_by_key WHERE order_id = '${key}';", "streamsProperties": {}}`,
-    }
+/// `request()` of `src` on a thread with tokio's default 2 MiB stack.
+fn on_small_stack(src: String) -> Result<(), String> {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let mut w = script(&src).worker(spec(0, 1)).unwrap();
+            w.request("request", 0, Duration::ZERO)
+                .map(|_| ())
+                .map_err(|e| e.message)
+        })
+        .unwrap()
+        .join()
+        .unwrap()
 }
-fn response(ctx, resp) { if resp.status != 200 { return "status " + resp.status; } ctx.count("ok"); }
-fn small(ctx) { "/" }
-fn a_rng(ctx) { ctx.rng.int(0, 99999); "/" }
-fn b_map(ctx) { #{ method: "POST", path: "/query", headers: #{ "Content-Type": "application/vnd.ksql.v1+json", "Accept": "application/vnd.ksql.v1+json" }, body: "x" } }
-fn c_interp(ctx) { let key = 5; let b = `{"ksql": "SELECT * FROM orders_by_key WHERE order_id = '${key}';", "streamsProperties": {}}`; "/" }
-fn d_sqlmap(ctx) { #{ sql: "x" } }
-fn e_index(ctx) { ctx.index; "/" }
-fn f_rngget(ctx) { ctx.rng; "/" }
-fn g_float(ctx) { ctx.rng.float(); "/" }
-fn h_count(ctx) { ctx.count("x"); "/" }
-fn s_write(ctx) { ctx.state.n += 1; "/" }
-fn s_assign(ctx) { ctx.state = 1; "/" }
-fn state_touch(ctx) { ctx.state.keys[ctx.rng.int(0, 9999)] }
-fn init(ctx) { #{ n: 0 } }
-"#;
-    let s = script(src);
-    let t = std::time::Instant::now();
-    let mut w = s.worker(spec(0, 1)).unwrap();
-    eprintln!("worker + init(10k keys): {:?}", t.elapsed());
-    for name in [
-        "request", "small", "a_rng", "b_map", "c_interp", "e_index", "g_float", "h_count",
-        "s_write", "s_assign",
-    ] {
-        for _ in 0..3 {
-            let n = 1_000_000u64;
-            let t = std::time::Instant::now();
-            for i in 0..n {
-                let _ = std::hint::black_box(w.request(name, i, Duration::ZERO));
+
+#[test]
+fn sandbox_limits_native_stack() {
+    // 63 call levels of deeply nested expressions overflow a 2 MiB stack unless stopped.
+    for nests in [10, 11] {
+        let mut e = String::from("f(n - 1)");
+        for _ in 0..nests {
+            e = format!("1 + ({e})");
+        }
+        let src = format!(
+            "fn f(n) {{ if n <= 0 {{ 0 }} else {{ {e} }} }}\nfn request(ctx) {{ f(62); \"/\" }}"
+        );
+        assert_eq!(
+            on_small_stack(src),
+            Err("hook `t.rhai`, request(): the script nests too deeply (limit 1024 KiB of native stack per call)".to_string())
+        );
+    }
+    // Through closures and native functions.
+    let got = on_small_stack(
+        "fn f(n) { if n <= 0 { 0 } else { [n].map(|x| 1 + (1 + (1 + (1 + f(x - 1)))))[0] } }\n\
+         fn request(ctx) { f(62); \"/\" }"
+            .to_string(),
+    );
+    assert!(got.is_err(), "{got:?}");
+    // Plain recursion 60 deep is fine.
+    assert_eq!(
+        on_small_stack(
+            "fn f(n) { if n <= 0 { 0 } else { 1 + f(n - 1) } }\nfn request(ctx) { f(60); \"/\" }"
+                .to_string()
+        ),
+        Ok(())
+    );
+}
+#[test]
+fn the_examples_of_docs_scripting_md_compile() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scripting.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut blocks = Vec::new();
+    let mut current: Option<(usize, String)> = None;
+    for (n, line) in text.lines().enumerate() {
+        match (&mut current, line.trim_end()) {
+            (None, "```rhai") => current = Some((n + 1, String::new())),
+            (Some(_), "```") => blocks.push(current.take().unwrap()),
+            (Some((_, code)), l) => {
+                code.push_str(l);
+                code.push('\n');
             }
-            eprintln!(
-                "{name}: {:.2} us/call",
-                t.elapsed().as_secs_f64() * 1e6 / n as f64
-            );
+            _ => {}
         }
     }
-    let body =
-        br#"[{"header":{"queryId":"x","schema":"`ORDER_ID` STRING"}},{"row":{"columns":["1"]}}]"#;
-    let view = ResponseView {
-        status: 200,
-        headers: None,
-        body,
-        rows: 0,
-        latency: Duration::from_micros(900),
-    };
-    let n = 200_000u64;
-    let t = std::time::Instant::now();
-    for _ in 0..n {
-        let _ = std::hint::black_box(w.response(&view));
+    assert!(blocks.len() >= 5, "{} rhai blocks", blocks.len());
+    for (line, code) in blocks {
+        let s = Script::compile(&format!("docs/scripting.md:{line}"), &code)
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Every block that defines request() builds a request.
+        if s.has("request") {
+            let mut sp = spec(0, 1);
+            sp.params.push(("orders".to_string(), Value::Int(1000)));
+            let mut w = s.worker(sp).unwrap();
+            w.request("request", 0, Duration::ZERO)
+                .unwrap_or_else(|e| panic!("block at line {line}: {e}"));
+        }
     }
-    eprintln!(
-        "response: {:.2} us/call",
-        t.elapsed().as_secs_f64() * 1e6 / n as f64
-    );
 }
