@@ -666,18 +666,10 @@ fn finish(
         report.failures.push("no query was measured".into());
     }
     if open {
-        if dropped > 0 {
-            report.warnings.push(format!(
-                "{dropped} scheduled queries were dropped: the workers' queues were full (the server or the client cannot keep the rate)"
-            ));
-        }
-        let scheduled = report.ok + report.failed + dropped;
-        if scheduled > 0 && behind * 100 > scheduled {
-            report.warnings.push(format!(
-                "the client could not keep its own schedule: {behind} of {scheduled} queries were handed over more than {} late; the figures measure the client too",
-                fmt_duration(LATE)
-            ));
-        }
+        let sent = report.ok + report.failed;
+        report
+            .warnings
+            .extend(open_loop_warnings(sent, dropped, behind, "queries"));
     }
     report.status = if env.stop.load(Ordering::Relaxed) {
         Status::Interrupted
@@ -686,6 +678,25 @@ fn finish(
     } else {
         Status::Failed
     };
+}
+
+/// Open loop: scheduled sends that were dropped, and a dispatcher that fell behind its own
+/// schedule for more than 1% of them. `unit`: `queries` or `requests`.
+pub(super) fn open_loop_warnings(sent: u64, dropped: u64, behind: u64, unit: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if dropped > 0 {
+        out.push(format!(
+            "{dropped} scheduled {unit} were dropped: the queues were full (the server or the client cannot keep the rate)"
+        ));
+    }
+    let scheduled = sent + dropped;
+    if scheduled > 0 && behind * 100 > scheduled {
+        out.push(format!(
+            "the client could not keep its own schedule: {behind} of {scheduled} {unit} were handed over more than {} late; the figures measure the client too",
+            fmt_duration(LATE)
+        ));
+    }
+    out
 }
 
 /// Errors fail the run unless a threshold allows them: `--max-error-rate`, else the file's

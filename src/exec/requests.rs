@@ -22,7 +22,9 @@ use indexmap::IndexMap;
 use tokio::sync::{mpsc, Mutex};
 
 use super::http1;
-use super::queries::{error_policy, errors, failed_thresholds, judge, requirements};
+use super::queries::{
+    error_policy, errors, failed_thresholds, judge, open_loop_warnings, requirements,
+};
 use super::{fmt_duration, latency, resolve_url, timeouts, RunEnv};
 use crate::hook::{Built, HookWorker, ResponseView, Script, Verdict, WorkerSpec};
 use crate::http::{server_message, HttpUrl};
@@ -1140,18 +1142,10 @@ fn finish(
         report.failures.push("no request was measured".into());
     }
     if open {
-        if dropped > 0 {
-            report.warnings.push(format!(
-                "{dropped} scheduled requests were dropped: every connection's queue was full (the server or the client cannot keep the rate)"
-            ));
-        }
-        let scheduled = report.ok + report.failed + dropped;
-        if scheduled > 0 && behind * 100 > scheduled {
-            report.warnings.push(format!(
-                "the client could not keep its own schedule: {behind} of {scheduled} requests were handed over more than {} late; the figures measure the client too",
-                fmt_duration(LATE)
-            ));
-        }
+        let sent = report.ok + report.failed;
+        report
+            .warnings
+            .extend(open_loop_warnings(sent, dropped, behind, "requests"));
     }
     // A client using (nearly) every core measures itself as much as the server.
     if let (Some(cpu), Ok(cores)) = (report.client_cpu_s, std::thread::available_parallelism()) {

@@ -213,7 +213,7 @@ pub(super) fn register(e: &mut Engine) {
         .register_fn("uuid", |r: &mut RngHandle| {
             let mut s = r.0.rng();
             let a = s.rng.next_u64();
-            uuid(a, s.rng.next_u64())
+            crate::gen::uuid_v4(a, s.rng.next_u64())
         })
         .register_fn("to_string", |_: &mut RngHandle| "Rng".to_string())
         .register_fn("to_debug", |_: &mut RngHandle| "Rng".to_string());
@@ -268,20 +268,4 @@ fn weighted(shared: &Shared, items: Array, weights: &Array) -> Res<Dynamic> {
     }
     // Rounding left u at the total: the last item that has weight.
     Ok(items.into_iter().nth(last).unwrap_or(Dynamic::UNIT))
-}
-
-/// Version 4 UUID text from two draws, the rule of the generator's `uuid()` (docs/rng.md
-/// §4.1): the 16 bytes are `a` then `b`, big-endian, with the version nibble set to 4 and the
-/// variant bits to `10`; lowercase `8-4-4-4-12` hex.
-pub(super) fn uuid(a: u64, b: u64) -> String {
-    let a = (a & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
-    let b = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
-    format!(
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        a >> 32,
-        (a >> 16) & 0xFFFF,
-        a & 0xFFFF,
-        b >> 48,
-        b & 0xFFFF_FFFF_FFFF
-    )
 }
