@@ -7,6 +7,7 @@ mod cpu;
 pub mod ddl;
 mod http1;
 pub mod ingest;
+mod link;
 mod producer;
 pub mod progress;
 pub mod queries;

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, Mutex};
 
+use super::link::Link;
 use super::{fmt_duration, latency, resolve_url, timeouts, RunEnv};
 use crate::client::SqlClient;
 use crate::gen::route::shard_of;
@@ -28,9 +29,6 @@ use crate::report::{
     CrossCheck, ErrorCount, QueryReport, QueryTypeReport, RepeatReport, Status, ThresholdReport,
 };
 use crate::value::Value;
-
-/// How long a worker keeps trying to connect (a server restarting comes back well within it).
-const GIVE_UP: Duration = Duration::from_secs(30);
 
 /// Instances queued per worker ahead of it. Enough to keep a worker busy between two wake-ups
 /// of the dispatcher; small, so an open-loop backlog shows as drops rather than as memory.
@@ -96,11 +94,7 @@ struct Worker {
     endpoint: Arc<EndpointPlan>,
     url: Arc<str>,
     base_dir: Arc<Path>,
-    conn: Option<Transport>,
-    /// Since when connecting has failed, without a success since.
-    down_since: Option<Instant>,
-    /// After a failed connect, wait this long before the next try (doubling, at most 1 s).
-    backoff: Duration,
+    link: Link<Transport>,
     stats: Vec<TypeStats>,
     measured: u64,
     late: u64,
@@ -112,42 +106,17 @@ struct Worker {
 
 impl Worker {
     async fn connection(&mut self) -> Result<&mut Transport, QueryError> {
-        if self.conn.is_none() {
-            // A server gone for good must not hold the run for hours of backoff: past
-            // `GIVE_UP` without a connection, the rest of the worker's queries fail at once.
-            if let Some(since) = self.down_since {
-                if since.elapsed() > GIVE_UP {
-                    return Err(QueryError {
-                        class: QueryErrorClass::Connection,
-                        message: format!(
-                            "no connection for {}: not trying again in this round",
-                            fmt_duration(GIVE_UP)
-                        ),
-                        code: None,
-                        broken: true,
-                    });
+        let (endpoint, url, base_dir) = (&self.endpoint, &self.url, &self.base_dir);
+        let checksums = self.checksums;
+        self.link
+            .get(|| async move {
+                let mut t = Transport::connect(endpoint, url, base_dir).await?;
+                if checksums {
+                    t.set_checksums(true);
                 }
-            }
-            match Transport::connect(&self.endpoint, &self.url, &self.base_dir).await {
-                Ok(mut t) => {
-                    if self.checksums {
-                        t.set_checksums(true);
-                    }
-                    self.conn = Some(t);
-                    self.backoff = Duration::ZERO;
-                    self.down_since = None;
-                }
-                Err(e) => {
-                    self.down_since.get_or_insert_with(Instant::now);
-                    // A server that is down must not turn the run into a busy loop.
-                    tokio::time::sleep(self.backoff).await;
-                    self.backoff =
-                        (self.backoff * 2).clamp(Duration::from_millis(50), Duration::from_secs(1));
-                    return Err(e);
-                }
-            }
-        }
-        Ok(self.conn.as_mut().expect("connected above"))
+                Ok(t)
+            })
+            .await
     }
 
     async fn round(
@@ -177,7 +146,7 @@ impl Worker {
             let done = Instant::now();
             if let Err(e) = &result {
                 if e.broken {
-                    self.conn = None;
+                    self.link.conn = None;
                 }
             }
             if record == Record::No {
@@ -495,9 +464,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
             endpoint: endpoint.clone(),
             url: url.clone(),
             base_dir: base_dir.clone(),
-            conn: None,
-            down_since: None,
-            backoff: Duration::ZERO,
+            link: Link::default(),
             stats: vec![TypeStats::default(); phase.queries.len()],
             measured: 0,
             late: 0,

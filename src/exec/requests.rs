@@ -22,10 +22,11 @@ use indexmap::IndexMap;
 use tokio::sync::{mpsc, Mutex};
 
 use super::http1;
+use super::link::Link;
 use super::queries::{
     error_policy, errors, failed_thresholds, judge, open_loop_warnings, requirements,
 };
-use super::{fmt_duration, latency, resolve_url, timeouts, RunEnv};
+use super::{latency, resolve_url, timeouts, RunEnv};
 use crate::hook::{Built, HookWorker, ResponseView, Script, Verdict, WorkerSpec};
 use crate::http::{server_message, HttpUrl};
 use crate::plan::{BodyExpect, Load, RequestPhase, RequestPlan, Stop, Threshold};
@@ -35,9 +36,6 @@ use crate::query::transport::{from_driver, Transport};
 use crate::query::{Instance, QueryError, QueryErrorClass};
 use crate::report::{RepeatReport, RequestReport, SecondReport, Status};
 use crate::value::Value;
-
-/// How long a connection keeps trying to connect before its requests fail at once.
-const GIVE_UP: Duration = Duration::from_secs(30);
 
 /// Scheduled requests queued per connection ahead of it (open loop): a backlog beyond this
 /// shows as dropped requests rather than as memory.
@@ -147,10 +145,7 @@ struct Answer {
 struct Worker {
     id: usize,
     shared: Arc<Shared>,
-    conn: Option<Conn>,
-    down_since: Option<Instant>,
-    backoff: Duration,
-    connects: u64,
+    link: Link<Conn>,
     /// Idle connections the server closed, reopened (counted when a connection is let go).
     reopened: u64,
     hook: Option<HookWorker>,
@@ -208,61 +203,35 @@ struct Live {
 }
 
 impl Worker {
-    async fn connection(&mut self) -> Result<&mut Conn, QueryError> {
-        if self.conn.is_none() {
-            if let Some(since) = self.down_since {
-                if since.elapsed() > GIVE_UP {
-                    return Err(QueryError {
-                        class: QueryErrorClass::Connection,
-                        message: format!(
-                            "no connection for {}: not trying again in this round",
-                            fmt_duration(GIVE_UP)
-                        ),
-                        code: None,
-                        broken: true,
-                    });
-                }
-            }
-            let ep = &self.shared.phase.endpoint;
-            let made = if let Some(t) = &self.shared.target {
-                http1::Conn::connect(t)
+    /// The connection (opened now if needed): a free function of the fields it needs, so
+    /// that a caller can hold `shared` alongside it without cloning the `Arc` per request.
+    async fn connection<'a>(
+        link: &'a mut Link<Conn>,
+        shared: &Shared,
+    ) -> Result<&'a mut Conn, QueryError> {
+        link.get(|| async {
+            match &shared.target {
+                Some(t) => http1::Conn::connect(t)
                     .await
                     .map(Conn::Http)
-                    .map_err(from_driver)
-            } else {
-                Transport::connect(ep, &self.shared.url, &self.shared.base_dir)
+                    .map_err(from_driver),
+                None => Transport::connect(&shared.phase.endpoint, &shared.url, &shared.base_dir)
                     .await
-                    .map(|t| Conn::Sql(Box::new(t)))
-            };
-            match made {
-                Ok(c) => {
-                    self.conn = Some(c);
-                    self.connects += 1;
-                    self.backoff = Duration::ZERO;
-                    self.down_since = None;
-                }
-                Err(e) => {
-                    self.down_since.get_or_insert_with(Instant::now);
-                    // A server that is down must not turn the run into a busy loop.
-                    tokio::time::sleep(self.backoff).await;
-                    self.backoff =
-                        (self.backoff * 2).clamp(Duration::from_millis(50), Duration::from_secs(1));
-                    return Err(e);
-                }
+                    .map(|t| Conn::Sql(Box::new(t))),
             }
-        }
-        Ok(self.conn.as_mut().expect("connected above"))
+        })
+        .await
     }
 
     /// Sends one request: an HTTP request is written and its answer left to `finish`; a SQL
     /// request runs to its last row here.
     async fn start(&mut self, index: u64, built: Option<Built>) -> InFlight {
-        let shared = self.shared.clone();
+        let shared = &*self.shared;
         // A hook's HTTP request is rendered before connecting: a bad one is the hook's error.
         let head = match &built {
             Some(Built::Http(r)) => {
                 let Some(t) = &shared.target else {
-                    return InFlight::Done(Err(wrong_shape(&shared)));
+                    return InFlight::Done(Err(wrong_shape(shared)));
                 };
                 if let Err(e) = t.render(&mut self.out, &r.method, &r.path, &r.headers, &r.body) {
                     return InFlight::Done(Err(QueryError {
@@ -276,8 +245,8 @@ impl Worker {
             }
             _ => false,
         };
-        let out = std::mem::take(&mut self.out);
-        let flight = match self.connection().await {
+        let out = &self.out;
+        let flight = match Self::connection(&mut self.link, shared).await {
             Err(e) => InFlight::Done(Err(e)),
             Ok(conn) => match (conn, built, &shared.target, &shared.source) {
                 (Conn::Http(c), None, Some(t), Source::Fixed(bytes, is_head)) => {
@@ -290,7 +259,7 @@ impl Worker {
                         Err(e) => InFlight::Done(Err(broken(e))),
                     }
                 }
-                (Conn::Http(c), Some(Built::Http(_)), Some(t), _) => match c.send(t, &out).await {
+                (Conn::Http(c), Some(Built::Http(_)), Some(t), _) => match c.send(t, out).await {
                     Ok(deadline) => InFlight::Http {
                         deadline,
                         head,
@@ -314,10 +283,9 @@ impl Worker {
                         sent_bytes: 0,
                     }))
                 }
-                _ => InFlight::Done(Err(wrong_shape(&shared))),
+                _ => InFlight::Done(Err(wrong_shape(shared))),
             },
         };
-        self.out = out;
         self.out.clear();
         if let InFlight::Done(Err(e)) = &flight {
             self.drop_if_broken(e);
@@ -327,20 +295,17 @@ impl Worker {
 
     /// Reads the answer of a request `start` wrote.
     async fn finish(&mut self, flight: InFlight) -> Result<Answer, QueryError> {
-        let InFlight::Http {
-            deadline,
-            head,
-            len,
-        } = flight
-        else {
-            let InFlight::Done(r) = flight else {
-                unreachable!()
-            };
-            return r;
+        let (deadline, head, len) = match flight {
+            InFlight::Http {
+                deadline,
+                head,
+                len,
+            } => (deadline, head, len),
+            InFlight::Done(r) => return r,
         };
-        let want_headers = matches!(self.shared.source, Source::Hook { response: true, .. });
-        let shared = self.shared.clone();
-        let result = match (&mut self.conn, &shared.target) {
+        let shared = &*self.shared;
+        let want_headers = matches!(shared.source, Source::Hook { response: true, .. });
+        let result = match (&mut self.link.conn, &shared.target) {
             (Some(Conn::Http(c)), Some(t)) => c
                 .receive(t, deadline, head, want_headers)
                 .await
@@ -352,7 +317,7 @@ impl Worker {
                     sent_bytes: len,
                 })
                 .map_err(broken),
-            _ => Err(wrong_shape(&shared)),
+            _ => Err(wrong_shape(shared)),
         };
         if let Err(e) = &result {
             self.drop_if_broken(e);
@@ -362,7 +327,7 @@ impl Worker {
 
     fn drop_if_broken(&mut self, e: &QueryError) {
         if e.broken {
-            if let Some(Conn::Http(c)) = self.conn.take() {
+            if let Some(Conn::Http(c)) = self.link.conn.take() {
                 self.reopened += c.reopened;
             }
         }
@@ -948,10 +913,7 @@ pub async fn run(
         workers.push(Worker {
             id,
             shared: shared.clone(),
-            conn: None,
-            down_since: None,
-            backoff: Duration::ZERO,
-            connects: 0,
+            link: Link::default(),
             reopened: 0,
             hook,
             out: Vec::new(),
@@ -1090,8 +1052,8 @@ fn finish(
         }
         report.bytes_sent += w.bytes_sent;
         report.bytes_received += w.bytes_received;
-        report.reconnects += w.connects.saturating_sub(1) + w.reopened;
-        if let Some(Conn::Http(c)) = &w.conn {
+        report.reconnects += w.link.connects.saturating_sub(1) + w.reopened;
+        if let Some(Conn::Http(c)) = &w.link.conn {
             report.reconnects += c.reopened;
         }
         if let Some(slot) = per_worker.get_mut(w.id) {

@@ -117,15 +117,7 @@ fn request_lines(r: &RequestReport) -> String {
         ms(r.latency.p999_us),
         ms(r.latency.max_us),
     );
-    if let Some(s) = &r.service {
-        out += &format!(
-            "  service time p50 {} p99 {}; {} late, {} dropped\n",
-            ms(s.p50_us),
-            ms(s.p99_us),
-            thousands(r.late),
-            thousands(r.dropped)
-        );
-    }
+    out += &service_line(r.service.as_ref(), r.late, r.dropped);
     if !r.statuses.is_empty() {
         let codes: Vec<String> = r
             .statuses
@@ -145,17 +137,34 @@ fn request_lines(r: &RequestReport) -> String {
         let counters: Vec<String> = r.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
         out += &format!("  counters {}\n", counters.join(", "));
     }
-    if let Some(cpu) = r.client_cpu_s {
-        let n = r.ok + r.failed;
-        if n > 0 && r.elapsed_s > 0.0 {
-            out += &format!(
-                "  client cpu {:.1}us per request ({:.2} cores)\n",
-                cpu * 1e6 / n as f64,
-                cpu / r.elapsed_s
-            );
-        }
-    }
+    out += &cpu_line(r.client_cpu_s, r.ok + r.failed, r.elapsed_s, "request", 1);
     out
+}
+
+/// The client's CPU per query or request, with `decimals` after the point; empty when unknown.
+fn cpu_line(cpu: Option<f64>, n: u64, elapsed_s: f64, unit: &str, decimals: usize) -> String {
+    match cpu {
+        Some(cpu) if n > 0 && elapsed_s > 0.0 => format!(
+            "  client cpu {:.decimals$}us per {unit} ({:.2} cores)\n",
+            cpu * 1e6 / n as f64,
+            cpu / elapsed_s
+        ),
+        _ => String::new(),
+    }
+}
+
+/// Open loop: service time, late and dropped sends; empty in closed loop.
+fn service_line(service: Option<&super::Latency>, late: u64, dropped: u64) -> String {
+    match service {
+        Some(s) => format!(
+            "  service time p50 {} p99 {}; {} late, {} dropped\n",
+            ms(s.p50_us),
+            ms(s.p99_us),
+            thousands(late),
+            thousands(dropped)
+        ),
+        None => String::new(),
+    }
 }
 
 /// A query phase: the overall line, then a table of its query types.
@@ -175,25 +184,8 @@ fn query_lines(r: &QueryReport) -> String {
         ms(r.latency.p99_us),
         ms(r.latency.max_us),
     );
-    if let Some(cpu) = r.client_cpu_s {
-        let n = r.ok + r.failed;
-        if n > 0 && r.elapsed_s > 0.0 {
-            out += &format!(
-                "  client cpu {:.0}us per query ({:.2} cores)\n",
-                cpu * 1e6 / n as f64,
-                cpu / r.elapsed_s
-            );
-        }
-    }
-    if let Some(s) = &r.service {
-        out += &format!(
-            "  service time p50 {} p99 {}; {} late, {} dropped\n",
-            ms(s.p50_us),
-            ms(s.p99_us),
-            thousands(r.late),
-            thousands(r.dropped)
-        );
-    }
+    out += &cpu_line(r.client_cpu_s, r.ok + r.failed, r.elapsed_s, "query", 0);
+    out += &service_line(r.service.as_ref(), r.late, r.dropped);
     let header = [
         "query", "ok", "failed", "q/s", "rows/q", "mean", "p50", "p95", "p99", "max",
     ];
