@@ -42,6 +42,7 @@ pub mod input;
 pub mod lower;
 pub mod plan;
 pub mod query;
+pub mod qwp;
 pub mod report;
 mod run;
 pub mod source;

@@ -1,0 +1,1 @@
+//! QWP queries on `/read/v1`: encoding QUERY_REQUEST and decoding the server's frames.
