@@ -293,8 +293,8 @@ fn version_exits_0() {
 
 #[test]
 fn run_reports_every_cell_and_fails_when_a_server_is_missing() {
-    // Nothing listens on these loopback ports: the ILP/TCP cell fails to connect, naming the
-    // endpoint, and the QWP cell is reported as not run; both cells are in the table.
+    // Nothing listens on these loopback ports: both cells fail to connect, naming the
+    // endpoint, and both are in the table.
     let run = Test::new()
         .file("w.wl", MATRIX)
         .args(["run", "w.wl", "--quiet"])
@@ -302,7 +302,7 @@ fn run_reports_every_cell_and_fails_when_a_server_is_missing() {
         .no_panic()
         .code(1)
         .stderr_has("cannot connect to questdb.ilp_tcp (tcp://127.0.0.1:9009)")
-        .stderr_has("not run");
+        .stderr_has("questdb.qwp: cannot connect to ws://127.0.0.1:9000/write/v4");
     assert!(run.stdout.contains("2 cells, 2 not ok"), "{}", run.stdout);
     assert!(run.stdout.contains("protocol=ilp_tcp"), "{}", run.stdout);
 }

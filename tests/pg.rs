@@ -66,6 +66,7 @@ fn config(
         connect_timeout: TIMEOUT,
         base_dir: PathBuf::from("."),
         worker: 0,
+        ack: wlrun::plan::Ack::None,
     }
 }
 
@@ -353,6 +354,7 @@ fn generated_chunks(rows: usize) -> (Arc<BatchSchema>, Vec<Chunk>) {
             rows: n as u64,
             generated: n as u64,
             bytes,
+            frames: Vec::new(),
             batch: b,
         });
     }
@@ -367,6 +369,7 @@ fn copy_chunk(batch: Batch) -> Chunk {
         rows,
         generated: rows,
         bytes,
+        frames: Vec::new(),
         batch,
     }
 }

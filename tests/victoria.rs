@@ -200,6 +200,7 @@ fn config(url: &str, schema: Arc<BatchSchema>, options: &[(&str, Value)]) -> Dri
         connect_timeout: Duration::from_secs(2),
         base_dir: PathBuf::from("."),
         worker: 0,
+        ack: wlrun::plan::Ack::None,
     }
 }
 
@@ -228,6 +229,7 @@ fn tsbs_chunks(hosts: u64, minutes: u64, batch: usize) -> (Arc<BatchSchema>, Vec
             rows: n as u64,
             generated: n as u64,
             bytes,
+            frames: Vec::new(),
             batch: b,
         });
     }
@@ -239,6 +241,7 @@ fn raw_chunk(schema: &Arc<BatchSchema>, rows: u64, text: &str) -> Chunk {
         rows,
         generated: rows,
         bytes: text.as_bytes().to_vec(),
+        frames: Vec::new(),
         batch: Batch::new(schema.clone()),
     }
 }

@@ -202,6 +202,8 @@ const OPTIONS: &[(&str, &[EndpointKind], Want)] = &[
         Want::Word(&["ns", "us", "ms", "s"]),
     ),
     ("gzip", &[EndpointKind::IlpHttp], Want::Bool),
+    // The designated timestamp's unit on the wire: TIMESTAMP (µs) or TIMESTAMP_NANOS.
+    ("precision", &[EndpointKind::Qwp], Want::Word(&["us", "ns"])),
     ("ack_timeout", &[EndpointKind::Qwp], Want::Duration),
     ("max_frame", &[EndpointKind::Qwp], Want::Size),
     (
@@ -261,7 +263,13 @@ pub fn endpoint_plan(
     let mut ok = true;
     for o in &ep.options {
         let name = o.name.name.as_str();
-        let Some((_, kinds, want)) = OPTIONS.iter().find(|(n, _, _)| *n == name) else {
+        // A name may have an entry per kind (`precision` takes other units on `qwp`).
+        let entry = OPTIONS
+            .iter()
+            .filter(|(n, _, _)| *n == name)
+            .find(|(_, ks, _)| ks.is_empty() || ks.contains(&ep.kind))
+            .or_else(|| OPTIONS.iter().find(|(n, _, _)| *n == name));
+        let Some((_, kinds, want)) = entry else {
             let valid: Vec<&str> = OPTIONS
                 .iter()
                 .filter(|(_, ks, _)| ks.is_empty() || ks.contains(&ep.kind))

@@ -8,20 +8,24 @@ pub mod ilp_http;
 pub mod ilp_tcp;
 pub mod null;
 pub mod pg;
+pub mod qwp;
 pub mod sqlite;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::encode::qwp::{Frame, QwpOptions};
 use crate::gen::batch::{Batch, BatchSchema};
-use crate::plan::EndpointPlan;
+use crate::plan::{Ack, EndpointPlan};
 
 /// What a worker's producer turns each batch into, before the clock of the send starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Encoding {
     /// InfluxDB line protocol, QuestDB flavour (`encode::IlpEncoder`).
     Ilp,
+    /// QWP messages, one connection's stream of them (`encode::QwpEncoder`).
+    Qwp(QwpOptions),
     /// PostgreSQL's binary COPY stream: header, tuples, trailer (`driver::pg::CopyEncoder`).
     PgCopy,
     /// Nothing: the driver binds the batch's values itself (SQLite, PostgreSQL INSERT).
@@ -38,7 +42,21 @@ pub struct Chunk {
     /// Rows generated for it; more than `rows` when the encoding could not carry some.
     pub generated: u64,
     pub bytes: Vec<u8>,
+    /// Where each message ends in `bytes`, for protocols that send several (QWP).
+    pub frames: Vec<Frame>,
     pub batch: Batch,
+}
+
+impl Chunk {
+    pub fn new(batch: Batch) -> Chunk {
+        Chunk {
+            rows: 0,
+            generated: 0,
+            bytes: Vec::new(),
+            frames: Vec::new(),
+            batch,
+        }
+    }
 }
 
 /// What sending one chunk achieved.
@@ -138,6 +156,8 @@ pub struct DriverConfig {
     /// The directory of the workload file, for relative paths (SQLite databases).
     pub base_dir: PathBuf,
     pub worker: usize,
+    /// What the phase waits for (QWP: `publish` or `per_batch`).
+    pub ack: Ack,
 }
 
 /// One worker's connection.
@@ -147,6 +167,7 @@ pub enum Driver {
     IlpHttp(ilp_http::IlpHttp),
     Pg(Box<pg::PgWriter>),
     Sqlite(sqlite::SqliteWriter),
+    Qwp(qwp::QwpWriter),
 }
 
 impl Driver {
@@ -156,13 +177,17 @@ impl Driver {
         match endpoint.kind.as_str() {
             "pg" => pg::encoding(endpoint),
             "sqlite" => Encoding::Rows,
+            "qwp" => Encoding::Qwp(qwp::options(endpoint)),
             _ => Encoding::Ilp,
         }
     }
 
     /// Whether this wlrun has a driver for the endpoint kind.
     pub fn can_ingest(kind: &str) -> bool {
-        matches!(kind, "null" | "ilp_tcp" | "ilp_http" | "pg" | "sqlite")
+        matches!(
+            kind,
+            "null" | "ilp_tcp" | "ilp_http" | "pg" | "sqlite" | "qwp"
+        )
     }
 
     pub async fn connect(cfg: &DriverConfig) -> Result<Driver, DriverError> {
@@ -172,6 +197,7 @@ impl Driver {
             "ilp_http" => Driver::IlpHttp(ilp_http::IlpHttp::connect(cfg).await?),
             "pg" => Driver::Pg(Box::new(pg::PgWriter::connect(cfg).await?)),
             "sqlite" => Driver::Sqlite(sqlite::SqliteWriter::open(cfg)?),
+            "qwp" => Driver::Qwp(qwp::QwpWriter::connect(cfg).await?),
             other => {
                 return Err(DriverError::new(
                     ErrorClass::Connect,
@@ -191,6 +217,25 @@ impl Driver {
             Driver::Pg(d) => d.send(chunk).await,
             // SQLite works synchronously; let the runtime move other tasks off this thread.
             Driver::Sqlite(d) => tokio::task::block_in_place(|| d.send(chunk)),
+            Driver::Qwp(d) => d.send(chunk).await,
+        }
+    }
+
+    /// Rows the server acknowledged since the last call, for drivers whose acknowledgements
+    /// come apart from the sends (QWP); the others say so in `Sent::acked`.
+    pub fn take_acked(&mut self) -> u64 {
+        match self {
+            Driver::Qwp(d) => d.take_acked(),
+            _ => 0,
+        }
+    }
+
+    /// Whether the connection can take more: `false` after a QWP server rejected a message
+    /// (the worker stops; the messages after the last OK stay unacknowledged).
+    pub fn usable(&self) -> bool {
+        match self {
+            Driver::Qwp(d) => d.usable(),
+            _ => true,
         }
     }
 
@@ -202,6 +247,7 @@ impl Driver {
             Driver::IlpHttp(_) => Ok(0),
             Driver::Pg(d) => d.finish().await,
             Driver::Sqlite(_) => Ok(0),
+            Driver::Qwp(d) => d.finish().await,
         }
     }
 }

@@ -4,7 +4,9 @@
 pub mod bin;
 pub mod csv;
 pub mod ilp;
+pub mod qwp;
 
 pub use self::bin::{BinError, BinErrorKind, BinReader, BinWriter};
 pub use self::csv::{write_csv, CsvEncoder, TimestampStyle};
 pub use self::ilp::IlpEncoder;
+pub use self::qwp::QwpEncoder;

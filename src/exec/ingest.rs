@@ -279,6 +279,7 @@ async fn send_all(
             connect_timeout,
             base_dir: env.base_dir.clone(),
             worker: w,
+            ack: phase.ack,
         };
         tasks.push(tokio::spawn(worker(
             cfg,
@@ -287,8 +288,10 @@ async fn send_all(
             env.stop.clone(),
         )));
     }
-    let acks =
-        matches!(encoding, Encoding::Rows | Encoding::PgCopy) || phase.endpoint.kind == "ilp_http";
+    let acks = matches!(
+        encoding,
+        Encoding::Rows | Encoding::PgCopy | Encoding::Qwp(_)
+    ) || phase.endpoint.kind == "ilp_http";
     let ticker = progress::start(env, label.to_string(), phase.rows_expected, "rows", {
         let live = live.clone();
         Box::new(move || {
@@ -317,7 +320,10 @@ async fn send_all(
     ticker.finish().await;
     let cpu_after = cpu::process_cpu_seconds();
     let acks = results.iter().any(|w| w.rows_acked > 0)
-        || matches!(phase.endpoint.kind.as_str(), "ilp_http" | "pg" | "sqlite");
+        || matches!(
+            phase.endpoint.kind.as_str(),
+            "ilp_http" | "pg" | "sqlite" | "qwp"
+        );
     let mut latency = new_histogram();
     let mut first: Option<Instant> = None;
     let mut last: Option<Instant> = None;
@@ -396,6 +402,10 @@ async fn worker(
             if stop.load(Ordering::Relaxed) {
                 break;
             }
+            if !d.usable() {
+                healthy = false;
+                break;
+            }
             let Some(produced) = feed.next().await else {
                 w.complete = healthy;
                 break;
@@ -412,7 +422,11 @@ async fn worker(
             w.payload_bytes += chunk.bytes.len() as u64;
             let started = Instant::now();
             w.first_send.get_or_insert(started);
-            match d.send(&chunk).await {
+            let result = d.send(&chunk).await;
+            let acked = d.take_acked();
+            w.rows_acked += acked;
+            live.rows_acked.fetch_add(acked, Ordering::Relaxed);
+            match result {
                 Ok(sent) => {
                     w.rows_sent += chunk.rows;
                     w.socket_bytes += sent.socket_bytes;
@@ -440,10 +454,18 @@ async fn worker(
             }
             feed.give_back(chunk).await;
         }
-        // Closing flushes what the kernel still holds; a failure there loses rows.
-        if let Err(e) = d.finish().await {
-            w.error(&live, &e);
-            w.complete = false;
+        // Closing flushes what the kernel still holds (and for QWP waits for the last
+        // acknowledgements); a failure there loses rows.
+        let finished = d.finish().await;
+        let acked = d.take_acked();
+        w.rows_acked += acked;
+        live.rows_acked.fetch_add(acked, Ordering::Relaxed);
+        match finished {
+            Ok(bytes) => w.socket_bytes += bytes,
+            Err(e) => {
+                w.error(&live, &e);
+                w.complete = false;
+            }
         }
         // Only a clean run leaves `complete` set: a rejected batch clears it above.
         if !healthy {

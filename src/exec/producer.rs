@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use crate::driver::pg::CopyEncoder;
 use crate::driver::{Chunk, Encoding};
-use crate::encode::IlpEncoder;
+use crate::encode::{IlpEncoder, QwpEncoder};
 use crate::gen::batch::{Batch, BatchSchema};
 use crate::gen::Columnar;
 
@@ -27,6 +27,9 @@ const SUB_BATCH: usize = 2048;
 enum Encoder {
     Ilp(Box<IlpEncoder>),
     Copy(Box<CopyEncoder>),
+    /// Columnar: a whole batch is generated, then encoded column by column into one message
+    /// (or more, past the message cap).
+    Qwp(Box<QwpEncoder>),
     Rows,
 }
 
@@ -44,6 +47,7 @@ impl Encoder {
         Ok(match encoding {
             Encoding::Ilp => Encoder::Ilp(Box::new(IlpEncoder::new(schema)?)),
             Encoding::PgCopy => Encoder::Copy(Box::new(CopyEncoder::new(schema)?)),
+            Encoding::Qwp(options) => Encoder::Qwp(Box::new(QwpEncoder::new(schema, options)?)),
             Encoding::Rows => Encoder::Rows,
         })
     }
@@ -59,7 +63,7 @@ impl Encoder {
         Ok(match self {
             Encoder::Ilp(e) => e.encode(batch, out) as u64,
             Encoder::Copy(e) => e.tuples(batch, out)? as u64,
-            Encoder::Rows => batch.rows as u64,
+            Encoder::Qwp(_) | Encoder::Rows => batch.rows as u64,
         })
     }
 
@@ -105,13 +109,23 @@ fn fill(
     batch_rows: usize,
 ) -> Result<bool, String> {
     chunk.bytes.clear();
+    chunk.frames.clear();
     chunk.rows = 0;
     chunk.generated = 0;
-    if let Encoder::Rows = encoder {
-        let n = generator.fill(&mut chunk.batch, batch_rows)?;
-        chunk.rows = n as u64;
-        chunk.generated = n as u64;
-        return Ok(n > 0);
+    match encoder {
+        Encoder::Rows => {
+            let n = generator.fill(&mut chunk.batch, batch_rows)?;
+            chunk.rows = n as u64;
+            chunk.generated = n as u64;
+            return Ok(n > 0);
+        }
+        Encoder::Qwp(e) => {
+            let n = generator.fill(&mut chunk.batch, batch_rows)?;
+            chunk.generated = n as u64;
+            chunk.rows = e.encode(&chunk.batch, &mut chunk.bytes, &mut chunk.frames)?;
+            return Ok(n > 0);
+        }
+        _ => {}
     }
     encoder.begin(&mut chunk.bytes);
     while (chunk.generated as usize) < batch_rows {
@@ -187,16 +201,15 @@ pub fn preencode(
         if stop.load(Ordering::Relaxed) {
             return Ok(chunks);
         }
-        let mut chunk = Chunk {
-            rows: 0,
-            generated: 0,
-            bytes: Vec::new(),
-            batch: rows.new_batch(),
-        };
+        let mut chunk = Chunk::new(rows.new_batch());
         if !fill(&mut rows, &mut encoder, &mut sub, &mut chunk, batch_rows)? {
             return Ok(chunks);
         }
         chunk.bytes.shrink_to_fit();
+        if !chunk.bytes.is_empty() {
+            // Only the bytes are replayed: the generated values need not stay in memory.
+            chunk.batch = Batch::new(chunk.batch.schema.clone());
+        }
         let size = chunk_bytes(&chunk);
         let total = used.fetch_add(size, Ordering::Relaxed) + size;
         let fmt = human_size;
@@ -249,12 +262,7 @@ pub fn start(
     let (recycle_tx, mut recycle_rx) = mpsc::channel::<Chunk>(IN_FLIGHT);
     for _ in 0..IN_FLIGHT {
         // Cannot fail: the channel has room for exactly these.
-        let _ = recycle_tx.try_send(Chunk {
-            rows: 0,
-            generated: 0,
-            bytes: Vec::new(),
-            batch: generator.new_batch(),
-        });
+        let _ = recycle_tx.try_send(Chunk::new(generator.new_batch()));
     }
     let thread = std::thread::Builder::new()
         .name(name)

@@ -175,7 +175,11 @@ pub struct Malformed {
 
 impl std::fmt::Display for Malformed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "malformed QWP message at byte {}: {}", self.at, self.what)
+        write!(
+            f,
+            "malformed QWP message at byte {}: {}",
+            self.at, self.what
+        )
     }
 }
 
@@ -212,10 +216,7 @@ impl<'a> Reader<'a> {
 
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], Malformed> {
         if n > self.remaining() {
-            return Err(self.malformed(format!(
-                "{n} bytes wanted, {} left",
-                self.remaining()
-            )));
+            return Err(self.malformed(format!("{n} bytes wanted, {} left", self.remaining())));
         }
         let s = &self.buf[self.pos..self.pos + n];
         self.pos += n;

@@ -148,10 +148,9 @@ pub async fn connect(
             .map_err(|e| upgrade_error(&shown, e))?;
         let headers = resp.headers().clone();
         let version = match header(&headers, "x-qwp-version") {
-            Some(v) => v
-                .trim()
-                .parse::<u8>()
-                .map_err(|_| format!("{shown}: the server's X-QWP-Version `{v}` is not a number"))?,
+            Some(v) => v.trim().parse::<u8>().map_err(|_| {
+                format!("{shown}: the server's X-QWP-Version `{v}` is not a number")
+            })?,
             None if side == Side::Ingest => 1,
             None => {
                 return Err(format!(
