@@ -429,13 +429,6 @@ async fn round(
 }
 
 pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
-    if phase.endpoint.kind == "qwp" {
-        return refused(
-            phase,
-            Status::NotRun,
-            "QWP queries are not built yet (the QWP issue adds the /read/v1 client)".into(),
-        );
-    }
     let url = match phase.endpoint.url.as_ref().map(resolve_url) {
         Some(Ok(u)) => u,
         Some(Err(e)) => return refused(phase, Status::Failed, e),

@@ -35,10 +35,15 @@ impl Dialect {
 
     /// The dialect of an endpoint (`EndpointPlan.kind`, `.dialect`): an embedded `sqlite`
     /// endpoint is SQLite whatever its target says (a target without `dialect` is `generic`),
-    /// otherwise `from_name`, and PostgreSQL's rules for names it does not know.
+    /// a `qwp` one QuestDB, otherwise `from_name`, and PostgreSQL's rules for names it does
+    /// not know.
     pub fn of_endpoint(kind: &str, dialect: &str) -> Dialect {
         if kind == "sqlite" {
             return Dialect::Sqlite;
+        }
+        // Only QuestDB speaks QWP, whatever the target's `dialect` says.
+        if kind == "qwp" {
+            return Dialect::Questdb;
         }
         Dialect::from_name(dialect).unwrap_or(Dialect::Postgres)
     }

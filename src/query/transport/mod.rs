@@ -6,7 +6,9 @@
 //!   execute in one round trip, parameter types from the bind values) or `simple` (the simple
 //!   query protocol, binds rendered as literals);
 //! - `sqlite`: embedded SQLite (rusqlite), each query on a blocking thread;
-//! - `http`: QuestDB's REST `/exec` (`GET {path}?query=<sql>`, binds rendered as literals).
+//! - `http`: QuestDB's REST `/exec` (`GET {path}?query=<sql>`, binds rendered as literals);
+//! - `qwp`: QuestDB's binary protocol over WebSocket (`/read/v1`), binds sent as typed values
+//!   and results read column by column.
 //!
 //! `run` does nothing but send the query and read its result to the last row: the caller
 //! measures latency around it. Every wait is bounded by the endpoint's `timeout` (default
@@ -21,6 +23,7 @@
 
 pub mod http;
 pub mod pg;
+pub mod qwp;
 pub mod sqlite;
 
 use std::path::Path;
@@ -37,12 +40,12 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_QUERY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One connection to a query endpoint.
-// A `Qwp` variant (QuestDB's binary protocol over WebSocket) joins these once its client
-// exists; `connect` refuses `qwp` endpoints until then.
 pub enum Transport {
     Pg(pg::PgTransport),
     Sqlite(sqlite::SqliteTransport),
     Http(http::HttpTransport),
+    // Boxed: a WebSocket stream is several times the size of the other connections.
+    Qwp(Box<qwp::QwpTransport>),
 }
 
 impl Transport {
@@ -65,6 +68,9 @@ impl Transport {
             "http" => http::HttpTransport::connect(endpoint, url, timeouts)
                 .await
                 .map(Transport::Http),
+            "qwp" => qwp::QwpTransport::connect(endpoint, url, timeouts)
+                .await
+                .map(|t| Transport::Qwp(Box::new(t))),
             other => Err(QueryError {
                 class: QueryErrorClass::Connection,
                 message: format!(
@@ -85,6 +91,7 @@ impl Transport {
             Transport::Pg(t) => t.set_checksums(on),
             Transport::Sqlite(t) => t.set_checksums(on),
             Transport::Http(t) => t.set_checksums(on),
+            Transport::Qwp(t) => t.set_checksums(on),
         }
     }
 
@@ -94,6 +101,7 @@ impl Transport {
             Transport::Pg(t) => t.run(inst).await,
             Transport::Sqlite(t) => t.run(inst).await,
             Transport::Http(t) => t.run(inst).await,
+            Transport::Qwp(t) => t.run(inst).await,
         }
     }
 }

@@ -1,0 +1,368 @@
+//! Queries over QuestDB's QWP on WebSocket (`/read/v1`; src/qwp, spec notes §5): one
+//! upgraded connection, on which the server first says who it is (SERVER_INFO, often in the
+//! same TCP segment as the 101), then answers each QUERY_REQUEST with RESULT_BATCHes and one
+//! terminator: RESULT_END, EXEC_DONE (a statement without rows) or QUERY_ERROR.
+//!
+//! - Requests are numbered from 1 on each connection. Binds go positionally, `$1` first (QWP
+//!   numbers them from 0; `qwp::egress::encode_query_request` says how each kind is typed).
+//!   When the server advertises `CAP_QUERY_FLAGS` every request asks it to reset the symbol
+//!   dictionary (as the official client's `query()` does), so the dictionary never outgrows
+//!   one result; otherwise the dictionary lives on until the server sends CACHE_RESET.
+//! - QUERY_ERROR for the running request is a `Sql` error with the server's message and the
+//!   status's name (`PARSE_ERROR`, `LIMIT_EXCEEDED`, ...) in `code`; the connection stays
+//!   usable. Anything that leaves the connection's state unknown breaks it (`broken`): a
+//!   malformed frame, a frame for another request, a RESULT_END whose total disagrees with the
+//!   rows read, a close, a transport error, a timeout.
+//! - A request that cannot be sent (too many binds, too long) is a `Client` error before
+//!   anything goes out.
+//! - Every wait is bounded: connecting and SERVER_INFO by `connect_timeout`, each query's
+//!   whole exchange by `timeout`. PINGs are answered while reading (tungstenite queues the
+//!   PONG and writes it on the next read).
+//!
+//! Checksums (`set_checksums`, docs/checksum.md §6): the decoder feeds each value of each
+//! batch straight to one `ResultHasher` per query. A result with a column that has no
+//! checksum encoding (BINARY, arrays) is still read to its end, then refused as a `Client`
+//! error, as the other transports refuse such columns.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+use super::{client_error, timeout_error, Timeouts};
+use crate::http::quote_server_text;
+use crate::plan::EndpointPlan;
+use crate::query::checksum::ResultHasher;
+use crate::query::{Instance, Outcome, QueryError, QueryErrorClass};
+use crate::qwp::egress::{
+    self, DecodeError, Decoder, Frame, ServerInfo, MAX_BINDS, MAX_SQL_BYTES, QUERY_FLAG_RESET_DICT,
+};
+use crate::qwp::ws::{self, Side, WsUrl};
+use crate::qwp::{status, DEFAULT_SERVER_MAX_BATCH, MAX_MESSAGE, QUERY_PATH};
+
+pub struct QwpTransport {
+    ws: WebSocketStream<TcpStream>,
+    /// `target.endpoint (ws://host:port/read/v1)`, for messages; never with credentials.
+    label: String,
+    timeout: Duration,
+    info: ServerInfo,
+    decoder: Decoder,
+    next_request: i64,
+    /// The largest request the server takes.
+    max_request: usize,
+    /// Compute each result's checksum (`Transport::set_checksums`).
+    checksums: bool,
+    /// The request being sent, reused.
+    request: Vec<u8>,
+}
+
+impl QwpTransport {
+    /// Upgrades a connection to `url` (`ws://host[:port][/path]`, `/read/v1` by default) and
+    /// reads the server's SERVER_INFO.
+    pub async fn connect(
+        endpoint: &EndpointPlan,
+        url: &str,
+        timeouts: Timeouts,
+    ) -> Result<QwpTransport, QueryError> {
+        let name = format!("{}.{}", endpoint.target, endpoint.name);
+        let connected = ws::connect(url, QUERY_PATH, Side::Query, &[], timeouts.connect)
+            .await
+            .map_err(|e| broken(QueryErrorClass::Connection, format!("{name}: {e}")))?;
+        let label = match WsUrl::parse(url) {
+            Ok(u) => format!(
+                "{name} (ws://{}{})",
+                u.authority,
+                u.path.as_deref().unwrap_or(QUERY_PATH)
+            ),
+            Err(_) => name,
+        };
+        let max_request = connected
+            .max_batch_size
+            .unwrap_or(DEFAULT_SERVER_MAX_BATCH)
+            .min(MAX_MESSAGE);
+        let mut t = QwpTransport {
+            ws: connected.ws,
+            label,
+            timeout: timeouts.query,
+            // Until SERVER_INFO says otherwise: no capabilities.
+            info: ServerInfo::default(),
+            decoder: Decoder::new(),
+            next_request: 1,
+            max_request,
+            checksums: false,
+            request: Vec::new(),
+        };
+        t.info = match tokio::time::timeout(timeouts.connect, t.read_server_info()).await {
+            Ok(info) => info?,
+            Err(_) => {
+                return Err(broken(
+                    QueryErrorClass::Timeout,
+                    format!(
+                        "{}: no SERVER_INFO within {} of the upgrade",
+                        t.label,
+                        crate::exec::fmt_duration(timeouts.connect)
+                    ),
+                ))
+            }
+        };
+        Ok(t)
+    }
+
+    /// Whether `run` computes the result's checksum (off by default).
+    pub fn set_checksums(&mut self, on: bool) {
+        self.checksums = on;
+    }
+
+    /// What the server said about itself.
+    pub fn server_info(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    /// Sends `inst` and reads its result to the terminator, within the endpoint's timeout.
+    pub async fn run(&mut self, inst: &Instance) -> Result<Outcome, QueryError> {
+        let id = self.encode(inst)?;
+        match tokio::time::timeout(self.timeout, self.exchange(id)).await {
+            Ok(result) => result,
+            Err(_) => Err(timeout_error(&self.label, self.timeout)),
+        }
+    }
+
+    /// The first frame: SERVER_INFO.
+    async fn read_server_info(&mut self) -> Result<ServerInfo, QueryError> {
+        let frame = self.next_frame().await?;
+        match self.decoder.decode(&frame, None) {
+            Ok(Frame::ServerInfo(info)) => Ok(info),
+            Ok(other) => Err(self.protocol(format!(
+                "the first message is {} where SERVER_INFO was due",
+                frame_name(&other)
+            ))),
+            Err(e) => Err(self.protocol(e.to_string())),
+        }
+    }
+
+    /// Encodes the QUERY_REQUEST into `self.request`; its request id.
+    fn encode(&mut self, inst: &Instance) -> Result<i64, QueryError> {
+        if inst.binds.len() > MAX_BINDS {
+            return Err(client_error(format!(
+                "{}: {} bind values; a QWP query takes at most {MAX_BINDS}",
+                self.label,
+                inst.binds.len()
+            )));
+        }
+        if inst.sql.len() > MAX_SQL_BYTES {
+            return Err(client_error(format!(
+                "{}: the SQL is {} bytes; a QWP query takes at most {MAX_SQL_BYTES}",
+                self.label,
+                inst.sql.len()
+            )));
+        }
+        let id = self.next_request;
+        let flags = self.info.query_flags().then_some(QUERY_FLAG_RESET_DICT);
+        self.request.clear();
+        egress::encode_query_request(&mut self.request, id, &inst.sql, &inst.binds, flags);
+        if self.request.len() > self.max_request {
+            return Err(client_error(format!(
+                "{}: the request is {} bytes with its binds; the server takes at most {}",
+                self.label,
+                self.request.len(),
+                self.max_request
+            )));
+        }
+        self.next_request += 1;
+        Ok(id)
+    }
+
+    async fn exchange(&mut self, id: i64) -> Result<Outcome, QueryError> {
+        self.decoder.begin_query(id, self.info.query_flags());
+        let message = Message::Binary(Bytes::copy_from_slice(&self.request));
+        if let Err(e) = self.ws.send(message).await {
+            return Err(self.lost(format!("sending the query: {e}")));
+        }
+        let mut hasher = self.checksums.then(ResultHasher::new);
+        let mut refused: Option<String> = None;
+        let mut rows = 0u64;
+        loop {
+            let frame = self.next_frame().await?;
+            let sum = if refused.is_none() {
+                hasher.as_mut()
+            } else {
+                None
+            };
+            match self.decoder.decode(&frame, sum) {
+                Ok(Frame::ResultBatch { rows: n, .. }) => rows += n,
+                Ok(Frame::CacheReset { .. }) => {}
+                Ok(Frame::ResultEnd {
+                    request_id,
+                    total_rows,
+                    ..
+                }) => {
+                    self.ours(id, request_id, "RESULT_END")?;
+                    if refused.is_none() && total_rows != 0 && total_rows != rows {
+                        return Err(self.protocol(format!(
+                            "RESULT_END counts {total_rows} rows, but {rows} arrived"
+                        )));
+                    }
+                    return self.outcome(rows, hasher, refused);
+                }
+                Ok(Frame::ExecDone { request_id, .. }) => {
+                    self.ours(id, request_id, "EXEC_DONE")?;
+                    return self.outcome(rows, hasher, refused);
+                }
+                Ok(Frame::QueryError {
+                    request_id,
+                    status,
+                    message,
+                }) => return Err(self.query_error(id, request_id, status, &message)),
+                Ok(Frame::ServerInfo(_)) => {
+                    return Err(self.protocol("a SERVER_INFO in the middle of a result".into()))
+                }
+                Err(DecodeError::Unhashable(why)) => refused = Some(why),
+                Err(DecodeError::Malformed(m)) => return Err(self.protocol(m.to_string())),
+            }
+        }
+    }
+
+    fn outcome(
+        &self,
+        rows: u64,
+        hasher: Option<ResultHasher>,
+        refused: Option<String>,
+    ) -> Result<Outcome, QueryError> {
+        if let Some(why) = refused {
+            return Err(client_error(format!("{}: checksum: {why}", self.label)));
+        }
+        Ok(Outcome {
+            rows,
+            checksum: hasher.map(|h| h.finish()),
+        })
+    }
+
+    /// The next binary message; control frames are handled on the way (PINGs are answered).
+    async fn next_frame(&mut self) -> Result<Bytes, QueryError> {
+        loop {
+            match self.ws.next().await {
+                Some(Ok(Message::Binary(b))) => return Ok(b),
+                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => {}
+                Some(Ok(Message::Text(t))) => {
+                    return Err(self.protocol(format!(
+                        "a text message where QWP sends binary ones: {}",
+                        quote_server_text(&t)
+                    )))
+                }
+                Some(Ok(Message::Close(c))) => return Err(self.lost(closed(c.as_ref()))),
+                Some(Err(e)) => return Err(self.lost(e.to_string())),
+                None => return Err(self.lost("the server closed the connection".into())),
+            }
+        }
+    }
+
+    /// A terminator must be the running request's; one for another leaves the stream's
+    /// state unknown.
+    fn ours(&self, id: i64, request_id: i64, what: &str) -> Result<(), QueryError> {
+        if request_id == id {
+            Ok(())
+        } else {
+            Err(self.protocol(format!(
+                "{what} for request {request_id} while request {id} runs"
+            )))
+        }
+    }
+
+    fn query_error(&self, id: i64, request_id: i64, status: u8, message: &str) -> QueryError {
+        let text = quote_server_text(message);
+        let name = status::name(status);
+        if request_id == id {
+            return QueryError {
+                class: QueryErrorClass::Sql,
+                message: text,
+                code: Some(name.to_string()),
+                broken: false,
+            };
+        }
+        // -1: the connection failed as a whole; anything else is not this query's.
+        QueryError {
+            code: Some(name.to_string()),
+            ..self.lost(format!(
+                "QUERY_ERROR {name} for request {request_id} while request {id} runs: {text}"
+            ))
+        }
+    }
+
+    /// The connection was lost: the worker reconnects.
+    fn lost(&self, what: String) -> QueryError {
+        broken(
+            QueryErrorClass::Connection,
+            format!("{}: {what}", self.label),
+        )
+    }
+
+    /// The server broke the protocol: nothing after this can be trusted.
+    fn protocol(&self, what: String) -> QueryError {
+        self.lost(format!("protocol error: {what}"))
+    }
+}
+
+fn broken(class: QueryErrorClass, message: String) -> QueryError {
+    QueryError {
+        class,
+        message,
+        code: None,
+        broken: true,
+    }
+}
+
+fn closed(frame: Option<&CloseFrame>) -> String {
+    match frame {
+        Some(f) if !f.reason.is_empty() => format!(
+            "the server closed the connection (code {}: {})",
+            u16::from(f.code),
+            quote_server_text(&f.reason)
+        ),
+        Some(f) => format!(
+            "the server closed the connection (code {})",
+            u16::from(f.code)
+        ),
+        None => "the server closed the connection".into(),
+    }
+}
+
+fn frame_name(f: &Frame<'_>) -> &'static str {
+    egress::kind::name(match f {
+        Frame::ServerInfo(_) => egress::kind::SERVER_INFO,
+        Frame::ResultBatch { .. } => egress::kind::RESULT_BATCH,
+        Frame::ResultEnd { .. } => egress::kind::RESULT_END,
+        Frame::QueryError { .. } => egress::kind::QUERY_ERROR,
+        Frame::ExecDone { .. } => egress::kind::EXEC_DONE,
+        Frame::CacheReset { .. } => egress::kind::CACHE_RESET,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::sql::Dialect;
+
+    #[test]
+    fn qwp_endpoints_write_questdb_sql() {
+        assert_eq!(Dialect::of_endpoint("qwp", "generic"), Dialect::Questdb);
+        assert_eq!(Dialect::of_endpoint("qwp", "questdb"), Dialect::Questdb);
+    }
+
+    #[test]
+    fn close_frames_are_described() {
+        use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+        let f = CloseFrame {
+            code: CloseCode::Policy,
+            reason: "bye".into(),
+        };
+        assert_eq!(
+            closed(Some(&f)),
+            "the server closed the connection (code 1008: bye)"
+        );
+        assert_eq!(closed(None), "the server closed the connection");
+    }
+}

@@ -1,0 +1,732 @@
+//! The QWP query transport (`query::transport::qwp`) against a QWP server that runs each query
+//! on the real PostgreSQL the tests use (`common/qwp_query_server.rs`, which decodes requests
+//! and encodes results on its own, from the spec): row counts for every bind kind with and
+//! without the `query_flags` trailer, results over many batches sharing a symbol dictionary
+//! (and CACHE_RESET), checksums equal to those of the PostgreSQL and HTTP `/exec` transports
+//! for the same instances, QUERY_ERROR as a SQL error on a connection that goes on, servers
+//! that misbehave (a malformed frame, a close mid-result, a stall, a terminator for another
+//! request, no SERVER_INFO) as errors rather than hangs, and one `wlrun run` cross-checking
+//! pg, http and qwp endpoints.
+//!
+//! The PostgreSQL server is `postgres://wlrun:wlrun@127.0.0.1:5432/wlrun`, or `WLRUN_TEST_PG`;
+//! tests that need it are skipped without it, except under `CI=true` (see `common/servers.rs`).
+
+#[path = "common/exec_server.rs"]
+mod exec_server;
+#[path = "common/qwp_query_server.rs"]
+mod qwp_query_server;
+#[path = "common/servers.rs"]
+mod servers;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use indexmap::IndexMap;
+use tokio_postgres::{Client, NoTls};
+
+use exec_server::ExecServer;
+use qwp_query_server::{Bind, Mode, Options, QwpQueryServer, CAP_QUERY_FLAGS, CAP_ZONE};
+use wlrun::plan::EndpointPlan;
+use wlrun::query::transport::Transport;
+use wlrun::query::{BindValue, Instance, Outcome, QueryError, QueryErrorClass};
+use wlrun::value::Value;
+
+async fn admin(url: &str) -> Client {
+    let (client, conn) = tokio_postgres::connect(url, NoTls)
+        .await
+        .expect("the test server accepts an admin connection");
+    tokio::spawn(conn);
+    client
+}
+
+fn endpoint(kind: &str, options: &[(&str, Value)]) -> EndpointPlan {
+    EndpointPlan {
+        target: "db".into(),
+        name: kind.into(),
+        kind: kind.into(),
+        dialect: "generic".into(),
+        url: None,
+        options: options
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect::<IndexMap<_, _>>(),
+    }
+}
+
+fn secs(s: f64) -> Value {
+    Value::Duration((s * 1e9) as i64)
+}
+
+fn qwp_endpoint(timeout: f64) -> EndpointPlan {
+    endpoint(
+        "qwp",
+        &[
+            ("timeout", secs(timeout)),
+            ("connect_timeout", secs(timeout)),
+        ],
+    )
+}
+
+async fn connect(ep: &EndpointPlan, url: &str) -> Transport {
+    match Transport::connect(ep, url, Path::new(".")).await {
+        Ok(t) => t,
+        Err(e) => panic!("connecting {} ({}): {e}", ep.name, ep.kind),
+    }
+}
+
+async fn summing(ep: &EndpointPlan, url: &str) -> Transport {
+    let mut t = connect(ep, url).await;
+    t.set_checksums(true);
+    t
+}
+
+fn inst(sql: &str, binds: Vec<BindValue>) -> Instance {
+    Instance {
+        query: 0,
+        index: 0,
+        sql: Arc::from(sql),
+        binds,
+        route: None,
+    }
+}
+
+async fn rows(t: &mut Transport, i: &Instance) -> Result<u64, QueryError> {
+    t.run(i).await.map(|o: Outcome| o.rows)
+}
+
+/// Rows and checksum of `i` on `t`, which must have checksums on.
+async fn summed(t: &mut Transport, i: &Instance, on: &str) -> (u64, u64) {
+    match t.run(i).await {
+        Ok(Outcome {
+            rows,
+            checksum: Some(sum),
+        }) => (rows, sum),
+        Ok(o) => panic!("{on}: no checksum for {} ({o:?})", i.sql),
+        Err(e) => panic!("{on}: {} with {:?}: {e}", i.sql, i.binds),
+    }
+}
+
+/// A table name no other test (or concurrent run) uses.
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("wlrun_qwp_{prefix}_{}_{nanos}", std::process::id())
+}
+
+/// 2016-01-01T00:00:00Z in nanoseconds.
+const T0: i64 = 1_451_606_400_000_000_000;
+const SEC: i64 = 1_000_000_000;
+
+/// Ten rows, k = 0..9: i4 = k, i8 = k * 10^12, f8 = k + 0.5, t = 'row{k}' (NULL for k = 9),
+/// ts = T0 + 10 k seconds, b = k is even.
+async fn make_table(admin: &Client, table: &str) {
+    let sql = format!(
+        "DROP TABLE IF EXISTS {table};
+         CREATE TABLE {table} (i4 int4, i8 int8, f8 float8, t text, ts timestamptz, b bool);
+         INSERT INTO {table}
+           SELECT k, k * 1000000000000::int8, k + 0.5,
+                  CASE WHEN k < 9 THEN 'row' || k END,
+                  '2016-01-01T00:00:00Z'::timestamptz + k * interval '10 seconds',
+                  k % 2 = 0
+           FROM generate_series(0, 9) AS k;"
+    );
+    admin.batch_execute(&sql).await.expect("the test table");
+}
+
+/// Instances with every kind of bind, and the rows each returns.
+fn cases(table: &str) -> Vec<(Instance, u64)> {
+    use BindValue::*;
+    let q = |sql: &str| sql.replace("{T}", table);
+    vec![
+        (inst(&q("SELECT * FROM {T}"), vec![]), 10),
+        (
+            inst(&q("SELECT * FROM {T} WHERE i4 >= $1"), vec![Int(3)]),
+            7,
+        ),
+        (
+            inst(
+                &q("SELECT * FROM {T} WHERE i8 > $1"),
+                vec![Int(4_000_000_000_000)],
+            ),
+            5,
+        ),
+        (
+            inst(&q("SELECT * FROM {T} WHERE f8 < $1"), vec![Float(2.75)]),
+            3,
+        ),
+        (
+            inst(
+                &q("SELECT * FROM {T} WHERE t = $1"),
+                vec![Text("row4".into())],
+            ),
+            1,
+        ),
+        (
+            inst(
+                &q("SELECT * FROM {T} WHERE t = $1"),
+                vec![Text("it's".into())],
+            ),
+            0,
+        ),
+        (
+            inst(&q("SELECT * FROM {T} WHERE b = $1"), vec![Bool(true)]),
+            5,
+        ),
+        (
+            inst(
+                &q("SELECT * FROM {T} WHERE t IS NOT DISTINCT FROM $1"),
+                vec![Null],
+            ),
+            1,
+        ),
+        (
+            inst(
+                &q("SELECT * FROM {T} WHERE ts >= $1 AND ts < $2"),
+                vec![Timestamp(T0 + 20 * SEC), Timestamp(T0 + 60 * SEC)],
+            ),
+            4,
+        ),
+        // Nanoseconds below the microsecond are floored, as QuestDB's TIMESTAMP keeps them.
+        (
+            inst(
+                &q("SELECT * FROM {T} WHERE ts = $1"),
+                vec![Timestamp(T0 + 30 * SEC + 999)],
+            ),
+            1,
+        ),
+        (
+            inst(
+                &q("SELECT * FROM {T} WHERE ts >= $1"),
+                vec![Text("2016-01-01T00:01:00Z".into())],
+            ),
+            4,
+        ),
+        // Placeholders out of order, and used twice: binds go by position.
+        (
+            inst(
+                &q("SELECT * FROM {T} WHERE i4 > $2 AND ts < $1 LIMIT $3"),
+                vec![Timestamp(T0 + 80 * SEC), Int(1), Int(4)],
+            ),
+            4,
+        ),
+        (
+            inst(
+                &q("SELECT * FROM {T} WHERE i4 = $1 OR i4 = $1 + 5"),
+                vec![Int(2)],
+            ),
+            2,
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn rows_are_counted_for_every_bind_kind_with_and_without_query_flags() {
+    let Some(url) = servers::pg_server().await else {
+        return;
+    };
+    let admin = admin(&url).await;
+    let table = unique("binds");
+    make_table(&admin, &table).await;
+    for caps in [CAP_QUERY_FLAGS, 0, CAP_ZONE | CAP_QUERY_FLAGS] {
+        let options = Options {
+            caps,
+            batch_rows: 3,
+            ..Options::default()
+        };
+        let server = QwpQueryServer::start(Some(url.clone()), options).await;
+        let mut t = connect(&qwp_endpoint(10.0), &server.url()).await;
+        let cases = cases(&table);
+        for (i, want) in &cases {
+            let got = rows(&mut t, i).await;
+            assert_eq!(got, Ok(*want), "caps {caps}: {} with {:?}", i.sql, i.binds);
+        }
+        // One connection; requests numbered from 1; the trailer only where advertised.
+        assert_eq!(server.connections(), 1);
+        let seen = server.seen();
+        assert_eq!(seen.len(), cases.len());
+        for (k, s) in seen.iter().enumerate() {
+            assert_eq!(s.request_id, k as i64 + 1);
+            assert_eq!(s.initial_credit, 0);
+            let flags = (caps & CAP_QUERY_FLAGS != 0).then_some(1);
+            assert_eq!(s.query_flags, flags, "caps {caps}");
+        }
+        // Binds as QuestDB wants them: typed, in `$n` order, timestamps in microseconds.
+        assert_eq!(seen[4].binds, [Bind::Varchar("row4".into())]);
+        assert_eq!(seen[7].binds, [Bind::Null(0x0F)]);
+        assert_eq!(
+            seen[9].binds,
+            [Bind::Timestamp((T0 + 30 * SEC) / 1000)],
+            "floored"
+        );
+        assert_eq!(
+            seen[11].binds,
+            [
+                Bind::Timestamp((T0 + 80 * SEC) / 1000),
+                Bind::Long(1),
+                Bind::Long(4)
+            ]
+        );
+        assert_eq!(seen[3].binds, [Bind::Double(2.75)]);
+        assert_eq!(seen[6].binds, [Bind::Boolean(true)]);
+        // The server PINGs before each answer; the PONGs came back.
+        assert!(server.pongs() > 0, "no PONG");
+    }
+    admin
+        .batch_execute(&format!("DROP TABLE {table}"))
+        .await
+        .unwrap();
+}
+
+/// Twenty thousand rows over many batches: symbols (char(4)) from a dictionary that grows
+/// across batches, irregular timestamps (every Gorilla bucket) with NULLs, dates, texts with
+/// NULLs, booleans, doubles, numerics.
+const MANY: &str = "
+    SELECT k, k * 1.5::float8 AS f, ('s' || (k % 37))::char(4) AS sym,
+           CASE WHEN k % 11 = 0 THEN NULL ELSE 'row' || k END AS t,
+           CASE WHEN k % 13 = 0 THEN NULL
+                ELSE '2016-01-01'::timestamptz
+                     + (k * 1000 + (k * 7919) % 5000 + (k % 97) * (k % 89) * 4)
+                       * interval '1 millisecond' END AS ts,
+           k % 3 = 0 AS b, '2016-01-01'::date + (k % 400)::int AS d, k / 8.0 AS n
+    FROM generate_series(1, $1) AS k";
+
+#[tokio::test]
+async fn results_over_many_batches_sum_as_on_postgresql() {
+    let Some(url) = servers::pg_server().await else {
+        return;
+    };
+    let many = inst(MANY, vec![BindValue::Int(20_000)]);
+    let mut pg = summing(&endpoint("pg", &[("timeout", secs(20.0))]), &url).await;
+    let want = summed(&mut pg, &many, "pg").await;
+    assert_eq!(want.0, 20_000);
+
+    let server = QwpQueryServer::start(Some(url.clone()), Options::default()).await;
+    let mut t = summing(&qwp_endpoint(20.0), &server.url()).await;
+    assert_eq!(summed(&mut t, &many, "qwp").await, want);
+    assert_eq!(server.batches(), 20);
+    // Without checksums, the same rows are counted.
+    t.set_checksums(false);
+    assert_eq!(rows(&mut t, &many).await, Ok(20_000));
+
+    // No reset flag (caps 0): the dictionary lives across queries until the server's
+    // CACHE_RESET, which a tiny soft cap makes it send after each.
+    let options = Options {
+        caps: 0,
+        batch_rows: 777,
+        dict_soft_cap: 10,
+        ..Options::default()
+    };
+    let server = QwpQueryServer::start(Some(url.clone()), options).await;
+    let mut t = summing(&qwp_endpoint(20.0), &server.url()).await;
+    let few = inst(MANY, vec![BindValue::Int(3_000)]);
+    let few_want = summed(&mut pg, &few, "pg").await;
+    for _ in 0..2 {
+        assert_eq!(summed(&mut t, &few, "qwp").await, few_want);
+    }
+    assert_eq!(server.cache_resets(), 2);
+    // A soft cap that is never reached: the second query reuses the first one's symbols.
+    let options = Options {
+        caps: 0,
+        batch_rows: 500,
+        ..Options::default()
+    };
+    let server = QwpQueryServer::start(Some(url.clone()), options).await;
+    let mut t = summing(&qwp_endpoint(20.0), &server.url()).await;
+    for _ in 0..2 {
+        assert_eq!(summed(&mut t, &few, "qwp").await, few_want);
+    }
+    assert_eq!(server.cache_resets(), 0);
+}
+
+/// Twenty rows, k = 0..19 (as in tests/query_transports.rs): i4 = k, i8 = k * 10^12 + k,
+/// f8 = k / 3, n = k * 1.25 (numeric), r = k * 1.1 (float4), t = 'row{k}', b = k % 3 = 0,
+/// ts = T0 + k * 10.5 s, d = 2016-01-01 + k days, c = 'h{k % 4}' in char(5), u = a uuid from
+/// k; NULLs: t for k = 7, b for k = 11, ts for k = 13, f8 for k = 17.
+async fn make_typed_table(admin: &Client, table: &str) {
+    let sql = format!(
+        "DROP TABLE IF EXISTS {table};
+         CREATE TABLE {table} (i4 int4, i8 int8, f8 float8, n numeric(12, 4), r float4, t text,
+                               b bool, ts timestamptz, d date, c char(5), u uuid);
+         INSERT INTO {table}
+           SELECT k, k * 1000000000000::int8 + k,
+                  CASE WHEN k <> 17 THEN k / 3.0::float8 END,
+                  k * 1.25, k * 1.1::float4,
+                  CASE WHEN k <> 7 THEN 'row' || k END,
+                  CASE WHEN k <> 11 THEN k % 3 = 0 END,
+                  CASE WHEN k <> 13
+                       THEN '2016-01-01T00:00:00Z'::timestamptz + k * interval '10.5 seconds' END,
+                  date '2016-01-01' + k, 'h' || k % 4, md5(k::text)::uuid
+           FROM generate_series(0, 19) AS k;"
+    );
+    admin
+        .batch_execute(&sql)
+        .await
+        .expect("the typed test table");
+}
+
+/// Queries whose results every transport must checksum alike, with their row counts.
+fn checksum_cases(table: &str) -> Vec<(Instance, u64)> {
+    use BindValue::*;
+    let q = |sql: &str| sql.replace("{T}", table);
+    vec![
+        (inst(&q("SELECT * FROM {T}"), vec![]), 20),
+        (
+            inst(&q("SELECT * FROM {T} WHERE i4 >= $1"), vec![Int(12)]),
+            8,
+        ),
+        (
+            inst(
+                &q("SELECT t, ts, f8 FROM {T} WHERE ts >= $1 AND ts < $2"),
+                vec![Timestamp(T0 + 20 * SEC), Timestamp(T0 + 100 * SEC)],
+            ),
+            8,
+        ),
+        (
+            inst(
+                &q("SELECT i4, f8 * 3 AS x, r FROM {T} WHERE f8 < $1"),
+                vec![Float(2.5)],
+            ),
+            8,
+        ),
+        (
+            inst(
+                &q("SELECT * FROM {T} WHERE t = $1"),
+                vec![Text("row4".into())],
+            ),
+            1,
+        ),
+        (
+            inst(&q("SELECT * FROM {T} WHERE b = $1"), vec![Bool(true)]),
+            7,
+        ),
+        (inst(&q("SELECT * FROM {T} WHERE i4 < 0"), vec![]), 0),
+        (
+            inst(
+                &q(
+                    "SELECT sum(i8), sum(i4), avg(i4), avg(i8), avg(f8), sum(f8), count(*),
+                           count(t), max(ts), min(ts), sum(n), avg(n), max(d), min(r),
+                           sum(i8) * 1000 AS big
+                    FROM {T}",
+                ),
+                vec![],
+            ),
+            1,
+        ),
+        (
+            inst(
+                &q(
+                    "SELECT b, count(*), sum(i8), avg(f8), max(ts), min(c), max(u::text)
+                    FROM {T} GROUP BY b",
+                ),
+                vec![],
+            ),
+            3,
+        ),
+        (
+            inst(
+                &q(
+                    "SELECT date_trunc('minute', ts) AS bucket, count(*), max(f8), sum(n),
+                           avg(i4)
+                    FROM {T} WHERE ts IS NOT NULL AND i4 < $1 GROUP BY 1",
+                ),
+                vec![Int(15)],
+            ),
+            3,
+        ),
+        (
+            inst(
+                &q(
+                    "SELECT date_trunc('day', ts AT TIME ZONE 'UTC')::date AS day,
+                            ts AT TIME ZONE 'UTC' AS naive
+                     FROM {T} WHERE i4 < $1",
+                ),
+                vec![Int(3)],
+            ),
+            3,
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn checksums_agree_with_the_pg_and_http_transports() {
+    let Some(url) = servers::pg_server().await else {
+        return;
+    };
+    let admin = admin(&url).await;
+    let table = unique("sums");
+    make_typed_table(&admin, &table).await;
+    let exec = ExecServer::start(Some(url.clone())).await;
+    let qwp = QwpQueryServer::start(Some(url.clone()), Options::default()).await;
+    // Tiny batches, no reset flag and a dictionary reset after every query.
+    let small = Options {
+        caps: 0,
+        batch_rows: 3,
+        dict_soft_cap: 2,
+        ..Options::default()
+    };
+    let qwp_small = QwpQueryServer::start(Some(url.clone()), small).await;
+    let http = endpoint("http", &[("timeout", secs(10.0))]);
+    let mut transports = vec![
+        (
+            "pg",
+            summing(&endpoint("pg", &[("timeout", secs(10.0))]), &url).await,
+        ),
+        ("http", summing(&http, &exec.url()).await),
+        ("qwp", summing(&qwp_endpoint(10.0), &qwp.url()).await),
+        (
+            "qwp (3-row batches)",
+            summing(&qwp_endpoint(10.0), &qwp_small.url()).await,
+        ),
+    ];
+    for pass in 0..2 {
+        for (i, expected_rows) in checksum_cases(&table) {
+            let mut first: Option<(&str, (u64, u64))> = None;
+            for (name, t) in &mut transports {
+                let got = summed(t, &i, name).await;
+                assert_eq!(got.0, expected_rows, "{name}: rows of {}", i.sql);
+                match first {
+                    None => first = Some((name, got)),
+                    Some((first_name, want)) => assert_eq!(
+                        got.1, want.1,
+                        "pass {pass}: checksum of {} with {:?}: {name} {:016x} vs \
+                         {first_name} {:016x}",
+                        i.sql, i.binds, got.1, want.1
+                    ),
+                }
+            }
+        }
+    }
+    assert!(qwp_small.cache_resets() > 0);
+    admin
+        .batch_execute(&format!("DROP TABLE {table}"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn query_errors_are_sql_errors_and_the_connection_goes_on() {
+    let Some(url) = servers::pg_server().await else {
+        return;
+    };
+    let server = QwpQueryServer::start(Some(url.clone()), Options::default()).await;
+    let mut t = summing(&qwp_endpoint(10.0), &server.url()).await;
+    let missing = unique("missing");
+    let e = t
+        .run(&inst(&format!("SELECT * FROM {missing}"), vec![]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.class, QueryErrorClass::Sql, "{e}");
+    assert_eq!(e.code.as_deref(), Some("PARSE_ERROR"));
+    assert!(e.message.contains("does not exist"), "{e}");
+    assert!(!e.broken);
+    // The same connection answers the next query.
+    let one = inst("SELECT 1::int8 AS one", vec![]);
+    assert_eq!(t.run(&one).await.map(|o| o.rows), Ok(1));
+    // Statements without rows: EXEC_DONE, no rows, checksum 0.
+    let table = unique("ddl");
+    for sql in [
+        format!("CREATE TABLE {table} (a int8)"),
+        format!("INSERT INTO {table} VALUES (1), (2)"),
+        format!("DROP TABLE {table}"),
+    ] {
+        assert_eq!(
+            t.run(&inst(&sql, vec![])).await,
+            Ok(Outcome {
+                rows: 0,
+                checksum: Some(0)
+            }),
+            "{sql}"
+        );
+    }
+    // A column the server cannot send is its refusal too.
+    let e = t
+        .run(&inst("SELECT interval '1 day' AS i", vec![]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.class, QueryErrorClass::Sql, "{e}");
+    assert!(e.message.contains("interval"), "{e}");
+    // Too many binds: refused before sending, the connection untouched.
+    let binds = vec![BindValue::Int(1); 1025];
+    let e = t.run(&inst("SELECT 1", binds)).await.unwrap_err();
+    assert_eq!(e.class, QueryErrorClass::Client, "{e}");
+    assert!(!e.broken);
+    assert_eq!(t.run(&one).await.map(|o| o.rows), Ok(1));
+    assert_eq!(server.connections(), 1);
+}
+
+/// A server in `mode`, the error of one query on it, and how long that took.
+async fn failure(mode: Mode, timeout: f64) -> (QueryError, Duration) {
+    let options = Options {
+        mode,
+        ..Options::default()
+    };
+    let server = QwpQueryServer::start(None, options).await;
+    let mut t = connect(&qwp_endpoint(timeout), &server.url()).await;
+    let started = Instant::now();
+    let e = t
+        .run(&inst("SELECT 1", vec![]))
+        .await
+        .expect_err("the server misbehaves");
+    (e, started.elapsed())
+}
+
+#[tokio::test]
+async fn servers_that_misbehave_give_errors_not_hangs() {
+    for (mode, says) in [
+        (Mode::Malformed, "protocol error"),
+        (Mode::CloseMidResult, "closing mid-result"),
+        (Mode::WrongId, "for request 1001 while request 1 runs"),
+    ] {
+        let (e, took) = failure(mode, 5.0).await;
+        assert_eq!(e.class, QueryErrorClass::Connection, "{mode:?}: {e}");
+        assert!(e.broken, "{mode:?}");
+        assert!(e.message.contains(says), "{mode:?}: {e}");
+        assert!(took < Duration::from_secs(2), "{mode:?} took {took:?}");
+    }
+    let (e, took) = failure(Mode::Stall, 0.3).await;
+    assert_eq!(e.class, QueryErrorClass::Timeout, "{e}");
+    assert!(e.broken);
+    assert!(took < Duration::from_secs(2), "{took:?}");
+
+    // No SERVER_INFO: connecting gives up after connect_timeout.
+    let options = Options {
+        mode: Mode::NoServerInfo,
+        ..Options::default()
+    };
+    let server = QwpQueryServer::start(None, options).await;
+    let started = Instant::now();
+    let e = Transport::connect(&qwp_endpoint(0.3), &server.url(), Path::new("."))
+        .await
+        .err()
+        .expect("no SERVER_INFO");
+    assert_eq!(e.class, QueryErrorClass::Timeout, "{e}");
+    assert!(e.message.contains("SERVER_INFO"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // Not a QWP path, and nothing listening.
+    let e = Transport::connect(
+        &qwp_endpoint(2.0),
+        &format!("{}/nope", server.url()),
+        Path::new("."),
+    )
+    .await
+    .err()
+    .expect("a 404");
+    assert_eq!(e.class, QueryErrorClass::Connection, "{e}");
+    assert!(e.message.contains("404"), "{e}");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let e = Transport::connect(
+        &qwp_endpoint(2.0),
+        &format!("ws://127.0.0.1:{port}"),
+        Path::new("."),
+    )
+    .await
+    .err()
+    .expect("nothing listens");
+    assert_eq!(e.class, QueryErrorClass::Connection, "{e}");
+    assert!(e.broken);
+}
+
+/// `wlrun run` with one target reached three ways, all executing on the same PostgreSQL:
+/// every instance's rows and checksum agree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wlrun_cross_checks_pg_http_and_qwp() {
+    let Some(url) = servers::pg_server().await else {
+        return;
+    };
+    let admin = admin(&url).await;
+    let table = unique("e2e");
+    admin
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS {table};
+             CREATE TABLE {table} (k int8, f8 float8, t text, ts timestamptz, b bool,
+                                   c char(3), n numeric(10, 2));
+             INSERT INTO {table}
+               SELECT k, k / 7.0::float8, CASE WHEN k % 10 <> 0 THEN 'row' || k END,
+                      '2016-01-01T00:00:00Z'::timestamptz + k * interval '13 seconds',
+                      k % 2 = 0, 'h' || k % 5, k * 0.25
+               FROM generate_series(0, 299) AS k;"
+        ))
+        .await
+        .expect("the e2e table");
+    let exec = ExecServer::start(Some(url.clone())).await;
+    let qwp = QwpQueryServer::start(
+        Some(url.clone()),
+        Options {
+            batch_rows: 16,
+            ..Options::default()
+        },
+    )
+    .await;
+    let text = format!(
+        r#"workload w {{ seed 5 }}
+target db {{
+  pg "{url}"
+  http "{http}"
+  qwp "{ws}"
+}}
+query by_range {{
+  sql "SELECT k, f8, t, ts, b, c, n FROM {table} WHERE k >= $1 AND k < $1 + 40"
+  bind $1 = uniform(0, 260)
+}}
+query by_window {{
+  sql "SELECT c, count(*), max(f8), min(ts), sum(n) FROM {table} WHERE ts >= $1 AND ts < $2 GROUP BY c"
+  let w = window(2016-01-01T00:00:00Z, 2016-01-01T01:00:00Z, 10m)
+  bind $1 = w.start
+  bind $2 = w.end
+}}
+run r {{ against db via [pg, http, qwp]  queries by_range, by_window  count 10 per query  workers 2  check same results across endpoints }}
+"#,
+        http = exec.url(),
+        ws = qwp.url(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.wl"), text).unwrap();
+    let cwd = dir.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_wlrun"))
+            .current_dir(cwd)
+            .args(["run", "w.wl", "--json", "--quiet"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON report ({e}): {err}"));
+    assert_eq!(out.status.code(), Some(0), "{err}\n{report:#}");
+    let checks: Vec<&serde_json::Value> = report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["phases"].as_array().into_iter().flatten())
+        .flat_map(|p| p["cross_checks"].as_array().into_iter().flatten())
+        .collect();
+    // http against pg, qwp against pg and against http.
+    assert_eq!(checks.len(), 3, "{report:#}");
+    for c in &checks {
+        assert!(c["compared"].as_u64().unwrap_or(0) > 0, "{c:#}");
+        assert_eq!(c["mismatches"].as_u64(), Some(0), "{c:#}");
+    }
+    let qwp_phase = report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["phases"].as_array().into_iter().flatten())
+        .find(|p| p["endpoint"] == "db.qwp")
+        .unwrap_or_else(|| panic!("no qwp phase: {report:#}"));
+    assert_eq!(qwp_phase["ok"].as_u64(), Some(20), "{qwp_phase:#}");
+    assert_eq!(qwp_phase["failed"].as_u64(), Some(0), "{qwp_phase:#}");
+    assert!(qwp.connections() >= 2, "the qwp cell ran with 2 workers");
+    admin
+        .batch_execute(&format!("DROP TABLE {table}"))
+        .await
+        .unwrap();
+}
