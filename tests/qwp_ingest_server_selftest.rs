@@ -339,6 +339,11 @@ fn python_decode(messages: &[Vec<u8>]) -> Option<Vec<PyMessage>> {
     let out = match out {
         Ok(o) => o,
         Err(e) => {
+            // CI must not pass by skipping the independent decoder.
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "python3 is missing ({e}), and CI=true requires it"
+            );
             eprintln!("python3 not available ({e}): cross-check against qwp_decode.py skipped");
             return None;
         }

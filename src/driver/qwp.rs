@@ -165,7 +165,15 @@ impl QwpWriter {
             }
         }
         if rejected.is_none() && s.per_batch && !s.pending.is_empty() {
-            rejected = s.wait_acked(s.next_seq - 1).await?;
+            rejected = match s.wait_acked(s.next_seq - 1).await {
+                Ok(r) => r,
+                // Every message of the batch was written: the batch counts as sent, and the
+                // worker stops on `usable()`.
+                Err(mut e) => {
+                    e.fatal = false;
+                    Some(e)
+                }
+            };
         }
         bytes += std::mem::take(&mut s.extra_bytes);
         match rejected {
@@ -375,8 +383,10 @@ impl State {
             code: CloseCode::Normal,
             reason: "".into(),
         };
-        if self.ws.close(Some(frame)).await.is_err() {
-            return;
+        // A server that stopped reading must not hold the close either.
+        match tokio::time::timeout(CLOSE_WAIT, self.ws.close(Some(frame))).await {
+            Ok(Ok(())) => {}
+            _ => return,
         }
         self.extra_bytes += frame_bytes(2);
         let deadline = Instant::now() + CLOSE_WAIT;

@@ -37,7 +37,7 @@ use crate::qwp::{self, put_str, put_varint, types, varint_len};
 
 /// What the server takes by default per message (`X-QWP-Max-Batch-Size`), less a tenth: the
 /// docs advise staying at 90% of the advertised size.
-pub const DEFAULT_MAX_MESSAGE: usize = qwp::DEFAULT_SERVER_MAX_BATCH / 10 * 9;
+pub const DEFAULT_MAX_MESSAGE: usize = qwp::DEFAULT_SERVER_MAX_BATCH * 9 / 10;
 
 /// A connection's symbol dictionary may hold this many entries (server limit).
 pub const MAX_SYMBOLS: usize = 2_000_000;

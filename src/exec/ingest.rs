@@ -419,7 +419,6 @@ async fn worker(
             };
             w.rows_generated += chunk.generated;
             w.rows_dropped += chunk.generated - chunk.rows;
-            w.payload_bytes += chunk.bytes.len() as u64;
             let started = Instant::now();
             w.first_send.get_or_insert(started);
             let result = d.send(&chunk).await;
@@ -429,6 +428,7 @@ async fn worker(
             match result {
                 Ok(sent) => {
                     w.rows_sent += chunk.rows;
+                    w.payload_bytes += chunk.bytes.len() as u64;
                     w.socket_bytes += sent.socket_bytes;
                     live.rows_sent.fetch_add(chunk.rows, Ordering::Relaxed);
                     if sent.acked {
@@ -444,9 +444,11 @@ async fn worker(
                         healthy = false;
                         break;
                     }
-                    // A rejected batch went out on a healthy connection: it was sent, and
-                    // not acknowledged.
+                    // A batch that went out whole and was then rejected (or whose
+                    // acknowledgement never came): it was sent, and not acknowledged. Its
+                    // payload counts with it, so bytes per row stay the sent rows' own.
                     w.rows_sent += chunk.rows;
+                    w.payload_bytes += chunk.bytes.len() as u64;
                     w.socket_bytes += chunk.bytes.len() as u64;
                     live.rows_sent.fetch_add(chunk.rows, Ordering::Relaxed);
                     healthy = false;
