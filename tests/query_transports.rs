@@ -10,6 +10,8 @@
 //! Where it cannot be reached the tests that need it are skipped with a note, except under
 //! `CI=true`, where they fail (see `server`).
 
+#[path = "common/checksum_cases.rs"]
+mod checksum_cases;
 #[path = "common/exec_server.rs"]
 mod exec_server;
 #[path = "common/servers.rs"]
@@ -22,6 +24,7 @@ use std::time::{Duration, Instant};
 use indexmap::IndexMap;
 use tokio_postgres::{Client, NoTls};
 
+use checksum_cases::{checksum_cases, make_typed_table};
 use exec_server::ExecServer;
 use wlrun::plan::EndpointPlan;
 use wlrun::query::transport::Transport;
@@ -929,117 +932,6 @@ async fn summing(ep: &EndpointPlan, url: &str) -> Transport {
 fn with_session_options(url: &str) -> String {
     let sep = if url.contains('?') { '&' } else { '?' };
     format!("{url}{sep}options=-c%20TimeZone%3DAsia%2FKolkata%20-c%20extra_float_digits%3D0")
-}
-
-/// Twenty rows, k = 0..19: i4 = k, i8 = k * 10^12 + k, f8 = k / 3, n = k * 1.25 (numeric),
-/// r = k * 1.1 (float4), t = 'row{k}', b = k % 3 = 0, ts = T0 + k * 10.5 s, d = 2016-01-01 + k
-/// days, c = 'h{k % 4}' in char(5), u = a uuid from k; NULLs: t for k = 7, b for k = 11, ts for
-/// k = 13, f8 for k = 17.
-async fn make_typed_table(admin: &Client, table: &str) {
-    let sql = format!(
-        "DROP TABLE IF EXISTS {table};
-         CREATE TABLE {table} (i4 int4, i8 int8, f8 float8, n numeric(12, 4), r float4, t text,
-                               b bool, ts timestamptz, d date, c char(5), u uuid);
-         INSERT INTO {table}
-           SELECT k, k * 1000000000000::int8 + k,
-                  CASE WHEN k <> 17 THEN k / 3.0::float8 END,
-                  k * 1.25, k * 1.1::float4,
-                  CASE WHEN k <> 7 THEN 'row' || k END,
-                  CASE WHEN k <> 11 THEN k % 3 = 0 END,
-                  CASE WHEN k <> 13
-                       THEN '2016-01-01T00:00:00Z'::timestamptz + k * interval '10.5 seconds' END,
-                  date '2016-01-01' + k, 'h' || k % 4, md5(k::text)::uuid
-           FROM generate_series(0, 19) AS k;"
-    );
-    admin
-        .batch_execute(&sql)
-        .await
-        .expect("the typed test table");
-}
-
-/// Queries whose results every transport must checksum alike, with their row counts.
-fn checksum_cases(table: &str) -> Vec<(Instance, u64)> {
-    use BindValue::*;
-    let q = |sql: &str| sql.replace("{T}", table);
-    vec![
-        (inst(&q("SELECT * FROM {T}"), vec![]), 20),
-        (
-            inst(&q("SELECT * FROM {T} WHERE i4 >= $1"), vec![Int(12)]),
-            8,
-        ),
-        (
-            inst(
-                &q("SELECT t, ts, f8 FROM {T} WHERE ts >= $1 AND ts < $2"),
-                vec![Timestamp(T0 + 20 * SEC), Timestamp(T0 + 100 * SEC)],
-            ),
-            8,
-        ),
-        (
-            inst(
-                &q("SELECT i4, f8 * 3 AS x, r FROM {T} WHERE f8 < $1"),
-                vec![Float(2.5)],
-            ),
-            8,
-        ),
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE t = $1"),
-                vec![Text("row4".into())],
-            ),
-            1,
-        ),
-        (
-            inst(&q("SELECT * FROM {T} WHERE b = $1"), vec![Bool(true)]),
-            7,
-        ),
-        (inst(&q("SELECT * FROM {T} WHERE i4 < 0"), vec![]), 0),
-        // Aggregates: numeric sums and averages, float sums, counts, timestamp extremes.
-        (
-            inst(
-                &q(
-                    "SELECT sum(i8), sum(i4), avg(i4), avg(i8), avg(f8), sum(f8), count(*),
-                           count(t), max(ts), min(ts), sum(n), avg(n), max(d), min(r),
-                           sum(i8) * 1000 AS big
-                    FROM {T}",
-                ),
-                vec![],
-            ),
-            1,
-        ),
-        (
-            inst(
-                &q(
-                    "SELECT b, count(*), sum(i8), avg(f8), max(ts), min(c), max(u::text)
-                    FROM {T} GROUP BY b",
-                ),
-                vec![],
-            ),
-            3,
-        ),
-        (
-            inst(
-                &q(
-                    "SELECT date_trunc('minute', ts) AS bucket, count(*), max(f8), sum(n),
-                           avg(i4)
-                    FROM {T} WHERE ts IS NOT NULL AND i4 < $1 GROUP BY 1",
-                ),
-                vec![Int(15)],
-            ),
-            3,
-        ),
-        (
-            // Without zone, as UTC (`ts::timestamp` would be the session's local time).
-            inst(
-                &q(
-                    "SELECT date_trunc('day', ts AT TIME ZONE 'UTC')::date AS day,
-                            ts AT TIME ZONE 'UTC' AS naive
-                     FROM {T} WHERE i4 < $1",
-                ),
-                vec![Int(3)],
-            ),
-            3,
-        ),
-    ]
 }
 
 #[tokio::test]
