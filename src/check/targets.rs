@@ -408,7 +408,8 @@ fn check_url(ev: &Eval<'_>, kind: EndpointKind, url: &Text, span: Span) -> Ev<()
         EndpointKind::Pg => &["postgres://", "postgresql://"],
         EndpointKind::Http | EndpointKind::IlpHttp => &["http://", "https://"],
         EndpointKind::IlpTcp => &["tcp://"],
-        EndpointKind::Qwp => &["ws://", "wss://"],
+        // No TLS yet: refused here rather than when the run connects.
+        EndpointKind::Qwp => &["ws://"],
         EndpointKind::Sqlite => {
             if whole.as_deref() == Some("") {
                 return ev.fail(
@@ -421,18 +422,22 @@ fn check_url(ev: &Eval<'_>, kind: EndpointKind, url: &Text, span: Span) -> Ev<()
         EndpointKind::Null => return Some(()),
     };
     let Some(scheme) = schemes.iter().find(|s| literal_prefix.starts_with(**s)) else {
-        return ev.fail(
-            Diagnostic::error(
-                Code::E0303,
-                span,
-                format!(
-                    "a `{}` endpoint URL must start with {}",
-                    kind.as_str(),
-                    schemes.join(" or ")
-                ),
-            )
-            .label(format!("expected e.g. \"{}\"", example_url(kind))),
-        );
+        let mut d = Diagnostic::error(
+            Code::E0303,
+            span,
+            format!(
+                "a `{}` endpoint URL must start with {}",
+                kind.as_str(),
+                schemes.join(" or ")
+            ),
+        )
+        .label(format!("expected e.g. \"{}\"", example_url(kind)));
+        if kind == EndpointKind::Qwp && literal_prefix.starts_with("wss://") {
+            d = d.note(
+                "wlrun does not speak TLS yet; QuestDB serves QWP in clear on its HTTP port (9000)",
+            );
+        }
+        return ev.fail(d);
     };
     if let Some(full) = whole {
         let rest = &full[scheme.len()..];
