@@ -342,9 +342,18 @@ impl QwpEncoder {
     /// dictionaries first (ties in schema order). TSBS's nine tags then have one-byte ids
     /// and only the host name takes two: 99 bytes a row instead of 108.
     fn assign_ids(&mut self, batch: &Batch) -> Result<(), String> {
+        // A dictionary that grew since (a file's, read as it goes) reopens its column.
+        let dict_len = |i: usize| {
+            batch.schema.columns[i]
+                .dictionary
+                .as_ref()
+                .map_or(0, |d| d.values.len())
+        };
         let mut open: Vec<usize> = (0..self.columns.len())
             .filter(|&i| match self.columns[i].kind {
-                Kind::SymbolIds => !self.columns[i].complete,
+                Kind::SymbolIds => {
+                    !self.columns[i].complete || self.columns[i].ids.len() < dict_len(i)
+                }
                 Kind::SymbolText => true,
                 _ => false,
             })
@@ -367,7 +376,10 @@ impl QwpEncoder {
                 match &col.values {
                     Values::Symbol(ids) => {
                         let local = ids[row] as usize;
-                        if self.columns[i].ids.get(local) == Some(&u32::MAX) {
+                        if local >= self.columns[i].ids.len() {
+                            self.columns[i].ids.resize(local + 1, u32::MAX);
+                        }
+                        if self.columns[i].ids[local] == u32::MAX {
                             let text = batch.text(i, row);
                             let id = self.intern(text)?;
                             self.columns[i].ids[local] = id;
@@ -386,7 +398,7 @@ impl QwpEncoder {
         for &i in &open {
             let c = &mut self.columns[i];
             if c.kind == Kind::SymbolIds {
-                c.complete = c.ids.iter().all(|&id| id != u32::MAX);
+                c.complete = c.ids.len() >= dict_len(i) && c.ids.iter().all(|&id| id != u32::MAX);
             }
         }
         Ok(())

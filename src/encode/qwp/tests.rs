@@ -558,3 +558,39 @@ fn small_dictionaries_get_the_one_byte_ids() {
     let tail = &bytes[bytes.len() - 300..];
     assert!(tail.iter().enumerate().all(|(i, &id)| id as usize == i % 2));
 }
+
+#[test]
+fn a_dictionary_that_grows_between_batches_gets_ids_for_its_new_values() {
+    let first = schema(
+        "t",
+        vec![col("s", "tag", "symbol", Physical::Symbol, Some(&["a"]))],
+    );
+    let batch = |schema: &Arc<BatchSchema>, ids: &[u32]| {
+        let mut b = Batch::new(schema.clone());
+        if let Values::Symbol(v) = &mut b.columns[0].values {
+            v.extend_from_slice(ids);
+        }
+        b.rows = ids.len();
+        b
+    };
+    let mut enc = QwpEncoder::new(first.clone(), QwpOptions::default()).unwrap();
+    one_message(&mut enc, &batch(&first, &[0, 0]));
+    // A file reader's dictionary has grown: the batch's schema has more values.
+    let grown = schema(
+        "t",
+        vec![col(
+            "s",
+            "tag",
+            "symbol",
+            Physical::Symbol,
+            Some(&["a", "b", "c"]),
+        )],
+    );
+    let bytes = one_message(&mut enc, &batch(&grown, &[2, 0, 1]));
+    let mut r = qwp::Reader::new(&bytes);
+    qwp::read_header(&mut r).unwrap();
+    assert_eq!((r.varint(), r.varint()), (Ok(1), Ok(2)));
+    assert_eq!((r.str(), r.str()), (Ok("c"), Ok("b")));
+    // Rows: c, a, b -> connection ids 1, 0, 2.
+    assert_eq!(&bytes[bytes.len() - 3..], &[1, 0, 2]);
+}
