@@ -5,8 +5,10 @@
 //! (and CACHE_RESET), checksums equal to those of the PostgreSQL and HTTP `/exec` transports
 //! for the same instances, QUERY_ERROR as a SQL error on a connection that goes on, servers
 //! that misbehave (a malformed frame, a close mid-result, a stall, a terminator for another
-//! request, no SERVER_INFO) as errors rather than hangs, and one `wlrun run` cross-checking
-//! pg, http and qwp endpoints.
+//! request, no SERVER_INFO) as errors rather than hangs, flow control (`credit`: the server,
+//! strict about its budget, never runs more than one batch past the credit the client has
+//! given back, and a 1-byte credit still completes; a raw client that gives none stalls the
+//! server), and one `wlrun run` cross-checking pg, http and qwp endpoints.
 //!
 //! The PostgreSQL server is `postgres://wlrun:wlrun@127.0.0.1:5432/wlrun`, or `WLRUN_TEST_PG`;
 //! tests that need it are skipped without it, except under `CI=true` (see `common/servers.rs`).
@@ -29,7 +31,9 @@ use tokio_postgres::{Client, NoTls};
 
 use checksum_cases::{checksum_cases, make_typed_table};
 use exec_server::ExecServer;
-use qwp_query_server::{Bind, Mode, Options, QwpQueryServer, CAP_QUERY_FLAGS, CAP_ZONE};
+use futures_util::{SinkExt, StreamExt};
+use qwp_query_server::{Bind, Flow, Mode, Options, QwpQueryServer, CAP_QUERY_FLAGS, CAP_ZONE};
+use tokio_tungstenite::tungstenite::Message;
 use wlrun::plan::EndpointPlan;
 use wlrun::query::transport::Transport;
 use wlrun::query::{BindValue, Instance, Outcome, QueryError, QueryErrorClass};
@@ -623,4 +627,223 @@ run r {{ against db via [pg, http, qwp]  queries by_range, by_window  count 10 p
         .batch_execute(&format!("DROP TABLE {table}"))
         .await
         .unwrap();
+}
+
+fn qwp_credit_endpoint(timeout: f64, credit: u64) -> EndpointPlan {
+    endpoint(
+        "qwp",
+        &[
+            ("timeout", secs(timeout)),
+            ("connect_timeout", secs(timeout)),
+            ("credit", Value::Size(credit)),
+        ],
+    )
+}
+
+/// The server's view of connection `k` once every CREDIT the client sent has been read: the
+/// client sends the last ones as it reads the last batches, just before the terminator, so
+/// the server may read them a moment after the query returned (bounded wait).
+async fn settled_flow(server: &QwpQueryServer, k: usize) -> Flow {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let flow = server.flows()[k].clone();
+        if flow.credits.len() >= flow.batches.len() || Instant::now() > deadline {
+            return flow;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn credit_keeps_the_server_within_the_window() {
+    let Some(url) = servers::pg_server().await else {
+        return;
+    };
+    let many = inst(MANY, vec![BindValue::Int(20_000)]);
+    let mut pg = summing(&endpoint("pg", &[("timeout", secs(20.0))]), &url).await;
+    let want = summed(&mut pg, &many, "pg").await;
+    // 100-row batches (about 4 KiB each): a 16 KiB window holds a few of them.
+    let options = Options {
+        batch_rows: 100,
+        ..Options::default()
+    };
+    let server = QwpQueryServer::start(Some(url.clone()), options).await;
+    const WINDOW: u64 = 16 * 1024;
+    let mut credited = summing(&qwp_credit_endpoint(20.0, WINDOW), &server.url()).await;
+    assert_eq!(
+        summed(&mut credited, &many, "qwp, credit 16KiB").await,
+        want
+    );
+    // What the server saw the moment the query returned: credit given back for all but
+    // at most the last window (and the batch its row floor let it add).
+    let now = server.flows()[0].clone();
+    let sent: u64 = now.batches.iter().sum();
+    let max_batch = now.batches.iter().copied().max().unwrap_or(0);
+    let given: u64 = now.credits.iter().map(|c| c.1).sum();
+    assert!(
+        given <= sent && sent - given <= WINDOW + max_batch,
+        "sent {sent}, credited {given}"
+    );
+
+    let mut unbounded = summing(&qwp_endpoint(20.0), &server.url()).await;
+    assert_eq!(summed(&mut unbounded, &many, "qwp").await, want);
+
+    let flow = settled_flow(&server, 0).await;
+    assert_eq!(flow.initial_credits, [WINDOW]);
+    assert_eq!(flow.batches.len(), 200);
+    // One CREDIT per batch, for that batch's wire size, in order: exactly what was sent.
+    let want_credits: Vec<(i64, u64)> = flow.batches.iter().map(|&b| (1, b)).collect();
+    assert_eq!(flow.credits, want_credits);
+    // The window held: never more than one batch past the credit granted, and the server
+    // did have to wait for credit (200 batches of ~4 KiB through a 16 KiB window).
+    assert!(
+        flow.max_overrun < max_batch,
+        "overran by {} with batches up to {max_batch}",
+        flow.max_overrun
+    );
+    assert!(flow.pauses > 0, "{flow:?}");
+    eprintln!(
+        "credit 16KiB: {} batches ({sent} bytes, largest {max_batch}), {} CREDITs, \
+         {} pauses, max overrun {} bytes",
+        flow.batches.len(),
+        flow.credits.len(),
+        flow.pauses,
+        flow.max_overrun
+    );
+
+    // Without the option: initial_credit 0 and no CREDIT.
+    let plain = settled_flow(&server, 1).await;
+    assert_eq!(plain.initial_credits, [0]);
+    assert_eq!(plain.batches.len(), 200);
+    assert!(plain.credits.is_empty(), "{:?}", plain.credits);
+    assert_eq!((plain.pauses, plain.max_overrun), (0, 0));
+    // Credit is per request: the next query asks again and is credited under its own id.
+    assert_eq!(
+        summed(&mut credited, &many, "qwp, credit 16KiB").await,
+        want
+    );
+    let flow = settled_flow(&server, 0).await;
+    assert_eq!(flow.initial_credits, [WINDOW, WINDOW]);
+    assert!(flow.credits[200..].iter().all(|c| c.0 == 2));
+    assert_eq!(flow.credits.len(), 400);
+}
+
+/// The smallest credit: the server sends one batch (the row floor), waits, and the client's
+/// CREDIT for it lets the next go; the query completes, one batch at a time.
+#[tokio::test]
+async fn a_one_byte_credit_still_completes() {
+    let Some(url) = servers::pg_server().await else {
+        return;
+    };
+    let few = inst(MANY, vec![BindValue::Int(3_000)]);
+    let mut pg = summing(&endpoint("pg", &[("timeout", secs(20.0))]), &url).await;
+    let want = summed(&mut pg, &few, "pg").await;
+    let options = Options {
+        batch_rows: 500,
+        ..Options::default()
+    };
+    let server = QwpQueryServer::start(Some(url.clone()), options).await;
+    let mut t = summing(&qwp_credit_endpoint(10.0, 1), &server.url()).await;
+    assert_eq!(summed(&mut t, &few, "qwp, credit 1").await, want);
+    let flow = settled_flow(&server, 0).await;
+    assert_eq!(flow.initial_credits, [1]);
+    assert_eq!(flow.batches.len(), 6);
+    // A wait before every batch but the first; each overran by its own size less the 1 byte.
+    assert_eq!(flow.pauses, 5);
+    let max_batch = flow.batches.iter().copied().max().unwrap_or(0);
+    assert_eq!(flow.max_overrun, max_batch - 1);
+    assert_eq!(flow.credits.len(), 6);
+    eprintln!(
+        "credit 1: {} batches, {} CREDITs, {} pauses, max overrun {}",
+        flow.batches.len(),
+        flow.credits.len(),
+        flow.pauses,
+        flow.max_overrun
+    );
+}
+
+/// A raw client that asks for 1 byte of credit and gives none: the server sends one batch
+/// and stalls until CREDIT comes, then sends the next.
+#[tokio::test]
+async fn without_credit_given_back_the_server_stalls() {
+    let Some(url) = servers::pg_server().await else {
+        return;
+    };
+    let options = Options {
+        batch_rows: 10,
+        ..Options::default()
+    };
+    let server = QwpQueryServer::start(Some(url.clone()), options).await;
+    let (mut ws, _) = tokio::time::timeout(
+        Duration::from_secs(5),
+        tokio_tungstenite::connect_async(format!("{}/read/v1", server.url())),
+    )
+    .await
+    .expect("connecting in time")
+    .expect("the upgrade");
+    let wait = Duration::from_secs(5);
+    // The next binary message, PINGs skipped; `None` if nothing came within `within`.
+    async fn next_binary(
+        ws: &mut tokio_tungstenite::WebSocketStream<
+            tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+        >,
+        within: Duration,
+    ) -> Option<Vec<u8>> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match tokio::time::timeout_at(deadline, ws.next()).await {
+                Err(_) => return None,
+                Ok(Some(Ok(Message::Binary(b)))) => return Some(b.to_vec()),
+                Ok(Some(Ok(_))) => {}
+                Ok(other) => panic!("the connection ended: {other:?}"),
+            }
+        }
+    }
+    let info = next_binary(&mut ws, wait).await.expect("SERVER_INFO");
+    assert_eq!(info[12], 0x18);
+    // QUERY_REQUEST (§5.3): id 1, the SQL, initial_credit 1, no binds, no flags.
+    let sql = b"SELECT k FROM generate_series(1, 30) AS k";
+    let mut req = vec![0x10];
+    req.extend_from_slice(&1i64.to_le_bytes());
+    req.push(sql.len() as u8);
+    req.extend_from_slice(sql);
+    req.extend_from_slice(&[1, 0]);
+    ws.send(Message::Binary(req.into())).await.unwrap();
+    let first = next_binary(&mut ws, wait).await.expect("batch 0");
+    assert_eq!(first[12], 0x11);
+    // Budget spent, no CREDIT: nothing more.
+    assert_eq!(next_binary(&mut ws, Duration::from_millis(300)).await, None);
+    assert_eq!(server.batches(), 1);
+    // CREDIT (§5.6) for the batch read: the next one comes.
+    let credit = |bytes: usize| {
+        let mut c = vec![0x15];
+        c.extend_from_slice(&1i64.to_le_bytes());
+        let mut v = bytes as u64;
+        while v >= 0x80 {
+            c.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        c.push(v as u8);
+        Message::Binary(c.into())
+    };
+    ws.send(credit(first.len())).await.unwrap();
+    let second = next_binary(&mut ws, wait).await.expect("batch 1");
+    assert_eq!(second[12], 0x11);
+    assert_eq!(next_binary(&mut ws, Duration::from_millis(300)).await, None);
+    // A generous CREDIT: the rest, and RESULT_END.
+    ws.send(credit(1 << 20)).await.unwrap();
+    let mut batches = 2;
+    loop {
+        let m = next_binary(&mut ws, wait).await.expect("the rest");
+        match m[12] {
+            0x11 => batches += 1,
+            0x12 => break,
+            k => panic!("message kind 0x{k:02x}"),
+        }
+    }
+    assert_eq!(batches, 3);
+    let flow = server.flows()[0].clone();
+    assert_eq!(flow.initial_credits, [1]);
+    assert_eq!(flow.pauses, 2);
+    assert_eq!(flow.credits.len(), 2);
 }

@@ -206,6 +206,8 @@ const OPTIONS: &[(&str, &[EndpointKind], Want)] = &[
     ("precision", &[EndpointKind::Qwp], Want::Word(&["us", "ns"])),
     ("ack_timeout", &[EndpointKind::Qwp], Want::Duration),
     ("max_frame", &[EndpointKind::Qwp], Want::Size),
+    // Query flow control: the bytes of results the server may send ahead of the client.
+    ("credit", &[EndpointKind::Qwp], Want::Size),
     (
         "journal",
         &[EndpointKind::Sqlite],

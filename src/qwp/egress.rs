@@ -5,7 +5,10 @@
 //!   columns prefixed by their type code, in `$1..$n` order (QWP's bind indexes are 0-based
 //!   positions): Int as LONG, Float as DOUBLE, Bool as BOOLEAN, Text as VARCHAR, Timestamp as
 //!   TIMESTAMP (microseconds, floored: QuestDB's TIMESTAMP unit), Null as a NULL VARCHAR
-//!   (`0f 01 01`, as the official client binds a None).
+//!   (`0f 01 01`, as the official client binds a None). `initial_credit` is the flow-control
+//!   budget in bytes (0: unbounded, the reference clients' default).
+//! - `encode_credit`: CREDIT (§5.6), also headerless: `15 | request_id i64 LE |
+//!   additional_bytes varint`, adding to the running request's budget.
 //! - `Decoder`: one connection's server frames. It keeps what the protocol makes
 //!   connection-scoped: the symbol dictionary (extended by each batch's delta section, kept
 //!   across batches and queries until CACHE_RESET or a query sent with
@@ -81,22 +84,25 @@ const MAX_ARRAY_DIMS: u8 = 32;
 // ------------------------------------------------------------------------------------------------
 // QUERY_REQUEST
 
-/// Appends a QUERY_REQUEST to `out`. `query_flags` is written only when it is `Some` and not 0
-/// (the trailer must be absent unless SERVER_INFO advertised `CAP_QUERY_FLAGS`, and 0 means
-/// nothing). Lengths are the caller's to check (`MAX_SQL_BYTES`, `MAX_BINDS`, the server's
-/// message size): a text bind past 4 GiB cannot be described and is cut at the wire's limit.
+/// Appends a QUERY_REQUEST to `out`. `initial_credit`: the bytes of RESULT_BATCHes (header
+/// included) the server may send before it waits for CREDIT; 0 is no limit (TCP's
+/// back-pressure paces the server, as with the reference clients). `query_flags` is written
+/// only when it is `Some` and not 0 (the trailer must be absent unless SERVER_INFO advertised
+/// `CAP_QUERY_FLAGS`, and 0 means nothing). Lengths are the caller's to check
+/// (`MAX_SQL_BYTES`, `MAX_BINDS`, the server's message size): a text bind past 4 GiB cannot be
+/// described and is cut at the wire's limit.
 pub fn encode_query_request(
     out: &mut Vec<u8>,
     request_id: i64,
     sql: &str,
     binds: &[BindValue],
+    initial_credit: u64,
     query_flags: Option<u64>,
 ) {
     out.push(kind::QUERY_REQUEST);
     out.extend_from_slice(&request_id.to_le_bytes());
     put_str(out, sql);
-    // No credit limit: TCP's back-pressure paces the server, as with the reference clients.
-    put_varint(out, 0);
+    put_varint(out, initial_credit);
     put_varint(out, binds.len() as u64);
     for b in binds {
         put_bind(out, b);
@@ -104,6 +110,13 @@ pub fn encode_query_request(
     if let Some(flags) = query_flags.filter(|&f| f != 0) {
         put_varint(out, flags);
     }
+}
+
+/// Appends a CREDIT giving request `request_id` `additional_bytes` more of budget.
+pub fn encode_credit(out: &mut Vec<u8>, request_id: i64, additional_bytes: u64) {
+    out.push(kind::CREDIT);
+    out.extend_from_slice(&request_id.to_le_bytes());
+    put_varint(out, additional_bytes);
 }
 
 fn put_bind(out: &mut Vec<u8>, b: &BindValue) {

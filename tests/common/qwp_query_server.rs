@@ -26,6 +26,15 @@
 //! error: the server closes with 1002. Before answering each query the server PINGs (and
 //! counts the PONGs it reads).
 //!
+//! Flow control (§5.6), strictly: a request's budget is its `initial_credit` (0: unbounded);
+//! each RESULT_BATCH's full wire size (header included) is taken from it, and before each
+//! batch, while the budget is ≤ 0, the server sends nothing and reads CREDITs (the row floor:
+//! a budget of 1 byte still lets one batch go), for at most `credit_wait`, after which the
+//! query fails with QUERY_ERROR 0x0B. A CREDIT for another request, or one that arrives after
+//! its request ended, is recorded and changes nothing. `flows()` tells, per connection, the
+//! initial credits and CREDITs received, the batches sent, and the largest number of result
+//! bytes a request had sent beyond what it had been granted.
+//!
 //! `Mode`s that misbehave on purpose: `Malformed` answers with a RESULT_BATCH cut short,
 //! `CloseMidResult` sends batch 0 and closes (1001), `Stall` never answers, `WrongId` ends
 //! the query with a RESULT_END for another request, `NoServerInfo` upgrades and says nothing.
@@ -62,6 +71,7 @@ const FLAGS_GORILLA_DICT: u8 = 0x0C;
 const PARSE_ERROR: u8 = 0x05;
 const BIND_MISMATCH: u8 = 0x03;
 const INTERNAL_ERROR: u8 = 0x06;
+const LIMIT_EXCEEDED: u8 = 0x0B;
 /// Microseconds and days from the Unix epoch to PostgreSQL's (2000-01-01).
 const PG_EPOCH_US: i64 = 946_684_800_000_000;
 const PG_EPOCH_DAYS: i64 = 10_957;
@@ -83,6 +93,8 @@ pub struct Options {
     pub caps: u32,
     pub batch_rows: usize,
     pub dict_soft_cap: usize,
+    /// The longest wait for CREDIT on a spent budget.
+    pub credit_wait: std::time::Duration,
 }
 
 impl Default for Options {
@@ -92,6 +104,7 @@ impl Default for Options {
             caps: CAP_QUERY_FLAGS,
             batch_rows: 1000,
             dict_soft_cap: 100_000,
+            credit_wait: std::time::Duration::from_secs(20),
         }
     }
 }
@@ -121,6 +134,22 @@ pub struct Seen {
     pub query_flags: Option<u64>,
 }
 
+/// One connection's flow control, as the server saw it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Flow {
+    /// Each QUERY_REQUEST's `initial_credit`, in order.
+    pub initial_credits: Vec<u64>,
+    /// Each CREDIT: (request_id, additional_bytes), in order.
+    pub credits: Vec<(i64, u64)>,
+    /// The wire size of each RESULT_BATCH sent, in order.
+    pub batches: Vec<u64>,
+    /// Of requests with credit: the most result bytes sent beyond the credit granted (initial
+    /// plus CREDITs read), just after a batch went.
+    pub max_overrun: u64,
+    /// How many times a spent budget made the server wait for CREDIT.
+    pub pauses: usize,
+}
+
 #[derive(Default)]
 struct Counters {
     connections: AtomicUsize,
@@ -128,6 +157,7 @@ struct Counters {
     batches: AtomicUsize,
     cache_resets: AtomicUsize,
     seen: Mutex<Vec<Seen>>,
+    flows: Mutex<Vec<Flow>>,
 }
 
 pub struct QwpQueryServer {
@@ -148,8 +178,13 @@ impl QwpQueryServer {
         let c = counters.clone();
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                c.connections.fetch_add(1, Ordering::SeqCst);
+                let index = c.connections.fetch_add(1, Ordering::SeqCst);
+                if let Ok(mut flows) = c.flows.lock() {
+                    flows.push(Flow::default());
+                }
                 let conn = Conn {
+                    index,
+                    credit: Credit::default(),
                     pg_url: pg_url.clone(),
                     pg: None,
                     options: options.clone(),
@@ -186,6 +221,15 @@ impl QwpQueryServer {
 
     pub fn cache_resets(&self) -> usize {
         self.counters.cache_resets.load(Ordering::SeqCst)
+    }
+
+    /// Flow control per connection, in the order they were accepted.
+    pub fn flows(&self) -> Vec<Flow> {
+        self.counters
+            .flows
+            .lock()
+            .map(|f| f.clone())
+            .unwrap_or_default()
     }
 
     /// The requests received so far, in order.
@@ -231,7 +275,23 @@ impl Dict {
     }
 }
 
+/// The running request's flow control.
+#[derive(Default)]
+struct Credit {
+    /// A request is being answered.
+    running: bool,
+    request_id: i64,
+    /// `initial_credit` was not 0.
+    bounded: bool,
+    /// Granted minus sent; may go negative (the row floor).
+    budget: i64,
+    granted: u64,
+    sent: u64,
+}
+
 struct Conn {
+    index: usize,
+    credit: Credit,
     pg_url: Option<String>,
     pg: Option<tokio_postgres::Client>,
     options: Options,
@@ -260,6 +320,13 @@ impl Conn {
         }
         while let Some(msg) = ws.next().await {
             match msg? {
+                Message::Binary(b) if b.first() == Some(&0x15) => {
+                    // After its request ended: recorded, nothing more.
+                    match parse_credit(&b) {
+                        Ok((id, bytes)) => self.credited(id, bytes),
+                        Err(why) => return close(&mut ws, CloseCode::Protocol, &why).await,
+                    }
+                }
                 Message::Binary(b) => {
                     let req = match parse_request(&b, self.options.caps) {
                         Ok(r) => r,
@@ -268,7 +335,18 @@ impl Conn {
                     if let Ok(mut seen) = self.counters.seen.lock() {
                         seen.push(req.clone());
                     }
-                    if !self.answer(&mut ws, req).await? {
+                    self.flow(|f| f.initial_credits.push(req.initial_credit));
+                    self.credit = Credit {
+                        running: true,
+                        request_id: req.request_id,
+                        bounded: req.initial_credit > 0,
+                        budget: i64::try_from(req.initial_credit).unwrap_or(i64::MAX),
+                        granted: req.initial_credit,
+                        sent: 0,
+                    };
+                    let go_on = self.answer(&mut ws, req).await;
+                    self.credit.running = false;
+                    if !go_on? {
                         return Ok(());
                     }
                 }
@@ -319,6 +397,65 @@ impl Conn {
             send(ws, cache_reset()).await?;
         }
         Ok(true)
+    }
+
+    fn flow(&self, f: impl FnOnce(&mut Flow)) {
+        if let Ok(mut flows) = self.counters.flows.lock() {
+            if let Some(flow) = flows.get_mut(self.index) {
+                f(flow);
+            }
+        }
+    }
+
+    /// A CREDIT read: recorded, and added to the running request's budget if it is its.
+    fn credited(&mut self, id: i64, bytes: u64) {
+        self.flow(|f| f.credits.push((id, bytes)));
+        let c = &mut self.credit;
+        if c.running && c.request_id == id {
+            c.granted = c.granted.saturating_add(bytes);
+            c.budget = c
+                .budget
+                .saturating_add(i64::try_from(bytes).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// Before a batch: while the running request's budget is spent, reads CREDITs (and
+    /// PONGs), for at most `credit_wait` in all.
+    async fn await_credit(&mut self, ws: &mut Ws) -> Result<(), Refusal> {
+        if !self.credit.bounded || self.credit.budget > 0 {
+            return Ok(());
+        }
+        self.flow(|f| f.pauses += 1);
+        let wait = self.options.credit_wait;
+        let deadline = tokio::time::Instant::now() + wait;
+        while self.credit.budget <= 0 {
+            let msg = match tokio::time::timeout_at(deadline, ws.next()).await {
+                Err(_) => {
+                    return Err(Refusal(
+                        LIMIT_EXCEEDED,
+                        format!("no CREDIT within {wait:?} on a spent budget"),
+                    ))
+                }
+                Ok(None) => return Err(Refusal(INTERNAL_ERROR, "the client left".into())),
+                Ok(Some(Err(e))) => return Err(Refusal(INTERNAL_ERROR, e.to_string())),
+                Ok(Some(Ok(m))) => m,
+            };
+            match msg {
+                Message::Binary(b) => {
+                    let (id, bytes) =
+                        parse_credit(&b).map_err(|why| Refusal(INTERNAL_ERROR, why))?;
+                    self.credited(id, bytes);
+                }
+                Message::Pong(_) => {
+                    self.counters.pongs.fetch_add(1, Ordering::SeqCst);
+                }
+                Message::Close(_) => {
+                    return Err(Refusal(INTERNAL_ERROR, "the client closed".into()))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     async fn client(&mut self) -> Result<&tokio_postgres::Client, Refusal> {
@@ -403,9 +540,23 @@ impl Conn {
         cols: &[(String, Kind)],
         rows: &[Vec<Option<Vec<u8>>>],
     ) -> Result<(), Refusal> {
+        self.await_credit(ws).await?;
         let frame = encode_batch(id, seq, cols, rows, &mut self.dict)
             .map_err(|e| Refusal(INTERNAL_ERROR, e.to_string()))?;
         self.counters.batches.fetch_add(1, Ordering::SeqCst);
+        let size = frame.len() as u64;
+        let c = &mut self.credit;
+        c.sent += size;
+        c.budget = c.budget.saturating_sub(size as i64);
+        let over = if c.bounded {
+            c.sent.saturating_sub(c.granted)
+        } else {
+            0
+        };
+        self.flow(|f| {
+            f.batches.push(size);
+            f.max_overrun = f.max_overrun.max(over);
+        });
         self.reply(ws, frame).await
     }
 
@@ -504,6 +655,23 @@ impl<'a> Cur<'a> {
         let b = self.take(n)?;
         String::from_utf8(b.to_vec()).map_err(|e| e.to_string())
     }
+}
+
+/// CREDIT (§5.6): `15 | request_id i64 LE | additional_bytes varint`.
+fn parse_credit(b: &[u8]) -> Result<(i64, u64), String> {
+    let mut r = Cur { b, p: 0 };
+    let kind = r.u8()?;
+    if kind != 0x15 {
+        return Err(format!(
+            "message kind 0x{kind:02x} mid-result, where only CREDIT may come"
+        ));
+    }
+    let id = i64::from_le_bytes(r.fixed()?);
+    let bytes = r.varint()?;
+    if r.p != b.len() {
+        return Err(format!("{} bytes after the CREDIT", b.len() - r.p));
+    }
+    Ok((id, bytes))
 }
 
 fn parse_request(b: &[u8], caps: u32) -> Result<Seen, String> {

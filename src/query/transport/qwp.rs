@@ -15,6 +15,15 @@
 //!   rows read, a close, a transport error, a timeout.
 //! - A request that cannot be sent (too many binds, too long) is a `Client` error before
 //!   anything goes out.
+//! - Flow control (§5.6): without the endpoint's `credit` option every request says
+//!   `initial_credit` 0 and the server streams without limit, paced only by TCP, as with the
+//!   reference clients. With `credit N` each request asks for N bytes of credit, and after
+//!   each RESULT_BATCH is read (decoded, and hashed when checksums are on) the client sends
+//!   CREDIT(request id, that batch's wire size: the WebSocket message, QWP header included),
+//!   so the server is never more than N bytes (plus the one batch its row floor lets it send
+//!   on a spent budget) ahead of what the client has read. A batch whose column cannot be
+//!   hashed is credited too: the result is read to its end either way. No CREDIT follows the
+//!   terminator, and credit is per request, so nothing carries over to the next query.
 //! - Every wait is bounded: connecting and SERVER_INFO by `connect_timeout`, each query's
 //!   whole exchange by `timeout`. PINGs are answered while reading (tungstenite queues the
 //!   PONG and writes it on the next read).
@@ -42,7 +51,8 @@ use crate::qwp::egress::{
     self, DecodeError, Decoder, Frame, ServerInfo, MAX_BINDS, MAX_SQL_BYTES, QUERY_FLAG_RESET_DICT,
 };
 use crate::qwp::ws::{self, Side, WsUrl};
-use crate::qwp::{status, DEFAULT_SERVER_MAX_BATCH, MAX_MESSAGE, QUERY_PATH};
+use crate::qwp::{status, DEFAULT_SERVER_MAX_BATCH, HEADER_LEN, MAX_MESSAGE, QUERY_PATH};
+use crate::value::Value;
 
 pub struct QwpTransport {
     ws: WebSocketStream<TcpStream>,
@@ -58,6 +68,9 @@ pub struct QwpTransport {
     checksums: bool,
     /// The request being sent, reused.
     request: Vec<u8>,
+    /// `initial_credit` for every request, and what each RESULT_BATCH read gives back;
+    /// 0: unbounded, no CREDIT sent.
+    credit: u64,
 }
 
 impl QwpTransport {
@@ -95,6 +108,10 @@ impl QwpTransport {
             max_request,
             checksums: false,
             request: Vec::new(),
+            credit: match endpoint.options.get("credit") {
+                Some(Value::Size(b)) => *b,
+                _ => 0,
+            },
         };
         t.info = match tokio::time::timeout(timeouts.connect, t.read_server_info()).await {
             Ok(info) => info?,
@@ -163,7 +180,14 @@ impl QwpTransport {
         let id = self.next_request;
         let flags = self.info.query_flags().then_some(QUERY_FLAG_RESET_DICT);
         self.request.clear();
-        egress::encode_query_request(&mut self.request, id, &inst.sql, &inst.binds, flags);
+        egress::encode_query_request(
+            &mut self.request,
+            id,
+            &inst.sql,
+            &inst.binds,
+            self.credit,
+            flags,
+        );
         if self.request.len() > self.max_request {
             return Err(client_error(format!(
                 "{}: the request is {} bytes with its binds; the server takes at most {}",
@@ -223,6 +247,20 @@ impl QwpTransport {
                 Err(DecodeError::Unhashable(why)) => refused = Some(why),
                 Err(DecodeError::Malformed(m)) => return Err(self.protocol(m.to_string())),
             }
+            // A RESULT_BATCH was read (CACHE_RESET is the other frame that gets here).
+            if self.credit > 0 && frame.get(HEADER_LEN) == Some(&egress::kind::RESULT_BATCH) {
+                self.give_credit(id, frame.len()).await?;
+            }
+        }
+    }
+
+    /// CREDIT for `bytes` more of request `id`'s result.
+    async fn give_credit(&mut self, id: i64, bytes: usize) -> Result<(), QueryError> {
+        let mut credit = Vec::with_capacity(19);
+        egress::encode_credit(&mut credit, id, bytes as u64);
+        match self.ws.send(Message::Binary(Bytes::from(credit))).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.lost(format!("sending CREDIT: {e}"))),
         }
     }
 

@@ -24,7 +24,7 @@ fn hex(s: &str) -> Vec<u8> {
 
 fn request(id: i64, sql: &str, binds: &[BindValue], flags: Option<u64>) -> Vec<u8> {
     let mut out = Vec::new();
-    encode_query_request(&mut out, id, sql, binds, flags);
+    encode_query_request(&mut out, id, sql, binds, 0, flags);
     out
 }
 
@@ -103,6 +103,42 @@ fn query_requests_match_the_official_clients_bytes() {
     assert_eq!(
         request(1, "create table foo (x long)", &[], Some(0)),
         fixture!("python6_egress_client_msg1")
+    );
+}
+
+#[test]
+fn credit_and_initial_credit_follow_the_spec() {
+    // §5.6: `15 | request_id i64 LE | additional_bytes varint`, no header.
+    let mut out = Vec::new();
+    encode_credit(&mut out, 1, 16_384);
+    assert_eq!(out, hex(concat!("15", "0100000000000000", "808001")));
+    out.clear();
+    encode_credit(&mut out, -2, 0);
+    assert_eq!(out, hex("15feffffffffffffff00"));
+    out.clear();
+    encode_credit(&mut out, 0x0102_0304_0506_0708, 300);
+    assert_eq!(out, hex("150807060504030201ac02"));
+    // §5.3: the budget is the varint after the SQL; the rest is as with 0.
+    let mut with = Vec::new();
+    encode_query_request(
+        &mut with,
+        7,
+        "select 1",
+        &[BindValue::Int(5)],
+        65_536,
+        Some(1),
+    );
+    let without = request(7, "select 1", &[BindValue::Int(5)], Some(1));
+    let at = 1 + 8 + 1 + "select 1".len();
+    assert_eq!(without[at], 0);
+    assert_eq!(with[at..at + 3], [0x80, 0x80, 0x04]);
+    assert_eq!(with[..at], without[..at]);
+    assert_eq!(with[at + 3..], without[at + 1..]);
+    // As tests/fixtures/qwp/qwp_decode.py reads it: initial_credit=65536, binds [LONG 5],
+    // query_flags 1.
+    assert_eq!(
+        with,
+        hex("1007000000000000000873656c6563742031808004010500050000000000000001")
     );
 }
 
