@@ -108,11 +108,13 @@ impl QwpWriter {
         let connected = ws::connect(url, path, ws::Side::Ingest, &[], cfg.connect_timeout)
             .await
             .map_err(|e| {
-                DriverError::new(
-                    ErrorClass::Connect,
-                    format!("{}.{}: {e}", ep.target, ep.name),
-                    true,
-                )
+                // A server that accepts but never upgrades is a timeout, not a refusal.
+                let class = if e.timed_out {
+                    ErrorClass::Timeout
+                } else {
+                    ErrorClass::Connect
+                };
+                DriverError::new(class, format!("{}.{}: {e}", ep.target, ep.name), true)
             })?;
         let server_max = connected
             .max_batch_size

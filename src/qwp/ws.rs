@@ -100,16 +100,39 @@ impl WsUrl {
     }
 }
 
+/// Why a connection could not be made: a text for the caller's error, and whether it was the
+/// connect timeout that ran out (a `timeout` in reports, not a refused connection).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectError {
+    pub message: String,
+    pub timed_out: bool,
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<String> for ConnectError {
+    fn from(message: String) -> ConnectError {
+        ConnectError {
+            message,
+            timed_out: false,
+        }
+    }
+}
+
 /// Opens a TCP connection to `url`'s host and upgrades it on `path` (or the URL's own path).
-/// `extra` headers are added as given. Errors are texts for the caller's error class.
+/// `extra` headers are added as given.
 pub async fn connect(
     url: &str,
     default_path: &str,
     side: Side,
     extra: &[(&str, String)],
     connect_timeout: Duration,
-) -> Result<Connected, String> {
-    let parsed = WsUrl::parse(url)?;
+) -> Result<Connected, ConnectError> {
+    let parsed = WsUrl::parse(url).map_err(ConnectError::from)?;
     let path = parsed.path.as_deref().unwrap_or(default_path);
     let shown = format!("ws://{}{path}", parsed.authority);
     let attempt = async {
@@ -179,11 +202,14 @@ pub async fn connect(
         })
     };
     match tokio::time::timeout(connect_timeout, attempt).await {
-        Ok(r) => r,
-        Err(_) => Err(format!(
-            "cannot connect to {shown}: no upgrade within {}",
-            crate::exec::fmt_duration(connect_timeout)
-        )),
+        Ok(r) => r.map_err(ConnectError::from),
+        Err(_) => Err(ConnectError {
+            message: format!(
+                "cannot connect to {shown}: no upgrade within {}",
+                crate::exec::fmt_duration(connect_timeout)
+            ),
+            timed_out: true,
+        }),
     }
 }
 
@@ -237,6 +263,38 @@ fn upgrade_error(shown: &str, e: tokio_tungstenite::tungstenite::Error) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_server_that_never_upgrades_is_a_timeout_and_a_closed_port_is_not() {
+        // Accepts the connection and reads nothing: the upgrade never comes.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let keep = tokio::spawn(async move {
+            let conn = listener.accept().await;
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            drop(conn);
+        });
+        let url = format!("ws://127.0.0.1:{port}");
+        let wait = Duration::from_millis(200);
+        let e = connect(&url, "/read/v1", Side::Query, &[], wait)
+            .await
+            .err()
+            .unwrap();
+        assert!(e.timed_out, "{e}");
+        assert!(e.message.contains("no upgrade within"), "{e}");
+        keep.abort();
+        let closed = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let url = format!("ws://127.0.0.1:{closed}");
+        let e = connect(&url, "/write/v4", Side::Ingest, &[], wait)
+            .await
+            .err()
+            .unwrap();
+        assert!(!e.timed_out, "{e}");
+        assert!(e.message.contains("cannot connect to"), "{e}");
+    }
 
     #[test]
     fn urls_give_authority_path_and_credentials() {

@@ -84,7 +84,14 @@ impl QwpTransport {
         let name = format!("{}.{}", endpoint.target, endpoint.name);
         let connected = ws::connect(url, QUERY_PATH, Side::Query, &[], timeouts.connect)
             .await
-            .map_err(|e| broken(QueryErrorClass::Connection, format!("{name}: {e}")))?;
+            .map_err(|e| {
+                let class = if e.timed_out {
+                    QueryErrorClass::Timeout
+                } else {
+                    QueryErrorClass::Connection
+                };
+                broken(class, format!("{name}: {e}"))
+            })?;
         let label = match WsUrl::parse(url) {
             Ok(u) => format!(
                 "{name} (ws://{}{})",
