@@ -8,6 +8,10 @@
 //! correct generator passes at any seed with overwhelming probability and a wrong distribution
 //! (a missing value, a skewed pick, a wrong step size) fails.
 
+#[path = "common/tsbs_names.rs"]
+mod tsbs_names;
+use tsbs_names::{GAUGES as FIELDS, TAGS};
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
@@ -42,30 +46,6 @@ const OS: [&str; 3] = ["Ubuntu16.10", "Ubuntu16.04LTS", "Ubuntu15.10"];
 const ARCH: [&str; 2] = ["x64", "x86"];
 const TEAM: [&str; 4] = ["SF", "NYC", "LON", "CHI"];
 const ENVIRONMENT: [&str; 3] = ["production", "staging", "test"];
-const TAGS: [&str; 10] = [
-    "hostname",
-    "region",
-    "datacenter",
-    "rack",
-    "os",
-    "arch",
-    "team",
-    "service",
-    "service_version",
-    "service_environment",
-];
-const FIELDS: [&str; 10] = [
-    "usage_user",
-    "usage_system",
-    "usage_idle",
-    "usage_nice",
-    "usage_iowait",
-    "usage_irq",
-    "usage_softirq",
-    "usage_steal",
-    "usage_guest",
-    "usage_guest_nice",
-];
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

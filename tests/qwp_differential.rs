@@ -13,6 +13,10 @@
 //!   official client's structure (names, QWP types, row counts) and NULLs only where a column
 //!   may have them.
 
+#[path = "common/tsbs_names.rs"]
+mod tsbs_names;
+use tsbs_names::{GAUGES, TAGS};
+
 #[path = "common/qwp_ingest_server.rs"]
 mod qwp_ingest_server;
 
@@ -29,31 +33,6 @@ const EPOCHS: usize = 10;
 const START_NS: i64 = 1_451_606_400_000_000_000;
 const STEP_NS: i64 = 10_000_000_000;
 const FLUSH_ROWS: usize = 50;
-
-const TAGS: [&str; 10] = [
-    "hostname",
-    "region",
-    "datacenter",
-    "rack",
-    "os",
-    "arch",
-    "team",
-    "service",
-    "service_version",
-    "service_environment",
-];
-const GAUGES: [&str; 10] = [
-    "usage_user",
-    "usage_system",
-    "usage_idle",
-    "usage_nice",
-    "usage_iowait",
-    "usage_irq",
-    "usage_softirq",
-    "usage_steal",
-    "usage_guest",
-    "usage_guest_nice",
-];
 
 #[derive(Clone, Debug)]
 enum Field {

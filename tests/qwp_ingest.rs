@@ -15,6 +15,10 @@
 //! The default data set is TSBS cpu-only at 20 hosts x 60 epochs of 10 s (1,200 rows); the
 //! rows the server committed are compared with `wlrun gen --format csv` of the same workload.
 
+#[path = "common/tsbs_names.rs"]
+mod tsbs_names;
+use tsbs_names::{GAUGES, TAGS};
+
 #[path = "common/qwp_ingest_server.rs"]
 mod qwp_ingest_server;
 
@@ -33,31 +37,6 @@ const HOSTS: usize = 20;
 const EPOCHS: usize = 60;
 /// 20 hosts x 60 epochs.
 const ROWS: u64 = (HOSTS * EPOCHS) as u64;
-
-const TAGS: [&str; 10] = [
-    "hostname",
-    "region",
-    "datacenter",
-    "rack",
-    "os",
-    "arch",
-    "team",
-    "service",
-    "service_version",
-    "service_environment",
-];
-const GAUGES: [&str; 10] = [
-    "usage_user",
-    "usage_system",
-    "usage_idle",
-    "usage_nice",
-    "usage_iowait",
-    "usage_irq",
-    "usage_softirq",
-    "usage_steal",
-    "usage_guest",
-    "usage_guest_nice",
-];
 
 /// How long to wait for the server to see every connection end once wlrun has exited.
 const SETTLE: Duration = Duration::from_secs(5);

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use indexmap::IndexMap;
 use tokio_postgres::{Client, NoTls};
 
-use checksum_cases::{checksum_cases, make_typed_table};
+use checksum_cases::{checksum_cases, make_table, make_typed_table};
 use exec_server::ExecServer;
 use futures_util::{SinkExt, StreamExt};
 use qwp_query_server::{Bind, Flow, Mode, Options, QwpQueryServer, CAP_QUERY_FLAGS, CAP_ZONE};
@@ -126,22 +126,6 @@ fn unique(prefix: &str) -> String {
 /// 2016-01-01T00:00:00Z in nanoseconds.
 const T0: i64 = 1_451_606_400_000_000_000;
 const SEC: i64 = 1_000_000_000;
-
-/// Ten rows, k = 0..9: i4 = k, i8 = k * 10^12, f8 = k + 0.5, t = 'row{k}' (NULL for k = 9),
-/// ts = T0 + 10 k seconds, b = k is even.
-async fn make_table(admin: &Client, table: &str) {
-    let sql = format!(
-        "DROP TABLE IF EXISTS {table};
-         CREATE TABLE {table} (i4 int4, i8 int8, f8 float8, t text, ts timestamptz, b bool);
-         INSERT INTO {table}
-           SELECT k, k * 1000000000000::int8, k + 0.5,
-                  CASE WHEN k < 9 THEN 'row' || k END,
-                  '2016-01-01T00:00:00Z'::timestamptz + k * interval '10 seconds',
-                  k % 2 = 0
-           FROM generate_series(0, 9) AS k;"
-    );
-    admin.batch_execute(&sql).await.expect("the test table");
-}
 
 /// Instances with every kind of bind, and the rows each returns.
 fn cases(table: &str) -> Vec<(Instance, u64)> {

@@ -1,36 +1,18 @@
 //! A workload text run in this process as `wlrun run` would run it, for the benches that
 //! measure the runners themselves.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use wlrun::check::{check_file, check_text, Options};
+use wlrun::check::{check_file, check_text, Options, Outcome};
 use wlrun::exec::{run_plan, RunEnv};
 use wlrun::report::Report;
 
 pub fn run_text(text: &str) -> Report {
     let out = check_text("bench.wl", text, &Options::default());
-    let checked = out.checked.unwrap_or_else(|| {
-        panic!(
-            "the bench workload checks: {:?}",
-            out.diagnostics
-                .iter()
-                .map(|d| d.message.clone())
-                .collect::<Vec<_>>()
-        )
-    });
-    let plan = wlrun::lower::lower(&checked);
-    let env = RunEnv {
-        seed: checked.seed,
-        base_dir: std::env::temp_dir(),
-        stop: Arc::new(AtomicBool::new(false)),
-        progress_every: Duration::ZERO,
-        quiet: true,
-        max_error_rate: None,
-    };
-    run_plan(&plan, &env, |_| {})
+    run_checked("the bench workload", out, std::env::temp_dir())
 }
 
 /// A workload file run in this process as `wlrun run FILE` would run it: its imports and
@@ -39,10 +21,19 @@ pub fn run_text(text: &str) -> Report {
 #[allow(dead_code)] // benches that only run text
 pub fn run_file(path: &Path) -> Report {
     let out = check_file(path, &Options::default());
+    let what = format!("the bench workload {}", path.display());
+    run_checked(
+        &what,
+        out,
+        path.parent().unwrap_or(Path::new("")).to_path_buf(),
+    )
+}
+
+/// Lowers and runs a workload that must have checked, quietly, with `base_dir` for its paths.
+fn run_checked(what: &str, out: Outcome, base_dir: PathBuf) -> Report {
     let checked = out.checked.unwrap_or_else(|| {
         panic!(
-            "the bench workload {} checks: {:?}",
-            path.display(),
+            "{what} checks: {:?}",
             out.diagnostics
                 .iter()
                 .map(|d| d.message.clone())
@@ -52,7 +43,7 @@ pub fn run_file(path: &Path) -> Report {
     let plan = wlrun::lower::lower(&checked);
     let env = RunEnv {
         seed: checked.seed,
-        base_dir: path.parent().unwrap_or(Path::new("")).to_path_buf(),
+        base_dir,
         stop: Arc::new(AtomicBool::new(false)),
         progress_every: Duration::ZERO,
         quiet: true,

@@ -182,6 +182,12 @@ impl Driver {
         }
     }
 
+    /// Whether the endpoint kind's server confirms what it received (an HTTP answer, a COPY
+    /// or commit, a QWP OK); ILP over TCP and `null` never do.
+    pub fn acknowledges(kind: &str) -> bool {
+        matches!(kind, "ilp_http" | "pg" | "sqlite" | "qwp")
+    }
+
     /// Whether this wlrun has a driver for the endpoint kind.
     pub fn can_ingest(kind: &str) -> bool {
         matches!(

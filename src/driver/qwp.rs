@@ -470,19 +470,7 @@ fn parse_reply(b: &[u8]) -> Result<Reply, qwp::Malformed> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn fixture(name: &str) -> Vec<u8> {
-        let path = format!(
-            "{}/tests/fixtures/qwp/{name}.hex",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let text = std::fs::read_to_string(&path).unwrap();
-        let text = text.trim();
-        (0..text.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::qwp::testing::fixture;
 
     #[test]
     fn the_real_servers_replies_parse() {

@@ -288,10 +288,7 @@ async fn send_all(
             env.stop.clone(),
         )));
     }
-    let acks = matches!(
-        encoding,
-        Encoding::Rows | Encoding::PgCopy | Encoding::Qwp(_)
-    ) || phase.endpoint.kind == "ilp_http";
+    let acks = Driver::acknowledges(&phase.endpoint.kind);
     let ticker = progress::start(env, label.to_string(), phase.rows_expected, "rows", {
         let live = live.clone();
         Box::new(move || {
@@ -319,11 +316,7 @@ async fn send_all(
     }
     ticker.finish().await;
     let cpu_after = cpu::process_cpu_seconds();
-    let acks = results.iter().any(|w| w.rows_acked > 0)
-        || matches!(
-            phase.endpoint.kind.as_str(),
-            "ilp_http" | "pg" | "sqlite" | "qwp"
-        );
+    let acks = acks || results.iter().any(|w| w.rows_acked > 0);
     let mut latency = new_histogram();
     let mut first: Option<Instant> = None;
     let mut last: Option<Instant> = None;

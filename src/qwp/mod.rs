@@ -340,6 +340,28 @@ pub fn read_header(r: &mut Reader<'_>) -> Result<Header, Malformed> {
     })
 }
 
+/// Test support: hex text (whitespace ignored) as bytes, and a golden frame of
+/// tests/fixtures/qwp by name.
+#[cfg(test)]
+pub(crate) mod testing {
+    pub fn hex(s: &str) -> Vec<u8> {
+        let s: String = s.split_whitespace().collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digits"))
+            .collect()
+    }
+
+    pub fn fixture(name: &str) -> Vec<u8> {
+        let path = format!(
+            "{}/tests/fixtures/qwp/{name}.hex",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        hex(&text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,6 @@
-//! The typed table and the queries whose results every query transport must checksum alike
-//! (docs/checksum.md), shared by tests/query_transports.rs and tests/qwp_queries.rs. Use with
+//! Test tables shared by tests/query_transports.rs and tests/qwp_queries.rs: the bind table,
+//! and the typed table with the queries whose results every query transport must checksum
+//! alike (docs/checksum.md). Use with
 //! `#[path = "common/checksum_cases.rs"] mod checksum_cases;`.
 
 #![allow(dead_code)]
@@ -21,6 +22,22 @@ fn inst(sql: &str, binds: Vec<BindValue>) -> Instance {
         binds,
         route: None,
     }
+}
+
+/// Ten rows, k = 0..9: i4 = k, i8 = k * 10^12, f8 = k + 0.5, t = 'row{k}' (NULL for k = 9),
+/// ts = T0 + 10 k seconds, b = k is even.
+pub async fn make_table(admin: &Client, table: &str) {
+    let sql = format!(
+        "DROP TABLE IF EXISTS {table};
+         CREATE TABLE {table} (i4 int4, i8 int8, f8 float8, t text, ts timestamptz, b bool);
+         INSERT INTO {table}
+           SELECT k, k * 1000000000000::int8, k + 0.5,
+                  CASE WHEN k < 9 THEN 'row' || k END,
+                  '2016-01-01T00:00:00Z'::timestamptz + k * interval '10 seconds',
+                  k % 2 = 0
+           FROM generate_series(0, 9) AS k;"
+    );
+    admin.batch_execute(&sql).await.expect("the test table");
 }
 
 /// Twenty rows, k = 0..19: i4 = k, i8 = k * 10^12 + k, f8 = k / 3, n = k * 1.25 (numeric),

@@ -5,19 +5,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::gen::batch::{push_str, ColumnMeta, Dictionary};
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!(
-        "{}/tests/fixtures/qwp/{name}.hex",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let text = text.trim();
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
-        .collect()
-}
+use crate::qwp::testing::fixture;
 
 fn col(name: &str, role: &str, ty: &str, physical: Physical, dict: Option<&[&str]>) -> ColumnMeta {
     ColumnMeta {

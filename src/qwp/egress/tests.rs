@@ -2,6 +2,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::query::checksum::canonical_decimal;
+use crate::qwp::testing::hex;
 use crate::qwp::{patch_header, HEADER_LEN};
 
 macro_rules! fixture {
@@ -12,14 +13,6 @@ macro_rules! fixture {
             ".hex"
         )))
     };
-}
-
-fn hex(s: &str) -> Vec<u8> {
-    let s = s.trim();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
 }
 
 fn request(id: i64, sql: &str, binds: &[BindValue], flags: Option<u64>) -> Vec<u8> {
