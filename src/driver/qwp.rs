@@ -152,7 +152,7 @@ impl QwpWriter {
         let mut bytes = std::mem::take(&mut s.extra_bytes);
         let mut start = 0;
         let mut rejected = None;
-        for f in &chunk.frames {
+        for (i, f) in chunk.frames.iter().enumerate() {
             let message = &chunk.bytes[start..f.end];
             start = f.end;
             // One copy: tungstenite takes its payload by value and masks it into its own
@@ -163,7 +163,17 @@ impl QwpWriter {
             s.pending.push_back((s.next_seq, f.rows));
             s.next_seq += 1;
             if rejected.is_none() {
-                rejected = s.read_ready()?;
+                rejected = match s.read_ready() {
+                    Ok(r) => r,
+                    // The connection was found lost after the batch's last message was
+                    // written: as with a loss while waiting for its OK, the batch went out
+                    // whole and counts as sent. Found earlier, the batch is cut short.
+                    Err(mut e) if i + 1 == chunk.frames.len() => {
+                        e.fatal = false;
+                        Some(e)
+                    }
+                    Err(e) => return Err(e),
+                };
             }
         }
         if rejected.is_none() && s.per_batch && !s.pending.is_empty() {
