@@ -3,6 +3,10 @@
 //! hosts. Prints medians of several runs and the ratio to the targets
 //! (15 M rows/s generate-only, 5 M rows/s generate + ILP).
 
+#[path = "common/stats.rs"]
+mod stats;
+use stats::median;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -29,11 +33,6 @@ fn tsbs(hosts: u64, minutes: u64) -> SchemaPlan {
     let out = check_text("bench.wl", &text, &Options::default());
     let checked = out.checked.expect("the bench schema checks");
     schema_plan(&checked, Some("tsbs.cpu")).expect("tsbs.cpu lowers")
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 type Consumer = Box<dyn FnMut(&Batch) -> usize>;

@@ -13,6 +13,12 @@
 #[path = "common/run.rs"]
 mod run;
 
+#[path = "common/stats.rs"]
+mod stats;
+#[path = "common/tsbs.rs"]
+mod tsbs;
+use stats::median;
+
 use std::io::Read;
 use std::net::TcpListener;
 use std::time::Instant;
@@ -23,17 +29,6 @@ use wlrun::gen::Columnar;
 use wlrun::report::PhaseReport;
 
 const RUNS: usize = 5;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn tsbs(minutes: u64) -> String {
-    format!(
-        "import \"std/tsbs/cpu-only.wl\" as tsbs (hosts = 4000, end = 2016-01-01T00:00:00Z + {minutes}m)\nworkload b {{ seed 9 }}\n"
-    )
-}
 
 /// Send rate of the single ingest phase of `text`, run through the library as `wlrun run`
 /// would.
@@ -152,7 +147,7 @@ fn binary_copy_file(csv: &std::path::Path, bin: &std::path::Path) -> Option<()> 
 
 fn main() {
     println!("ingest runner, TSBS cpu-only at 4,000 hosts, one worker, medians of {RUNS} interleaved runs");
-    let base = tsbs(60);
+    let base = tsbs::cpu_4000_hosts(60);
     let null = format!("{base}target t {{ null }}\ningest load {{ into t via null  rows tsbs.cpu  batch 2048 rows }}\n");
     let port = discarding_sink();
     let tcp = format!("{base}target t {{ ilp_tcp \"tcp://127.0.0.1:{port}\" }}\ningest load {{ into t via ilp_tcp  rows tsbs.cpu  batch 10_000 rows }}\n");
@@ -184,7 +179,7 @@ fn main() {
         println!("PostgreSQL: no server on 127.0.0.1:5432, COPY figures skipped");
         return;
     }
-    let pg_base = tsbs(30);
+    let pg_base = tsbs::cpu_4000_hosts(30);
     let copy = format!(
         "{pg_base}target db {{ dialect postgres\n pg \"{}\" }}\ningest load {{ into db via pg table \"bench_copy\"  rows tsbs.cpu  batch 10_000 rows  teardown drop }}\n",
         pg_url()

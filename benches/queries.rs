@@ -13,17 +13,16 @@
 #[path = "common/run.rs"]
 mod run;
 
+#[path = "common/stats.rs"]
+mod stats;
+use stats::median;
+
 use std::process::Command;
 
 use wlrun::report::{PhaseReport, QueryReport};
 
 const RUNS: usize = 5;
 const SCALE: u64 = 10;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 fn pg_url() -> String {
     std::env::var("WLRUN_TEST_PG")

@@ -15,6 +15,12 @@
 #[path = "common/run.rs"]
 mod run;
 
+#[path = "common/stats.rs"]
+mod stats;
+#[path = "common/tsbs.rs"]
+mod tsbs;
+use stats::median;
+
 use std::time::Instant;
 
 use futures_util::{SinkExt as _, StreamExt as _};
@@ -35,19 +41,8 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn tsbs(minutes: usize) -> String {
-    format!(
-        "import \"std/tsbs/cpu-only.wl\" as tsbs (hosts = 4000, end = 2016-01-01T00:00:00Z + {minutes}m)\nworkload b {{ seed 9 }}\n"
-    )
-}
-
 fn batches(minutes: usize) -> Vec<Batch> {
-    let text = tsbs(minutes);
+    let text = tsbs::cpu_4000_hosts(minutes as u64);
     let out = check_text("bench.wl", &text, &Options::default());
     let checked = out.checked.expect("checks");
     let plan = schema_plan(&checked, Some("tsbs.cpu")).expect("schema");
@@ -150,7 +145,7 @@ fn send_rate(port: u16, minutes: usize, ack: &str) -> (f64, u64, f64) {
     let text = format!(
         "{}target t {{ qwp \"ws://127.0.0.1:{port}\" }}\n\
          ingest load {{ into t via qwp table \"cpu\" rows tsbs.cpu batch 10_000 rows workers 1 ack {ack} replay }}\n",
-        tsbs(minutes)
+        tsbs::cpu_4000_hosts(minutes as u64)
     );
     let report = run::run_text(&text);
     match &report.cells[0].phases[0] {

@@ -25,6 +25,10 @@
 #[path = "common/run.rs"]
 mod run;
 
+#[path = "common/stats.rs"]
+mod stats;
+use stats::median;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -53,19 +57,6 @@ fn env_number(name: &str, default: u64) -> u64 {
             .filter(|n| *n > 0)
             .unwrap_or_else(|| panic!("{name}={v}: expected a whole number above 0")),
         Err(_) => default,
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 

@@ -1,11 +1,15 @@
 //! `wlrun run` query phases end to end: embedded SQLite here, and the system PostgreSQL that
 //! scripts/test starts (skipped without it, except under CI=true, where it fails).
 
+#[path = "common/cli.rs"]
+mod cli;
+use cli::wlrun;
+
 #[path = "common/servers.rs"]
 mod servers;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -26,14 +30,6 @@ fn pg_env() -> Vec<(String, String)> {
             db.split('?').next().unwrap_or("").into(),
         ),
     ]
-}
-
-fn wlrun(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wlrun"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 /// Runs `w.wl` (written into `dir`) and returns the exit code, the JSON report and stderr.

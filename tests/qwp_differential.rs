@@ -13,6 +13,10 @@
 //!   official client's structure (names, QWP types, row counts) and NULLs only where a column
 //!   may have them.
 
+#[path = "common/cli.rs"]
+mod cli;
+use cli::wlrun;
+
 #[path = "common/tsbs_names.rs"]
 mod tsbs_names;
 use tsbs_names::{GAUGES, TAGS};
@@ -21,7 +25,6 @@ use tsbs_names::{GAUGES, TAGS};
 mod qwp_ingest_server;
 
 use std::path::Path;
-use std::process::{Command, Output};
 use std::time::Duration;
 
 use questdb::ingress::{AckLevel, Sender, TimestampNanos};
@@ -435,14 +438,6 @@ fn ilp(rows: &[Row]) -> String {
         out.push_str(&format!(" {} {}\n", fields.join(","), r.ts_ns));
     }
     out
-}
-
-fn wlrun(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wlrun"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 /// Runs `wlrun run w.wl` with this workload; panics (with its output) unless every phase is ok.

@@ -15,6 +15,10 @@
 //! The default data set is TSBS cpu-only at 20 hosts x 60 epochs of 10 s (1,200 rows); the
 //! rows the server committed are compared with `wlrun gen --format csv` of the same workload.
 
+#[path = "common/cli.rs"]
+mod cli;
+use cli::wlrun;
+
 #[path = "common/tsbs_names.rs"]
 mod tsbs_names;
 use tsbs_names::{GAUGES, TAGS};
@@ -23,8 +27,6 @@ use tsbs_names::{GAUGES, TAGS};
 mod qwp_ingest_server;
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use qwp_ingest_server::*;
@@ -70,14 +72,6 @@ ingest load {{
 /// The default data set: 20 hosts x 10 minutes.
 fn tsbs(url: &str, options: &str, clauses: &str) -> String {
     tsbs_workload(url, options, HOSTS, 10, clauses)
-}
-
-fn wlrun(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wlrun"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 /// One `wlrun run w.wl --json --quiet`.

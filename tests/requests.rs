@@ -3,25 +3,20 @@
 //! fixed and hook-built requests, key streams, statuses and body checks, stalls at a fixed
 //! rate, dropped connections, the sandbox, SQL from a hook, and the shipped ksqlDB workload.
 
+#[path = "common/cli.rs"]
+mod cli;
+use cli::wlrun;
+
 #[path = "common/http_server.rs"]
 mod http_server;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use http_server::{Behaviour, Ksql, ServerHandle};
-
-fn wlrun(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wlrun"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 /// Writes `w.wl` and the given side files into a fresh directory, runs it, and returns the
 /// exit code, the JSON report and stderr.

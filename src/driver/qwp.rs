@@ -16,8 +16,9 @@
 //!
 //! A rows count as acknowledged when an OK covers their message. An error status (schema
 //! mismatch, parse, internal, security, write, dictionary gap, ...) is reported with the
-//! server's message; the batch being sent is finished and counted as sent, and the worker
-//! stops: the messages after the last OK stay unacknowledged. A lost connection is an error,
+//! server's message; the batch being sent is finished and counted as sent (as it is when the
+//! connection is found lost after its last message was written), and the worker stops: the
+//! messages after the last OK stay unacknowledged. A lost connection is an error,
 //! never a silent reconnect (a new connection would need the symbol dictionary again and
 //! would hide the loss).
 
@@ -152,6 +153,7 @@ impl QwpWriter {
         let mut bytes = std::mem::take(&mut s.extra_bytes);
         let mut start = 0;
         let mut rejected = None;
+        let last = chunk.frames.len().saturating_sub(1);
         for (i, f) in chunk.frames.iter().enumerate() {
             let message = &chunk.bytes[start..f.end];
             start = f.end;
@@ -162,39 +164,27 @@ impl QwpWriter {
             bytes += frame_bytes(message.len());
             s.pending.push_back((s.next_seq, f.rows));
             s.next_seq += 1;
-            if rejected.is_none() {
-                rejected = match s.read_ready() {
-                    Ok(r) => r,
-                    // The connection was found lost after the batch's last message was
-                    // written: as with a loss while waiting for its OK, the batch went out
-                    // whole and counts as sent. Found earlier, the batch is cut short.
-                    Err(mut e) if i + 1 == chunk.frames.len() => {
-                        e.fatal = false;
-                        Some(e)
-                    }
-                    Err(e) => return Err(e),
-                };
+            // A connection found lost between the messages of a split batch cuts it short.
+            if rejected.is_none() && i < last {
+                rejected = s.read_ready()?;
             }
         }
-        if rejected.is_none() && s.per_batch && !s.pending.is_empty() {
-            rejected = match s.wait_acked(s.next_seq - 1).await {
-                Ok(r) => r,
-                // Every message of the batch was written: the batch counts as sent, and the
-                // worker stops on `usable()`.
-                Err(mut e) => {
-                    e.fatal = false;
-                    Some(e)
-                }
-            };
-        }
+        // From here the batch has gone out whole: whatever is found now (a rejection, a lost
+        // connection, no OK in time), it counts as sent, and the worker stops on `usable()`.
+        let confirmed = match rejected {
+            Some(e) => Ok(Some(e)),
+            None => s.confirm().await,
+        };
         bytes += std::mem::take(&mut s.extra_bytes);
-        match rejected {
-            // The batch went out whole: it counts as sent, and the worker stops here.
-            Some(e) => Err(e),
-            None => Ok(Sent {
+        match confirmed {
+            Ok(None) => Ok(Sent {
                 socket_bytes: bytes,
                 acked: false,
             }),
+            Ok(Some(mut e)) | Err(mut e) => {
+                e.fatal = false;
+                Err(e)
+            }
         }
     }
 
@@ -241,6 +231,18 @@ impl State {
                 ))
             }
         }
+    }
+
+    /// After a batch's last message: reads what the server has already sent and, with
+    /// `per_batch`, waits for the OK covering the batch.
+    async fn confirm(&mut self) -> Result<Option<DriverError>, DriverError> {
+        if let Some(e) = self.read_ready()? {
+            return Ok(Some(e));
+        }
+        if self.per_batch && !self.pending.is_empty() {
+            return self.wait_acked(self.next_seq - 1).await;
+        }
+        Ok(None)
     }
 
     /// Reads what the server has already sent, without waiting. Returns the server's error
