@@ -570,8 +570,8 @@ fn finish(
         }
         report.results = Some(Arc::new(results));
     }
-    report.late = workers.iter().map(|w| w.late).sum();
-    report.dropped = dropped;
+    report.accounting.late = workers.iter().map(|w| w.late).sum();
+    report.accounting.unsent = dropped;
     let open = matches!(phase.load, Load::Open { .. });
     let elapsed: f64 = report.repeats.iter().map(|r| r.elapsed_s).sum();
     report.elapsed_s = elapsed;

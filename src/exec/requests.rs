@@ -790,8 +790,7 @@ fn empty_report(phase: &RequestPhase) -> RequestReport {
         reconnects: 0,
         requests_per_worker: Vec::new(),
         client_cpu_s: None,
-        late: 0,
-        dropped: 0,
+        accounting: Default::default(),
         repeats: Vec::new(),
         per_second: Vec::new(),
         thresholds: Vec::new(),
@@ -1075,8 +1074,8 @@ fn finish(
             failed: c[1],
         })
         .collect();
-    report.late = workers.iter().map(|w| w.late).sum();
-    report.dropped = dropped;
+    report.accounting.late = workers.iter().map(|w| w.late).sum();
+    report.accounting.unsent = dropped;
     let open = matches!(phase.load, Load::Open { .. });
     let elapsed: f64 = report.repeats.iter().map(|r| r.elapsed_s).sum();
     report.elapsed_s = elapsed;

@@ -181,10 +181,9 @@ pub struct QueryReport {
     pub queries_per_worker: Vec<u64>,
     /// CPU seconds of the wlrun process during the measured rounds (from /proc).
     pub client_cpu_s: Option<f64>,
-    /// Open loop: sends later than 1 ms after their intended time, and scheduled queries
-    /// never sent because the workers' queues were full.
-    pub late: u64,
-    pub dropped: u64,
+    /// Where every scheduled query went, and how close to its intended time it was sent.
+    #[serde(flatten)]
+    pub accounting: Accounting,
     pub repeats: Vec<RepeatReport>,
     pub thresholds: Vec<ThresholdReport>,
     pub query_types: Vec<QueryTypeReport>,
@@ -238,8 +237,7 @@ impl QueryReport {
             errors: BTreeMap::new(),
             queries_per_worker: Vec::new(),
             client_cpu_s: None,
-            late: 0,
-            dropped: 0,
+            accounting: Accounting::default(),
             repeats: Vec::new(),
             thresholds: Vec::new(),
             query_types: Vec::new(),
@@ -291,14 +289,32 @@ pub struct RequestReport {
     pub requests_per_worker: Vec<u64>,
     /// CPU seconds of the wlrun process during the measured rounds (from /proc).
     pub client_cpu_s: Option<f64>,
-    /// Open loop: sends more than 10 ms after their intended time, and scheduled requests
-    /// never sent because the connections' queues were full.
-    pub late: u64,
-    pub dropped: u64,
+    /// Where every scheduled request went, and how close to its intended time it was sent.
+    #[serde(flatten)]
+    pub accounting: Accounting,
     pub repeats: Vec<RepeatReport>,
     /// Per second of the measured rounds: requests that succeeded and failed in it.
     pub per_second: Vec<SecondReport>,
     pub thresholds: Vec<ThresholdReport>,
+}
+
+/// What became of every unit a query or request run scheduled:
+/// `scheduled = ok + failed + cut_off + unsent` (`ok` and `failed` are the report's own). In
+/// closed loop a unit is scheduled when a worker takes it (or, with `count N`, all N are).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Accounting {
+    pub scheduled: u64,
+    /// Sent, but still unanswered when the phase ended (its duration plus the grace, or a stop).
+    pub cut_off: u64,
+    /// Scheduled within the measured span, never sent: the client or the server fell behind.
+    pub unsent: u64,
+    /// Open loop: sent (ok + failed + cut off) over scheduled, a fraction; `null` in closed loop.
+    pub achieved_rate: Option<f64>,
+    /// Open loop: sends more than 1 ms after their intended time, and their share of the sends.
+    pub late: u64,
+    pub late_share: Option<f64>,
+    /// Open loop: actual send time minus intended send time, per send.
+    pub send_lag: Option<Latency>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -117,7 +117,7 @@ fn request_lines(r: &RequestReport) -> String {
         ms(r.latency.p999_us),
         ms(r.latency.max_us),
     );
-    out += &service_line(r.service.as_ref(), r.late, r.dropped);
+    out += &service_line(r.service.as_ref(), r.accounting.late, r.accounting.unsent);
     if !r.statuses.is_empty() {
         let codes: Vec<String> = r
             .statuses
@@ -185,7 +185,7 @@ fn query_lines(r: &QueryReport) -> String {
         ms(r.latency.max_us),
     );
     out += &cpu_line(r.client_cpu_s, r.ok + r.failed, r.elapsed_s, "query", 0);
-    out += &service_line(r.service.as_ref(), r.late, r.dropped);
+    out += &service_line(r.service.as_ref(), r.accounting.late, r.accounting.unsent);
     let header = [
         "query", "ok", "failed", "q/s", "rows/q", "mean", "p50", "p95", "p99", "max",
     ];
