@@ -250,7 +250,7 @@ fn run_wlrun(path: &Path) -> Measured {
     }
     let cpu = r.client_cpu_s.unwrap_or(f64::NAN);
     Measured {
-        rps: r.rps,
+        rps: r.rps.unwrap_or(f64::NAN),
         cpu_us_per_request: cpu * 1e6 / (r.ok + r.failed).max(1) as f64,
     }
 }

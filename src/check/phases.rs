@@ -1305,7 +1305,14 @@ fn lower_csv(ev: &Eval<'_>, inst: InstanceId, c: &ast::CsvBinds) -> Ev<CsvPlan> 
 const DURATION_METRICS: &[&str] = &[
     "min", "mean", "median", "p50", "p90", "p95", "p99", "p999", "p9999", "max",
 ];
-const OTHER_METRICS: &[&str] = &["error_rate", "errors", "rows", "qps", "rps"];
+const OTHER_METRICS: &[&str] = &[
+    "error_rate",
+    "achieved_rate",
+    "errors",
+    "rows",
+    "qps",
+    "rps",
+];
 
 fn thresholds(
     ev: &Eval<'_>,
@@ -1434,7 +1441,9 @@ fn thresholds(
                     (m, Value::Duration(d)) if DURATION_METRICS.contains(&m) && d >= 0 => {
                         Value::Duration(d)
                     }
-                    ("error_rate", Value::Percent(p)) if (0.0..=100.0).contains(&p) => {
+                    ("error_rate" | "achieved_rate", Value::Percent(p))
+                        if (0.0..=100.0).contains(&p) =>
+                    {
                         Value::Percent(p)
                     }
                     ("errors" | "rows", Value::Int(i)) if i >= 0 => Value::Int(i),
@@ -1444,6 +1453,7 @@ fn thresholds(
                     (m, other) => {
                         let want = match m {
                             "error_rate" => "a percentage such as `0.1%`",
+                            "achieved_rate" => "a percentage such as `80%`",
                             "errors" | "rows" => "a count",
                             "qps" | "rps" => "a rate such as `100/s`",
                             _ => "a duration such as `20ms`",

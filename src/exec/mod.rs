@@ -2,16 +2,19 @@
 //! them. A failed cell is reported and the next one still runs; Ctrl-C stops sending and
 //! keeps what was measured.
 
+pub mod account;
 mod admin;
 mod cpu;
 pub mod ddl;
 mod http1;
 pub mod ingest;
 mod link;
+mod pace;
 mod producer;
 pub mod progress;
 pub mod queries;
 pub mod requests;
+mod slots;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,6 +41,10 @@ pub struct RunEnv {
     /// `--max-error-rate` (a fraction): overrides the workload's `expect error_rate`.
     pub max_error_rate: Option<f64>,
 }
+
+/// How long work still in flight when a phase ends (its duration, the end of its open-loop
+/// schedule, or a stop) may take to finish before it is cut off (docs/report-format.md).
+pub const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// `1.5s`, `250ms`, `2.0m`: short human durations for messages.
 pub fn fmt_duration(d: Duration) -> String {

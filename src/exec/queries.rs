@@ -1,21 +1,29 @@
 //! A query run: `require` guards, then for each repetition an optional warm-up and the measured
-//! phase. One dispatcher walks the run's order (`query::schedule`), builds each instance from
-//! its bind program and hands it to a worker: to the worker its `route by` key hashes to, or
-//! to whichever worker is free. Workers own one connection each and their own statistics,
-//! merged at the end. In open loop the dispatcher also keeps the schedule: each instance
-//! carries its intended send time, latency counts from there, and an instance that finds its
-//! worker's queue full is dropped and counted.
+//! phase. The run's order (`query::schedule`) says which query each instance is; workers own
+//! one connection each and their own statistics, merged at the end. Without `route by` each
+//! free worker takes the next instance itself; with it, one dispatcher hands each instance to
+//! the worker its key hashes to, through a short queue.
+//!
+//! Open loop (`rate R`): the order also carries each instance's intended send time from a
+//! computed schedule (`slots::Schedule`, wrk2's model: nothing is dropped or queued without
+//! bound). The worker connects first, waits precisely until that time (`pace::Pacer`), sends,
+//! and the latency counts from the intended time. Every scheduled instance ends as ok, failed,
+//! cut off (in flight when the phase ended) or unsent (`account`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, Mutex};
+use tokio::sync::mpsc;
 
+use super::account::{self, Cutoff, Sends};
 use super::link::Link;
-use super::{fmt_duration, latency, resolve_url, timeouts, RunEnv};
+use super::pace::Pacer;
+use super::progress::RunCounts;
+use super::slots::{Schedule, Slot};
+use super::{latency, resolve_url, timeouts, RunEnv};
 use crate::client::SqlClient;
 use crate::gen::route::shard_of;
 use crate::plan::{EndpointPlan, Load, QueryPhase, Require, Stop, Threshold};
@@ -26,59 +34,88 @@ use crate::query::stats::TypeStats;
 use crate::query::transport::Transport;
 use crate::query::{Instance, QueryError, QueryErrorClass};
 use crate::report::{
-    CrossCheck, ErrorCount, QueryReport, QueryTypeReport, RepeatReport, Status, ThresholdReport,
+    CrossCheck, ErrorCount, LabelReport, QueryReport, QueryTypeReport, RepeatReport, Status,
+    ThresholdReport,
 };
 use crate::value::Value;
 
-/// Instances queued per worker ahead of it. Enough to keep a worker busy between two wake-ups
-/// of the dispatcher; small, so an open-loop backlog shows as drops rather than as memory.
+/// Instances queued per worker ahead of it (routed runs). Enough to keep a worker busy between
+/// two wake-ups of the dispatcher; the dispatcher waits when it is full, so memory stays small
+/// and nothing is dropped (open-loop instances carry their intended time with them).
 const QUEUE: usize = 256;
-
-/// An open-loop send later than this after its intended time counts as late. Well above the
-/// timer's 1 ms resolution, so only a real backlog counts.
-const LATE: Duration = Duration::from_millis(10);
 
 struct Job {
     inst: Instance,
-    /// Open loop: when it was meant to be sent.
-    intended: Option<Instant>,
+    /// Open loop: when it is meant to be sent.
+    slot: Option<Slot>,
 }
 
 enum Queue {
+    /// Routed: what the dispatcher hands this worker.
     Own(mpsc::Receiver<Job>),
-    Shared(Arc<Mutex<mpsc::Receiver<Job>>>),
-    /// Closed loop without routing: each worker takes the next instance of the order itself,
-    /// which saves a hand-over between threads per query (a wake-up costs more client CPU
-    /// than building the instance).
+    /// Unrouted: each worker takes the next instance of the order itself, which saves a
+    /// hand-over between threads per query (a wake-up costs more client CPU than building the
+    /// instance).
     Pull(Arc<Puller>),
 }
 
+/// The order of a round, and (open loop) its schedule, under one lock so that the k-th slot
+/// always carries the k-th instance.
+struct Order {
+    mix: Mix,
+    schedule: Option<Schedule>,
+}
+
+impl Order {
+    /// The next (query, index) and its slot; `None` at the end of the order or the schedule.
+    fn next(&mut self) -> Option<(usize, u64, Option<Slot>)> {
+        let slot = match &mut self.schedule {
+            Some(s) => Some(s.take()?),
+            None => None,
+        };
+        let (q, index) = self.mix.next_instance()?;
+        Some((q, index, slot))
+    }
+
+    /// Ends the order and the schedule now (a stop, or an instance that cannot be built).
+    fn close(&mut self) {
+        if let Some(s) = &mut self.schedule {
+            s.close(Instant::now());
+        }
+        while self.mix.next_instance().is_some() {}
+    }
+}
+
 struct Puller {
-    mix: std::sync::Mutex<Mix>,
+    order: std::sync::Mutex<Order>,
     programs: Arc<Vec<BindProgram>>,
     /// The first instance that could not be built; it ends the round.
     error: std::sync::Mutex<Option<String>>,
 }
 
 impl Queue {
-    async fn recv(&mut self) -> Option<Job> {
+    async fn recv(&mut self, stop: &std::sync::atomic::AtomicBool) -> Option<Job> {
         match self {
             Queue::Own(rx) => rx.recv().await,
-            Queue::Shared(rx) => rx.lock().await.recv().await,
             Queue::Pull(p) => {
-                let (q, index) = p.mix.lock().ok()?.next_instance()?;
+                let next = {
+                    let mut order = p.order.lock().ok()?;
+                    if stop.load(Ordering::Relaxed) {
+                        order.close();
+                        return None;
+                    }
+                    order.next()
+                };
+                let (q, index, slot) = next?;
                 match p.programs[q].instance(q, index) {
-                    Ok(inst) => Some(Job {
-                        inst,
-                        intended: None,
-                    }),
+                    Ok(inst) => Some(Job { inst, slot }),
                     Err(e) => {
                         if let Ok(mut first) = p.error.lock() {
                             first.get_or_insert(e);
                         }
                         // Every worker stops: the order cannot go on without this instance.
-                        if let Ok(mut mix) = p.mix.lock() {
-                            while mix.next_instance().is_some() {}
+                        if let Ok(mut order) = p.order.lock() {
+                            order.close();
                         }
                         None
                     }
@@ -95,9 +132,9 @@ struct Worker {
     url: Arc<str>,
     base_dir: Arc<Path>,
     link: Link<Transport>,
+    pacer: Pacer,
     stats: Vec<TypeStats>,
-    measured: u64,
-    late: u64,
+    sends: Sends,
     /// `check same results across endpoints`: ask for checksums and keep each measured
     /// instance's (query, index, rows, checksum) of the first repetition.
     checksums: bool,
@@ -105,45 +142,73 @@ struct Worker {
 }
 
 impl Worker {
-    async fn connection(&mut self) -> Result<&mut Transport, QueryError> {
-        let (endpoint, url, base_dir) = (&self.endpoint, &self.url, &self.base_dir);
-        let checksums = self.checksums;
-        self.link
-            .get(|| async move {
-                let mut t = Transport::connect(endpoint, url, base_dir).await?;
-                if checksums {
-                    t.set_checksums(true);
-                }
-                Ok(t)
-            })
-            .await
+    async fn connect(
+        link: &mut Link<Transport>,
+        endpoint: &EndpointPlan,
+        url: &str,
+        base_dir: &Path,
+        checksums: bool,
+    ) -> Result<(), QueryError> {
+        link.get(|| async move {
+            let mut t = Transport::connect(endpoint, url, base_dir).await?;
+            if checksums {
+                t.set_checksums(true);
+            }
+            Ok(t)
+        })
+        .await
+        .map(|_| ())
     }
 
-    async fn round(
-        mut self,
-        mut queue: Queue,
-        record: Record,
-        until: Until,
-        live: Arc<Live>,
-    ) -> Worker {
-        while let Some(job) = queue.recv().await {
-            let sent = Instant::now();
-            // Queued work past the end of a timed round, or after Ctrl-C, is not sent.
-            if until.stop.load(Ordering::Relaxed) || until.deadline.is_some_and(|d| sent >= d) {
+    async fn round(mut self, mut queue: Queue, record: Record, until: Until) -> Worker {
+        while let Some(job) = queue.recv(&until.cutoff.stop).await {
+            // Connected before the wait, so that the send itself leaves on time. A connect
+            // still pending when the phase ends sent nothing: the instance is not sent.
+            let connect = Self::connect(
+                &mut self.link,
+                &self.endpoint,
+                &self.url,
+                &self.base_dir,
+                self.checksums,
+            );
+            let Some(connected) = until.cutoff.bound(connect).await else {
                 break;
-            }
-            if record != Record::No {
-                if let Some(t) = job.intended {
-                    if sent.saturating_duration_since(t) > LATE {
-                        self.late += 1;
-                    }
+            };
+            if let Some(slot) = job.slot {
+                if !self.pacer.until(slot.at, &until.cutoff.stop).await {
+                    break;
                 }
             }
-            let result = match self.connection().await {
-                Ok(conn) => conn.run(&job.inst).await,
-                Err(e) => Err(e),
+            let sent = Instant::now();
+            // Nothing starts after the end of a timed round or after a stop: what is left of
+            // the order is unsent (open loop) or was never scheduled (closed loop).
+            if until.cutoff.stop.load(Ordering::Relaxed) || until.end.is_some_and(|d| sent >= d) {
+                break;
+            }
+            let intended = job.slot.map(|s| s.at);
+            if record != Record::No {
+                self.sends.start(sent, intended);
+            }
+            let result = match (connected, self.link.conn.as_mut()) {
+                (Ok(()), Some(conn)) => until.cutoff.bound(conn.run(&job.inst)).await,
+                (Err(e), _) => Some(Err(e)),
+                (Ok(()), None) => Some(Err(QueryError {
+                    class: QueryErrorClass::Connection,
+                    message: "no connection".into(),
+                    code: None,
+                    broken: true,
+                })),
             };
             let done = Instant::now();
+            let Some(result) = result else {
+                // Cut off: the phase ended with this query in flight; its connection is in an
+                // unknown state and is not used again.
+                self.link.conn = None;
+                if record != Record::No {
+                    self.sends.cut_off += 1;
+                }
+                break;
+            };
             if let Err(e) = &result {
                 if e.broken {
                     self.link.conn = None;
@@ -153,21 +218,20 @@ impl Worker {
                 continue;
             }
             let stats = &mut self.stats[job.inst.query];
-            self.measured += 1;
             match result {
                 Ok(out) => {
                     if let (Record::WithResults, Some(sum)) = (record, out.checksum) {
                         let i = &job.inst;
                         self.results.push((i.query, i.index, out.rows, sum));
                     }
-                    let from = job.intended.unwrap_or(sent);
-                    let service = job.intended.map(|_| done - sent);
+                    let from = intended.unwrap_or(sent);
+                    let service = intended.map(|_| done - sent);
                     stats.record_ok(done.saturating_duration_since(from), service, out.rows);
-                    live.ok.fetch_add(1, Ordering::Relaxed);
+                    until.counts.ok.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(e) => {
                     stats.record_error(&e);
-                    live.failed.fetch_add(1, Ordering::Relaxed);
+                    until.counts.failed.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
@@ -187,98 +251,75 @@ enum Record {
 /// When a round ends besides the end of its order.
 #[derive(Clone)]
 struct Until {
-    deadline: Option<Instant>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
+    /// No send starts at or after this.
+    end: Option<Instant>,
+    cutoff: Cutoff,
+    counts: Arc<RunCounts>,
 }
 
-/// Counters the progress line reads while the run goes on.
-#[derive(Default)]
-pub struct Live {
-    pub ok: AtomicU64,
-    pub failed: AtomicU64,
-}
-
-/// What a measured round of the dispatcher saw.
-#[derive(Default)]
-struct Dispatched {
-    dropped: u64,
-    /// Instances the dispatcher itself handed over more than `LATE` behind schedule.
-    behind: u64,
-    errors: Vec<String>,
-}
-
-/// Everything a round of the dispatcher needs.
+/// Everything a round needs.
 struct Round<'a> {
     programs: Arc<Vec<BindProgram>>,
     mix: Mix,
     arrivals: Option<Arrivals>,
-    deadline: Option<Instant>,
+    /// How long the round lasts, when timed.
+    span: Option<Duration>,
     env: &'a RunEnv,
 }
 
-/// Feeds one round's instances to the workers; returns when the order ends, the deadline
-/// passes or the run is stopped. Dropping the senders ends the workers' round.
+/// What a round did besides its workers' own counts.
+struct Ended {
+    errors: Vec<String>,
+    /// Open loop: the slots due in the round's span; closed loop: the order's bound, if any.
+    scheduled: Option<u64>,
+    elapsed: Duration,
+}
+
+/// Routed: feeds the round's instances to the workers their keys hash to; returns when the
+/// order or the schedule ends or the run is stopped, with the order (and its schedule) back.
+/// Dropping the senders ends the workers' round.
 async fn dispatch(
-    mut round: Round<'_>,
+    mut order: Order,
+    programs: &[BindProgram],
     own: Vec<mpsc::Sender<Job>>,
-    shared: Option<mpsc::Sender<Job>>,
-) -> Dispatched {
-    let mut out = Dispatched::default();
-    let start = Instant::now();
+    until: &Until,
+) -> (Order, Vec<String>) {
+    let mut errors = Vec::new();
     let workers = own.len().max(1) as u64;
     let mut turn = 0u64;
-    while let Some((q, index)) = round.mix.next_instance() {
-        if round.env.stop.load(Ordering::Relaxed)
-            || round.deadline.is_some_and(|d| Instant::now() >= d)
-        {
+    loop {
+        if until.cutoff.stop.load(Ordering::Relaxed) {
+            order.close();
             break;
         }
-        let inst = match round.programs[q].instance(q, index) {
+        if order.schedule.is_none() && until.end.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        let Some((q, index, slot)) = order.next() else {
+            break;
+        };
+        let inst = match programs[q].instance(q, index) {
             Ok(i) => i,
             Err(e) => {
-                out.errors.push(e);
+                errors.push(e);
+                order.close();
                 break;
             }
         };
-        let intended = match &mut round.arrivals {
-            Some(a) => {
-                let at = start + a.next_offset();
-                if round.deadline.is_some_and(|d| at >= d) {
-                    break;
-                }
-                tokio::time::sleep_until(at.into()).await;
-                if Instant::now().saturating_duration_since(at) > LATE {
-                    out.behind += 1;
-                }
-                Some(at)
-            }
-            None => None,
-        };
         // A routed instance goes to the worker its key hashes to (FNV-1a, as ingest routes
-        // series); others in a routed run take turns; an unrouted run shares one queue.
-        let to = match (&shared, &inst.route) {
-            (Some(tx), _) => tx,
-            (None, Some(key)) => &own[shard_of(key, workers) as usize],
-            (None, None) => {
+        // series); the others take turns.
+        let to = match &inst.route {
+            Some(key) => &own[shard_of(key, workers) as usize],
+            None => {
                 turn += 1;
                 &own[((turn - 1) % workers) as usize]
             }
         };
-        let job = Job { inst, intended };
-        if intended.is_some() {
-            // Open loop: a queue that is full means the workers cannot keep up; the instance
-            // is dropped and counted, not waited for (waiting would bend the schedule).
-            if let Err(e) = to.try_send(job) {
-                match e {
-                    mpsc::error::TrySendError::Full(_) => out.dropped += 1,
-                    mpsc::error::TrySendError::Closed(_) => break,
-                }
-            }
-        } else if to.send(job).await.is_err() {
+        if to.send(Job { inst, slot }).await.is_err() {
             break;
         }
     }
-    out
+    (order, errors)
 }
 
 /// A report for a phase that could not start.
@@ -288,7 +329,6 @@ fn refused(phase: &QueryPhase, status: Status, why: String) -> QueryReport {
     r.failures.push(why);
     r
 }
-
 /// Checks `require rows(T) OP N` on a connection of the phase's endpoint.
 pub(super) async fn requirements(
     env: &RunEnv,
@@ -360,59 +400,50 @@ async fn round(
     routed: bool,
     record: Record,
     r: Round<'_>,
-    live: &Arc<Live>,
-) -> (Vec<Worker>, Dispatched, Duration) {
+    counts: &Arc<RunCounts>,
+) -> (Vec<Worker>, Ended) {
     let started = Instant::now();
+    let bound = r.mix.bound();
+    let schedule = r.arrivals.map(|a| Schedule::new(a, started, r.span, bound));
+    let open = schedule.is_some();
+    let end = match &schedule {
+        Some(s) => s.end(),
+        None => r.span.map(|d| started + d),
+    };
     let until = Until {
-        deadline: r.deadline,
-        stop: r.env.stop.clone(),
+        end,
+        cutoff: Cutoff::after(end, r.env.stop.clone()),
+        counts: counts.clone(),
+    };
+    let order = Order {
+        mix: r.mix,
+        schedule,
     };
     let mut handles = Vec::new();
+    let mut errors = Vec::new();
+    let mut routed_order = None;
     let mut puller = None;
-    let mut dispatched = Dispatched::default();
     if routed {
         let mut own = Vec::new();
         for w in workers {
             let (tx, rx) = mpsc::channel(QUEUE);
             own.push(tx);
-            let q = Queue::Own(rx);
-            handles.push(tokio::spawn(w.round(
-                q,
-                record,
-                until.clone(),
-                live.clone(),
-            )));
+            handles.push(tokio::spawn(w.round(Queue::Own(rx), record, until.clone())));
         }
-        dispatched = dispatch(r, own, None).await;
-    } else if r.arrivals.is_none() {
+        let (order, e) = dispatch(order, &r.programs, own, &until).await;
+        routed_order = Some(order);
+        errors = e;
+    } else {
         let p = Arc::new(Puller {
-            mix: std::sync::Mutex::new(r.mix),
+            order: std::sync::Mutex::new(order),
             programs: r.programs.clone(),
             error: std::sync::Mutex::new(None),
         });
         for w in workers {
             let q = Queue::Pull(p.clone());
-            handles.push(tokio::spawn(w.round(
-                q,
-                record,
-                until.clone(),
-                live.clone(),
-            )));
+            handles.push(tokio::spawn(w.round(q, record, until.clone())));
         }
         puller = Some(p);
-    } else {
-        let (tx, rx) = mpsc::channel(QUEUE * workers.len().max(1));
-        let rx = Arc::new(Mutex::new(rx));
-        for w in workers {
-            let q = Queue::Shared(rx.clone());
-            handles.push(tokio::spawn(w.round(
-                q,
-                record,
-                until.clone(),
-                live.clone(),
-            )));
-        }
-        dispatched = dispatch(r, Vec::new(), Some(tx)).await;
     }
     let mut back = Vec::new();
     for h in handles {
@@ -422,10 +453,30 @@ async fn round(
             Err(e) => sayln!("wlrun: a query worker failed: {e}"),
         }
     }
-    if let Some(e) = puller.and_then(|p| p.error.lock().ok().and_then(|mut e| e.take())) {
-        dispatched.errors.push(e);
+    let elapsed = started.elapsed();
+    let ended_at = Instant::now();
+    let scheduled_of = |order: &Order| match &order.schedule {
+        Some(s) => Some(s.scheduled(ended_at)),
+        None => bound,
+    };
+    let mut scheduled = routed_order.as_ref().and_then(scheduled_of);
+    if let Some(p) = puller {
+        if let Some(e) = p.error.lock().ok().and_then(|mut e| e.take()) {
+            errors.push(e);
+        }
+        if let Ok(order) = p.order.lock() {
+            scheduled = scheduled_of(&order);
+        }
     }
-    (back, dispatched, started.elapsed())
+    debug_assert!(!open || scheduled.is_some());
+    (
+        back,
+        Ended {
+            errors,
+            scheduled,
+            elapsed,
+        },
+    )
 }
 
 pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
@@ -458,84 +509,88 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
             url: url.clone(),
             base_dir: base_dir.clone(),
             link: Link::default(),
+            pacer: Pacer::default(),
             stats: vec![TypeStats::default(); phase.queries.len()],
-            measured: 0,
-            late: 0,
+            sends: Sends::default(),
             checksums: phase.check_same_results,
             results: Vec::new(),
         })
         .collect();
     let routed = phase.queries.iter().any(|q| q.route.is_some());
-    let live = Arc::new(Live::default());
+    let counts = Arc::new(RunCounts::default());
     let mut report = QueryReport::empty(phase);
     let (warm_count, warm_time) = warmup_of(phase);
     let measured_for = duration_of(&phase.stop);
-    let ticker = super::progress::start(
+    let ticker = super::progress::start_run(
         env,
         label.to_string(),
         Mix::measured(phase, env.seed)
             .bound()
             .map(|n| n * phase.repeat.max(1)),
         "queries",
-        {
-            let live = live.clone();
-            Box::new(move || {
-                let ok = live.ok.load(Ordering::Relaxed);
-                let failed = live.failed.load(Ordering::Relaxed);
-                (ok + failed, format!("{failed} failed"))
-            })
-        },
+        counts.clone(),
     );
-    let mut dropped = 0;
-    let mut behind = 0;
+    let mut scheduled = 0u64;
     for rep in 0..phase.repeat.max(1) {
         if env.stop.load(Ordering::Relaxed) {
             break;
         }
         if warm_count.is_some() || warm_time.is_some() {
+            counts.warmup.store(true, Ordering::Relaxed);
             let r = Round {
                 programs: programs.clone(),
                 mix: Mix::warmup(phase, env.seed, warm_count),
                 arrivals: None,
-                deadline: warm_time.map(|d| Instant::now() + d),
+                span: warm_time,
                 env,
             };
-            let (back, d, _) = round(workers, routed, Record::No, r, &live).await;
+            let (back, ended) = round(workers, routed, Record::No, r, &counts).await;
+            counts.warmup.store(false, Ordering::Relaxed);
             workers = back;
-            report.failures.extend(d.errors);
+            report.failures.extend(ended.errors);
         }
         let r = Round {
             programs: programs.clone(),
             mix: Mix::measured(phase, env.seed),
             arrivals: Arrivals::new(&phase.load, env.seed),
-            deadline: measured_for.map(|d| Instant::now() + d),
+            span: measured_for,
             env,
         };
-        let before: u64 = workers.iter().map(|w| w.measured).sum();
+        let sent = |ws: &[Worker]| ws.iter().map(|w| w.sends.sent).sum::<u64>();
+        let answered = |ws: &[Worker]| {
+            ws.iter()
+                .flat_map(|w| &w.stats)
+                .map(|s| s.ok + s.failed())
+                .sum::<u64>()
+        };
+        let (sent_before, answered_before) = (sent(&workers), answered(&workers));
         let cpu_before = super::cpu::process_cpu_seconds();
         let record = if phase.check_same_results && rep == 0 {
             Record::WithResults
         } else {
             Record::Measure
         };
-        let (back, d, elapsed) = round(workers, routed, record, r, &live).await;
+        let (back, ended) = round(workers, routed, record, r, &counts).await;
         if let (Some(a), Some(b)) = (cpu_before, super::cpu::process_cpu_seconds()) {
             *report.client_cpu_s.get_or_insert(0.0) += b - a;
         }
         workers = back;
-        let queries: u64 = workers.iter().map(|w| w.measured).sum::<u64>() - before;
+        // Closed loop without a count: what was scheduled is what was sent.
+        scheduled += ended
+            .scheduled
+            .unwrap_or_else(|| sent(&workers) - sent_before);
+        let queries = answered(&workers) - answered_before;
+        let elapsed_s = ended.elapsed.as_secs_f64();
         report.repeats.push(RepeatReport {
             repeat: rep + 1,
-            elapsed_s: elapsed.as_secs_f64(),
+            elapsed_s,
             queries,
-            qps: queries as f64 / elapsed.as_secs_f64().max(1e-9),
+            qps: crate::report::rate(queries, elapsed_s),
         });
-        report.failures.extend(d.errors);
-        dropped += d.dropped;
-        behind += d.behind;
+        report.failures.extend(ended.errors);
     }
     ticker.finish().await;
-    finish(&mut report, phase, workers, dropped, behind, env);
+    finish(&mut report, phase, workers, scheduled, env);
     report
 }
 
@@ -544,20 +599,21 @@ fn finish(
     report: &mut QueryReport,
     phase: &QueryPhase,
     workers: Vec<Worker>,
-    dropped: u64,
-    behind: u64,
+    scheduled: u64,
     env: &RunEnv,
 ) {
     let mut types = vec![TypeStats::default(); phase.queries.len()];
+    let mut sends = Sends::default();
     for w in &workers {
         for (t, s) in types.iter_mut().zip(&w.stats) {
             t.merge(s);
         }
+        sends.merge(&w.sends);
     }
     let mut per_worker = vec![0; workers.len()];
     for w in &workers {
         if let Some(slot) = per_worker.get_mut(w.id) {
-            *slot = w.measured;
+            *slot = w.stats.iter().map(|s| s.ok + s.failed()).sum();
         }
     }
     report.queries_per_worker = per_worker;
@@ -570,8 +626,6 @@ fn finish(
         }
         report.results = Some(Arc::new(results));
     }
-    report.accounting.late = workers.iter().map(|w| w.late).sum();
-    report.accounting.unsent = dropped;
     let open = matches!(phase.load, Load::Open { .. });
     let elapsed: f64 = report.repeats.iter().map(|r| r.elapsed_s).sum();
     report.elapsed_s = elapsed;
@@ -586,7 +640,7 @@ fn finish(
             failed,
             rows: s.rows,
             rows_per_query: (s.ok > 0).then(|| s.rows as f64 / s.ok as f64),
-            qps: s.ok as f64 / elapsed.max(1e-9),
+            qps: crate::report::rate(s.ok, elapsed),
             sum_us: s.sum_us as u64,
             latency: latency(&s.latency),
             service: open.then(|| latency(&s.service)),
@@ -596,24 +650,34 @@ fn finish(
         t.thresholds = q.expects.iter().map(|th| judge(th, s, elapsed)).collect();
         report.query_types.push(t);
     }
+    report.labels = labels(phase, &types, elapsed, open);
     report.ok = all.ok;
     report.failed = all.failed();
     report.rows = all.rows;
-    report.qps = all.ok as f64 / elapsed.max(1e-9);
+    report.qps = crate::report::rate(all.ok, elapsed);
     report.sum_us = all.sum_us as u64;
     report.latency = latency(&all.latency);
     report.service = open.then(|| latency(&all.service));
     report.errors = errors(&all);
     report.error_rate = all.error_rate();
+    report.accounting = account::accounting(scheduled, all.ok, all.failed(), &sends, open);
     report.thresholds = phase
         .expects
         .iter()
-        .map(|th| judge(th, &all, elapsed))
+        .map(|th| match th.metric.as_str() {
+            "achieved_rate" => account::judge_achieved(th, &report.accounting),
+            _ => judge(th, &all, elapsed),
+        })
         .collect();
 
     report
         .failures
         .extend(error_policy(&phase.expects, env, &all, "queries"));
+    report.failures.extend(account::rate_failure(
+        &report.accounting,
+        &phase.expects,
+        "queries",
+    ));
     let failed = failed_thresholds(
         report
             .thresholds
@@ -625,12 +689,11 @@ fn finish(
     if report.ok + report.failed == 0 && report.failures.is_empty() {
         report.failures.push("no query was measured".into());
     }
-    if open {
-        let sent = report.ok + report.failed;
-        report
-            .warnings
-            .extend(open_loop_warnings(sent, dropped, behind, "queries"));
-    }
+    report.warnings.extend(cut_off_warning(
+        &report.accounting,
+        "queries",
+        measured_or_schedule_end(phase),
+    ));
     report.status = if env.stop.load(Ordering::Relaxed) {
         Status::Interrupted
     } else if report.failures.is_empty() {
@@ -640,23 +703,61 @@ fn finish(
     };
 }
 
-/// Open loop: scheduled sends that were dropped, and a dispatcher that fell behind its own
-/// schedule for more than 1% of them. `unit`: `queries` or `requests`.
-pub(super) fn open_loop_warnings(sent: u64, dropped: u64, behind: u64, unit: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    if dropped > 0 {
-        out.push(format!(
-            "{dropped} scheduled {unit} were dropped: the queues were full (the server or the client cannot keep the rate)"
-        ));
+/// What ended the phase, for the cut-off warning.
+fn measured_or_schedule_end(phase: &QueryPhase) -> &'static str {
+    match (&phase.load, &phase.stop) {
+        (_, Stop::Duration { .. }) => "its duration",
+        (Load::Open { .. }, Stop::Count { .. }) => "the end of its schedule",
+        _ => "the stop",
     }
-    let scheduled = sent + dropped;
-    if scheduled > 0 && behind * 100 > scheduled {
-        out.push(format!(
-            "the client could not keep its own schedule: {behind} of {scheduled} {unit} were handed over more than {} late; the figures measure the client too",
-            fmt_duration(LATE)
-        ));
+}
+
+/// Work in flight when the phase ended is cut off: said, since those units have no latency.
+pub(super) fn cut_off_warning(
+    a: &crate::report::Accounting,
+    unit: &str,
+    end: &str,
+) -> Option<String> {
+    (a.cut_off > 0).then(|| {
+        format!(
+            "{} {unit} were still in flight {} after {end} and were cut off (counted, not measured)",
+            crate::plan::thousands(a.cut_off),
+            super::fmt_duration(super::STOP_GRACE)
+        )
+    })
+}
+
+/// One latency histogram per label (a label defaults to the query's name), with its queries.
+fn labels(phase: &QueryPhase, types: &[TypeStats], elapsed: f64, open: bool) -> Vec<LabelReport> {
+    let mut order: Vec<&str> = Vec::new();
+    for q in &phase.queries {
+        if !order.contains(&q.label.as_str()) {
+            order.push(&q.label);
+        }
     }
-    out
+    order
+        .into_iter()
+        .map(|label| {
+            let mut s = TypeStats::default();
+            let mut queries = Vec::new();
+            for (q, t) in phase.queries.iter().zip(types) {
+                if q.label == label {
+                    s.merge(t);
+                    queries.push(q.name.clone());
+                }
+            }
+            LabelReport {
+                label: label.to_string(),
+                queries,
+                ok: s.ok,
+                failed: s.failed(),
+                rows: s.rows,
+                qps: crate::report::rate(s.ok, elapsed),
+                latency: latency(&s.latency),
+                service: open.then(|| latency(&s.service)),
+            }
+        })
+        .collect()
 }
 
 /// Errors fail the run unless a threshold allows them: `--max-error-rate`, else the file's

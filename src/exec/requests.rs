@@ -5,10 +5,12 @@
 //! saying so makes it an error, and errors are never throughput.
 //!
 //! Request numbering: in closed loop the connections take the next index from one counter; in
-//! open loop one scheduler stamps each index with its intended send time and queues it for
-//! whichever connection is free (latency counts from that time; a full queue drops the request
-//! and counts it). Either way a hook sees the index and an offset from the start of the round,
-//! never the wall clock, so the same seed builds the same requests.
+//! open loop a free connection takes the next slot of the round's computed schedule
+//! (`slots::Schedule`), connects if it must, waits precisely until the slot's time
+//! (`pace::Pacer`) and sends; latency counts from that time, and nothing is dropped or queued.
+//! Either way a hook sees the index and an offset from the start of the round, never the wall
+//! clock, so the same seed builds the same requests. Every scheduled request ends as ok,
+//! failed, cut off or unsent (`account`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,16 +18,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use hyper::{HeaderMap, Method};
-use indexmap::IndexMap;
-use tokio::sync::{mpsc, Mutex};
-
+use super::account::{self, Cutoff, Sends};
 use super::http1;
 use super::link::Link;
+use super::pace::Pacer;
+use super::progress::RunCounts;
 use super::queries::{
-    error_policy, errors, failed_thresholds, judge, open_loop_warnings, requirements,
+    cut_off_warning, error_policy, errors, failed_thresholds, judge, requirements,
 };
+use super::slots::Schedule;
 use super::{latency, resolve_url, timeouts, RunEnv};
 use crate::hook::{Built, HookWorker, ResponseView, Script, Verdict, WorkerSpec};
 use crate::http::{server_message, HttpUrl};
@@ -36,13 +37,9 @@ use crate::query::transport::{from_driver, Transport};
 use crate::query::{Instance, QueryError, QueryErrorClass};
 use crate::report::{RepeatReport, RequestReport, SecondReport, Status};
 use crate::value::Value;
-
-/// Scheduled requests queued per connection ahead of it (open loop): a backlog beyond this
-/// shows as dropped requests rather than as memory.
-const QUEUE: usize = 256;
-
-/// An open-loop send later than this after its intended time counts as late.
-const LATE: Duration = Duration::from_millis(10);
+use bytes::Bytes;
+use hyper::{HeaderMap, Method};
+use indexmap::IndexMap;
 
 /// What every connection of the run shares.
 struct Shared {
@@ -159,7 +156,8 @@ struct Worker {
     bytes_sent: u64,
     bytes_received: u64,
     measured: u64,
-    late: u64,
+    pacer: Pacer,
+    sends: Sends,
     /// A hook that failed or broke a sandbox limit: the cell fails with this.
     fatal: Option<String>,
 }
@@ -173,33 +171,24 @@ enum Feed {
         base: u64,
         end: Option<u64>,
     },
-    /// Open loop: indices stamped with their intended send time by the scheduler.
-    Queue(Arc<Mutex<mpsc::Receiver<Job>>>),
-}
-
-struct Job {
-    index: u64,
-    intended: Instant,
+    /// Open loop: the next slot of the round's schedule.
+    Slots(Arc<std::sync::Mutex<Schedule>>),
 }
 
 /// What bounds a round and what it records.
 #[derive(Clone)]
 struct RoundCtl {
     start: Instant,
-    deadline: Option<Instant>,
+    /// No request starts at or after this.
+    end: Option<Instant>,
+    cutoff: Cutoff,
     stop: Arc<AtomicBool>,
     /// Set by a connection whose hook failed: every connection stops.
     abort: Arc<AtomicBool>,
     record: bool,
     /// Seconds of earlier measured rounds, so that the per-second series runs on.
     second_base: u64,
-    live: Arc<Live>,
-}
-
-#[derive(Default)]
-struct Live {
-    ok: AtomicU64,
-    failed: AtomicU64,
+    counts: Arc<RunCounts>,
 }
 
 impl Worker {
@@ -335,7 +324,7 @@ impl Worker {
 
     /// The next request's index, and its intended send time in open loop; `None` ends the
     /// round.
-    async fn next_index(feed: &Feed) -> Option<(u64, Option<Instant>)> {
+    async fn next_index(feed: &Feed, stop: &AtomicBool) -> Option<(u64, Option<Instant>)> {
         match feed {
             Feed::Counter { next, base, end } => {
                 let i = next.fetch_add(1, Ordering::Relaxed);
@@ -344,12 +333,14 @@ impl Worker {
                 }
                 Some((base + i, None))
             }
-            Feed::Queue(rx) => rx
-                .lock()
-                .await
-                .recv()
-                .await
-                .map(|j| (j.index, Some(j.intended))),
+            Feed::Slots(schedule) => {
+                let mut schedule = schedule.lock().ok()?;
+                if stop.load(Ordering::Relaxed) {
+                    schedule.close(Instant::now());
+                    return None;
+                }
+                schedule.take().map(|slot| (slot.index, Some(slot.at)))
+            }
         }
     }
 
@@ -421,7 +412,7 @@ impl Worker {
         loop {
             let (index, intended, prebuilt) = match ahead.take() {
                 Some((i, b)) => (i, None, Some(b)),
-                None => match Self::next_index(&feed).await {
+                None => match Self::next_index(&feed, &ctl.stop).await {
                     Some((i, at)) => (i, at, None),
                     None => break,
                 },
@@ -429,16 +420,9 @@ impl Worker {
             let now = Instant::now();
             if ctl.stop.load(Ordering::Relaxed)
                 || ctl.abort.load(Ordering::Relaxed)
-                || ctl.deadline.is_some_and(|d| now >= d)
+                || ctl.end.is_some_and(|d| now >= d)
             {
                 break;
-            }
-            if ctl.record {
-                if let Some(t) = intended {
-                    if now.saturating_duration_since(t) > LATE {
-                        self.late += 1;
-                    }
-                }
             }
             let built = match (prebuilt, &self.shared.source, self.hook.as_mut()) {
                 (Some(b), _, _) => Some(b),
@@ -454,12 +438,33 @@ impl Worker {
                 }
                 _ => None,
             };
+            // Open loop: connected before the wait (a failed connect is this request's error,
+            // met in `start`), so that the request itself leaves on time.
+            if let Some(at) = intended {
+                let connect = Self::connection(&mut self.link, &self.shared);
+                if ctl.cutoff.bound(connect).await.is_none() {
+                    break;
+                }
+                if !self.pacer.until(at, &ctl.stop).await {
+                    break;
+                }
+                if ctl.end.is_some_and(|d| Instant::now() >= d) || ctl.abort.load(Ordering::Relaxed)
+                {
+                    break;
+                }
+            }
             let sent = Instant::now();
-            let flight = self.start(index, built).await;
+            if ctl.record {
+                self.sends.start(sent, intended);
+            }
+            let Some(flight) = ctl.cutoff.bound(self.start(index, built)).await else {
+                self.cut_off(&ctl);
+                break;
+            };
             let mut failed_ahead = None;
             if build_ahead && matches!(flight, InFlight::Http { .. }) {
                 if let (Some((i, _)), Source::Hook { function, .. }, Some(hook)) = (
-                    Self::next_index(&feed).await,
+                    Self::next_index(&feed, &ctl.stop).await,
                     &self.shared.source,
                     self.hook.as_mut(),
                 ) {
@@ -470,7 +475,10 @@ impl Worker {
                     }
                 }
             }
-            let result = self.finish(flight).await;
+            let Some(result) = ctl.cutoff.bound(self.finish(flight)).await else {
+                self.cut_off(&ctl);
+                break;
+            };
             let done = Instant::now();
             let result = match result {
                 Ok(answer) => {
@@ -512,12 +520,12 @@ impl Worker {
                     self.stats
                         .record_ok(done.saturating_duration_since(from), service, rows);
                     self.per_second[second][0] += 1;
-                    ctl.live.ok.fetch_add(1, Ordering::Relaxed);
+                    ctl.counts.ok.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(e) => {
                     self.stats.record_error(&e);
                     self.per_second[second][1] += 1;
-                    ctl.live.failed.fetch_add(1, Ordering::Relaxed);
+                    ctl.counts.failed.fetch_add(1, Ordering::Relaxed);
                 }
             }
             if let Some(e) = failed_ahead {
@@ -526,6 +534,17 @@ impl Worker {
             }
         }
         self
+    }
+
+    /// The phase ended with this request in flight: counted, and its connection (in an unknown
+    /// state) is not used again.
+    fn cut_off(&mut self, ctl: &RoundCtl) {
+        if let Some(Conn::Http(c)) = self.link.conn.take() {
+            self.reopened += c.reopened;
+        }
+        if ctl.record {
+            self.sends.cut_off += 1;
+        }
     }
 
     fn fail(&mut self, why: String, ctl: &RoundCtl) {
@@ -574,46 +593,6 @@ fn broken(e: crate::driver::DriverError) -> QueryError {
     e
 }
 
-/// The open-loop scheduler of one round: stamps indices with their intended send times and
-/// queues them. Returns (dropped, handed over late).
-async fn schedule(
-    mut arrivals: Arrivals,
-    tx: mpsc::Sender<Job>,
-    ctl: &RoundCtl,
-    end: Option<u64>,
-) -> (u64, u64) {
-    let (mut dropped, mut behind) = (0, 0);
-    let mut index = 0u64;
-    loop {
-        if end.is_some_and(|e| index >= e) || ctl.stop.load(Ordering::Relaxed) {
-            break;
-        }
-        if ctl.abort.load(Ordering::Relaxed) {
-            break;
-        }
-        let at = ctl.start + arrivals.next_offset();
-        if ctl.deadline.is_some_and(|d| at >= d) {
-            break;
-        }
-        tokio::time::sleep_until(at.into()).await;
-        if Instant::now().saturating_duration_since(at) > LATE {
-            behind += 1;
-        }
-        match tx.try_send(Job {
-            index,
-            intended: at,
-        }) {
-            Ok(()) => {}
-            // The connections cannot keep up: the request is dropped and counted, not
-            // waited for (waiting would bend the schedule).
-            Err(mpsc::error::TrySendError::Full(_)) => dropped += 1,
-            Err(mpsc::error::TrySendError::Closed(_)) => break,
-        }
-        index += 1;
-    }
-    (dropped, behind)
-}
-
 /// The threads that run the connections, as wrk runs them: each thread has a current-thread
 /// runtime and its share of the connections, for the whole phase (a socket belongs to the
 /// runtime that opened it). A multi-threaded runtime spent more CPU waking its threads for
@@ -656,27 +635,12 @@ impl Pool {
         Ok(Pool { threads })
     }
 
-    /// Runs one round on every connection: returns (dropped, handed over late) in open loop.
-    async fn round(
-        &self,
-        arrivals: Option<Arrivals>,
-        base: u64,
-        end: Option<u64>,
-        ctl: RoundCtl,
-    ) -> (u64, u64) {
-        let (feed, tx) = match arrivals {
-            None => (
-                Feed::Counter {
-                    next: Arc::new(AtomicU64::new(0)),
-                    base,
-                    end,
-                },
-                None,
-            ),
-            Some(_) => {
-                let (tx, rx) = mpsc::channel(QUEUE * self.threads.len().max(1));
-                (Feed::Queue(Arc::new(Mutex::new(rx))), Some(tx))
-            }
+    /// Runs one round on every connection: returns what it scheduled (open loop: the slots
+    /// due in its span; closed loop: its count, if it has one).
+    async fn round(&self, feed: Feed, end: Option<u64>, ctl: RoundCtl) -> Option<u64> {
+        let schedule = match &feed {
+            Feed::Slots(s) => Some(s.clone()),
+            Feed::Counter { .. } => None,
         };
         let mut dones = Vec::with_capacity(self.threads.len());
         for t in &self.threads {
@@ -691,15 +655,14 @@ impl Pool {
             }
         }
         drop(feed);
-        let (dropped, behind) = match (arrivals, tx) {
-            (Some(a), Some(tx)) => schedule(a, tx, &ctl, end).await,
-            _ => (0, 0),
-        };
         for d in dones {
             // An error means the thread is gone; its connections are lost with it.
             let _ = d.await;
         }
-        (dropped, behind)
+        match schedule {
+            Some(s) => s.lock().ok().map(|s| s.scheduled(Instant::now())),
+            None => end,
+        }
     }
 
     /// Ends the threads and gives the connections back, in order.
@@ -777,7 +740,7 @@ fn empty_report(phase: &RequestPhase) -> RequestReport {
         ok: 0,
         failed: 0,
         error_rate: 0.0,
-        rps: 0.0,
+        rps: None,
         rows: 0,
         sum_us: 0,
         latency: Default::default(),
@@ -922,12 +885,13 @@ pub async fn run(
             bytes_sent: 0,
             bytes_received: 0,
             measured: 0,
-            late: 0,
+            pacer: Pacer::default(),
+            sends: Sends::default(),
             fatal: None,
         });
     }
 
-    let live = Arc::new(Live::default());
+    let counts = Arc::new(RunCounts::default());
     let count = match phase.stop {
         Stop::Count { count, .. } => Some(count),
         Stop::Duration { .. } => None,
@@ -938,19 +902,12 @@ pub async fn run(
         } => Some(Duration::from_nanos((*ns).max(0) as u64)),
         _ => None,
     };
-    let ticker = super::progress::start(
+    let ticker = super::progress::start_run(
         env,
         label.to_string(),
         count.map(|c| c * phase.repeat.max(1)),
         "requests",
-        {
-            let live = live.clone();
-            Box::new(move || {
-                let ok = live.ok.load(Ordering::Relaxed);
-                let failed = live.failed.load(Ordering::Relaxed);
-                (ok + failed, format!("{failed} failed"))
-            })
-        },
+        counts.clone(),
     );
     let mut report = empty_report(phase);
     let pool = match Pool::start(workers) {
@@ -962,61 +919,87 @@ pub async fn run(
     };
     let abort = Arc::new(AtomicBool::new(false));
     let (warm_count, warm_time) = warmup_of(phase);
-    let (mut dropped, mut behind, mut second_base) = (0, 0, 0u64);
+    let mut second_base = 0u64;
+    // `None` once a round had no count to schedule by (closed loop, timed): then what was
+    // scheduled is what was sent.
+    let mut scheduled = Some(0u64);
     for rep in 0..phase.repeat.max(1) {
         if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) {
             break;
         }
         if warm_count.is_some() || warm_time.is_some() {
+            counts.warmup.store(true, Ordering::Relaxed);
             let start = Instant::now();
+            let end = warm_time.map(|d| start + d);
             let ctl = RoundCtl {
                 start,
-                deadline: warm_time.map(|d| start + d),
+                end,
+                cutoff: Cutoff::after(end, env.stop.clone()),
                 stop: env.stop.clone(),
                 abort: abort.clone(),
                 record: false,
                 second_base,
-                live: live.clone(),
+                counts: counts.clone(),
             };
             // Warm-up requests have indices of their own: they never repeat measured ones.
-            pool.round(None, WARMUP_BASE, warm_count, ctl).await;
+            let feed = Feed::Counter {
+                next: Arc::new(AtomicU64::new(0)),
+                base: WARMUP_BASE,
+                end: warm_count,
+            };
+            pool.round(feed, warm_count, ctl).await;
+            counts.warmup.store(false, Ordering::Relaxed);
             if abort.load(Ordering::Relaxed) {
                 break;
             }
         }
         let start = Instant::now();
+        let schedule = Arrivals::new(&phase.load, env.seed)
+            .map(|a| Schedule::new(a, start, measured_for, count));
+        let end = match &schedule {
+            Some(s) => s.end(),
+            None => measured_for.map(|d| start + d),
+        };
         let ctl = RoundCtl {
             start,
-            deadline: measured_for.map(|d| start + d),
+            end,
+            cutoff: Cutoff::after(end, env.stop.clone()),
             stop: env.stop.clone(),
             abort: abort.clone(),
             record: true,
             second_base,
-            live: live.clone(),
+            counts: counts.clone(),
         };
-        let measured = |l: &Live| l.ok.load(Ordering::Relaxed) + l.failed.load(Ordering::Relaxed);
-        let before = measured(&live);
+        let answered =
+            |l: &RunCounts| l.ok.load(Ordering::Relaxed) + l.failed.load(Ordering::Relaxed);
+        let before = answered(&counts);
         let cpu_before = super::cpu::process_cpu_seconds();
-        let arrivals = Arrivals::new(&phase.load, env.seed);
-        let (d, b) = pool.round(arrivals, 0, count, ctl).await;
+        let feed = match schedule {
+            Some(s) => Feed::Slots(Arc::new(std::sync::Mutex::new(s))),
+            None => Feed::Counter {
+                next: Arc::new(AtomicU64::new(0)),
+                base: 0,
+                end: count,
+            },
+        };
+        let round_scheduled = pool.round(feed, count, ctl).await;
         let elapsed = start.elapsed();
         if let (Some(a), Some(b)) = (cpu_before, super::cpu::process_cpu_seconds()) {
             *report.client_cpu_s.get_or_insert(0.0) += b - a;
         }
-        let requests = measured(&live) - before;
+        scheduled = scheduled.zip(round_scheduled).map(|(a, b)| a + b);
+        let requests = answered(&counts) - before;
         report.repeats.push(RepeatReport {
             repeat: rep + 1,
             elapsed_s: elapsed.as_secs_f64(),
             queries: requests,
-            qps: requests as f64 / elapsed.as_secs_f64().max(1e-9),
+            qps: crate::report::rate(requests, elapsed.as_secs_f64()),
         });
         second_base += elapsed.as_secs_f64().ceil() as u64;
-        dropped += d;
-        behind += b;
     }
     let workers = pool.finish();
     ticker.finish().await;
-    finish(&mut report, phase, workers, dropped, behind, env);
+    finish(&mut report, phase, workers, scheduled, env);
     report
 }
 
@@ -1025,15 +1008,16 @@ fn finish(
     report: &mut RequestReport,
     phase: &RequestPhase,
     workers: Vec<Worker>,
-    dropped: u64,
-    behind: u64,
+    scheduled: Option<u64>,
     env: &RunEnv,
 ) {
     let mut all = TypeStats::default();
+    let mut sends = Sends::default();
     let mut per_second: Vec<[u64; 2]> = Vec::new();
     let mut per_worker = vec![0; workers.len()];
     for w in &workers {
         all.merge(&w.stats);
+        sends.merge(&w.sends);
         for (code, n) in &w.statuses {
             *report.statuses.entry(*code).or_default() += n;
         }
@@ -1074,40 +1058,55 @@ fn finish(
             failed: c[1],
         })
         .collect();
-    report.accounting.late = workers.iter().map(|w| w.late).sum();
-    report.accounting.unsent = dropped;
     let open = matches!(phase.load, Load::Open { .. });
     let elapsed: f64 = report.repeats.iter().map(|r| r.elapsed_s).sum();
     report.elapsed_s = elapsed;
     report.ok = all.ok;
     report.failed = all.failed();
     report.rows = all.rows;
-    report.rps = all.ok as f64 / elapsed.max(1e-9);
+    report.rps = crate::report::rate(all.ok, elapsed);
     report.sum_us = all.sum_us as u64;
     report.latency = latency(&all.latency);
     report.service = open.then(|| latency(&all.service));
     report.errors = errors(&all);
     report.error_rate = all.error_rate();
+    report.accounting = account::accounting(
+        scheduled.unwrap_or(sends.sent),
+        all.ok,
+        all.failed(),
+        &sends,
+        open,
+    );
     report.thresholds = phase
         .expects
         .iter()
         .filter(|t| t.metric != "status")
-        .map(|th| judge(th, &all, elapsed))
+        .map(|th| match th.metric.as_str() {
+            "achieved_rate" => account::judge_achieved(th, &report.accounting),
+            _ => judge(th, &all, elapsed),
+        })
         .collect();
     report
         .failures
         .extend(error_policy(&phase.expects, env, &all, "requests"));
+    report.failures.extend(account::rate_failure(
+        &report.accounting,
+        &phase.expects,
+        "requests",
+    ));
     let failed = failed_thresholds(report.thresholds.iter(), env);
     report.failures.extend(failed);
     if report.ok + report.failed == 0 && report.failures.is_empty() {
         report.failures.push("no request was measured".into());
     }
-    if open {
-        let sent = report.ok + report.failed;
-        report
-            .warnings
-            .extend(open_loop_warnings(sent, dropped, behind, "requests"));
-    }
+    let end = match (&phase.load, &phase.stop) {
+        (_, Stop::Duration { .. }) => "its duration",
+        (Load::Open { .. }, Stop::Count { .. }) => "the end of its schedule",
+        _ => "the stop",
+    };
+    report
+        .warnings
+        .extend(cut_off_warning(&report.accounting, "requests", end));
     // A client using (nearly) every core measures itself as much as the server.
     if let (Some(cpu), Ok(cores)) = (report.client_cpu_s, std::thread::available_parallelism()) {
         let used = cpu / elapsed.max(1e-9);

@@ -138,6 +138,7 @@ impl Mix {
 
 /// Intended send times of an open-loop run, as offsets from the start of the measured phase:
 /// every `1/R` (fixed), or with exponential gaps of mean `1/R` drawn from the seed (Poisson).
+#[derive(Clone)]
 pub struct Arrivals {
     seed: u64,
     stream: u64,
@@ -172,15 +173,16 @@ impl Arrivals {
     }
 
     pub fn next_offset(&mut self) -> Duration {
-        let at = self.at;
-        let gap = if self.poisson {
+        let at = if self.poisson {
+            let at = self.at;
             let u = Rng::from_key(key(self.seed, self.stream, 0, self.n)).open01();
-            -libm::log(u) / self.rate
+            self.at += -libm::log(u) / self.rate;
+            at
         } else {
-            1.0 / self.rate
+            // Computed, not summed: the n-th send is at n/R however long the run.
+            self.n as f64 / self.rate
         };
         self.n += 1;
-        self.at += gap;
         Duration::from_secs_f64(at)
     }
 }

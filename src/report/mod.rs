@@ -10,7 +10,16 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 /// Bumped whenever a field changes meaning.
-pub const REPORT_FORMAT: u32 = 1;
+pub const REPORT_FORMAT: u32 = 2;
+
+/// The shortest span a rate is computed over: below it, start-up and the clock's own steps
+/// decide the figure, and the report says "too short to be a rate" instead (`null`).
+pub const MIN_RATE_SPAN_S: f64 = 0.1;
+
+/// `units` over `span_s` seconds, when the span is long enough to be a rate.
+pub fn rate(units: u64, span_s: f64) -> Option<f64> {
+    (span_s >= MIN_RATE_SPAN_S).then(|| units as f64 / span_s)
+}
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -170,8 +179,9 @@ pub struct QueryReport {
     pub failed: u64,
     pub error_rate: f64,
     pub rows: u64,
-    /// Successful queries per second; failed ones are never throughput.
-    pub qps: f64,
+    /// Successful queries per second; failed ones are never throughput. `None` when the span
+    /// is too short to be a rate.
+    pub qps: Option<f64>,
     pub sum_us: u64,
     /// From the intended send time (open loop) or the send (closed loop) to the last row.
     pub latency: Latency,
@@ -187,6 +197,8 @@ pub struct QueryReport {
     pub repeats: Vec<RepeatReport>,
     pub thresholds: Vec<ThresholdReport>,
     pub query_types: Vec<QueryTypeReport>,
+    /// One latency histogram per label (queries sharing a label are grouped), with its queries.
+    pub labels: Vec<LabelReport>,
     /// `check same results across endpoints`: one entry per earlier cell of the same run.
     pub cross_checks: Vec<CrossCheck>,
     /// Per measured instance of the first repetition, (query, index) -> (rows, checksum): kept
@@ -230,7 +242,7 @@ impl QueryReport {
             failed: 0,
             error_rate: 0.0,
             rows: 0,
-            qps: 0.0,
+            qps: None,
             sum_us: 0,
             latency: Latency::default(),
             service: None,
@@ -241,6 +253,7 @@ impl QueryReport {
             repeats: Vec::new(),
             thresholds: Vec::new(),
             query_types: Vec::new(),
+            labels: Vec::new(),
             cross_checks: Vec::new(),
             results: None,
         }
@@ -266,8 +279,9 @@ pub struct RequestReport {
     pub ok: u64,
     pub failed: u64,
     pub error_rate: f64,
-    /// Successful requests per second: an error is never throughput.
-    pub rps: f64,
+    /// Successful requests per second: an error is never throughput. `None` when the span is
+    /// too short to be a rate.
+    pub rps: Option<f64>,
     /// SQL endpoints: result rows of the successful requests.
     pub rows: u64,
     pub sum_us: u64,
@@ -333,7 +347,7 @@ pub struct QueryTypeReport {
     pub failed: u64,
     pub rows: u64,
     pub rows_per_query: Option<f64>,
-    pub qps: f64,
+    pub qps: Option<f64>,
     pub sum_us: u64,
     pub latency: Latency,
     pub service: Option<Latency>,
@@ -346,7 +360,21 @@ pub struct RepeatReport {
     pub repeat: u64,
     pub elapsed_s: f64,
     pub queries: u64,
-    pub qps: f64,
+    pub qps: Option<f64>,
+}
+
+/// The queries that share a label, measured as one.
+#[derive(Clone, Debug, Serialize)]
+pub struct LabelReport {
+    pub label: String,
+    /// The member queries, by name.
+    pub queries: Vec<String>,
+    pub ok: u64,
+    pub failed: u64,
+    pub rows: u64,
+    pub qps: Option<f64>,
+    pub latency: Latency,
+    pub service: Option<Latency>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -25,6 +25,45 @@ fn ms(us: u64) -> String {
     }
 }
 
+/// A rate with its unit, or why there is none.
+pub(crate) fn fmt_rate(rate: Option<f64>, unit: &str) -> String {
+    match rate {
+        Some(r) if r >= 100.0 => format!("{} {unit}", thousands(r.round() as u64)),
+        Some(r) => format!("{r:.1} {unit}"),
+        None => "too short to be a rate".into(),
+    }
+}
+
+/// Microseconds below a millisecond, milliseconds above: a send lag is a few microseconds.
+fn fine(us: u64) -> String {
+    if us < 1000 {
+        format!("{us}us")
+    } else {
+        ms(us)
+    }
+}
+
+/// Where every scheduled query or request went: one line, whose parts add up.
+fn accounting_line(a: &super::Accounting, ok: u64, failed: u64, unit: &str) -> String {
+    let mut out = format!(
+        "  {} scheduled = {} ok + {} failed + {} cut off + {} unsent\n",
+        thousands(a.scheduled),
+        thousands(ok),
+        thousands(failed),
+        thousands(a.cut_off),
+        thousands(a.unsent),
+    );
+    if let Some(r) = a.achieved_rate {
+        out += &format!(
+            "  open loop: reached {} of {} scheduled {unit} ({:.1}%)\n",
+            thousands(a.scheduled - a.unsent),
+            thousands(a.scheduled),
+            100.0 * r
+        );
+    }
+    out
+}
+
 /// The lines printed when a cell completes: a summary per phase, then every failure.
 pub fn cell_lines(cell: &CellReport, total: usize) -> String {
     let mut out = String::new();
@@ -99,15 +138,16 @@ fn request_lines(r: &RequestReport) -> String {
         return String::new();
     }
     let mut out = format!(
-        "  {} requests ok, {} failed, in {:.2}s = {:.1} requests/s ({}, {} connections, {})\n",
+        "  {} requests ok, {} failed, in {:.2}s: {} ({}, {} connections, {})\n",
         thousands(r.ok),
         thousands(r.failed),
         r.elapsed_s,
-        r.rps,
+        fmt_rate(r.rps, "ok requests/s"),
         r.request,
         r.connections,
         r.load,
     );
+    out += &accounting_line(&r.accounting, r.ok, r.failed, "requests");
     out += &format!(
         "  latency mean {} p50 {} p90 {} p99 {} p99.9 {} max {}\n",
         ms(r.latency.mean_us as u64),
@@ -117,7 +157,7 @@ fn request_lines(r: &RequestReport) -> String {
         ms(r.latency.p999_us),
         ms(r.latency.max_us),
     );
-    out += &service_line(r.service.as_ref(), r.accounting.late, r.accounting.unsent);
+    out += &service_line(r.service.as_ref(), &r.accounting);
     if !r.statuses.is_empty() {
         let codes: Vec<String> = r
             .statuses
@@ -153,18 +193,31 @@ fn cpu_line(cpu: Option<f64>, n: u64, elapsed_s: f64, unit: &str, decimals: usiz
     }
 }
 
-/// Open loop: service time, late and dropped sends; empty in closed loop.
-fn service_line(service: Option<&super::Latency>, late: u64, dropped: u64) -> String {
-    match service {
-        Some(s) => format!(
-            "  service time p50 {} p99 {}; {} late, {} dropped\n",
-            ms(s.p50_us),
-            ms(s.p99_us),
-            thousands(late),
-            thousands(dropped)
-        ),
-        None => String::new(),
+/// Open loop: service time, and how close to their intended times the sends left; empty in
+/// closed loop.
+fn service_line(service: Option<&super::Latency>, a: &super::Accounting) -> String {
+    let Some(s) = service else {
+        return String::new();
+    };
+    let mut out = format!(
+        "  service time (from the actual send) p50 {} p99 {}",
+        fine(s.p50_us),
+        fine(s.p99_us)
+    );
+    if let Some(lag) = &a.send_lag {
+        out += &format!(
+            "; send lag p50 {} p99 {} max {}",
+            fine(lag.p50_us),
+            fine(lag.p99_us),
+            fine(lag.max_us)
+        );
     }
+    out += &format!(
+        "; {} sent more than 1ms late ({:.2}%)\n",
+        thousands(a.late),
+        100.0 * a.late_share.unwrap_or(0.0)
+    );
+    out
 }
 
 /// A query phase: the overall line, then a table of its query types.
@@ -173,11 +226,11 @@ fn query_lines(r: &QueryReport) -> String {
         return String::new();
     }
     let mut out = format!(
-        "  {} queries ok, {} failed, in {:.2}s = {:.1} queries/s ({}, {} workers); latency p50 {} p99 {} max {}\n",
+        "  {} queries ok, {} failed, in {:.2}s: {} ({}, {} workers); latency p50 {} p99 {} max {}\n",
         thousands(r.ok),
         thousands(r.failed),
         r.elapsed_s,
-        r.qps,
+        fmt_rate(r.qps, "ok queries/s"),
         r.load,
         r.workers,
         ms(r.latency.p50_us),
@@ -185,7 +238,9 @@ fn query_lines(r: &QueryReport) -> String {
         ms(r.latency.max_us),
     );
     out += &cpu_line(r.client_cpu_s, r.ok + r.failed, r.elapsed_s, "query", 0);
-    out += &service_line(r.service.as_ref(), r.accounting.late, r.accounting.unsent);
+    out += &accounting_line(&r.accounting, r.ok, r.failed, "queries");
+    out += &service_line(r.service.as_ref(), &r.accounting);
+    out += &label_lines(r);
     let header = [
         "query", "ok", "failed", "q/s", "rows/q", "mean", "p50", "p95", "p99", "max",
     ];
@@ -197,7 +252,7 @@ fn query_lines(r: &QueryReport) -> String {
                 t.name.clone(),
                 thousands(t.ok),
                 thousands(t.failed),
-                format!("{:.1}", t.qps),
+                t.qps.map_or("-".into(), |q| format!("{q:.1}")),
                 t.rows_per_query.map_or("-".into(), |v| format!("{v:.1}")),
                 ms(t.latency.mean_us as u64),
                 ms(t.latency.p50_us),
@@ -255,6 +310,30 @@ fn query_lines(r: &QueryReport) -> String {
             t.expect,
             if t.ok { "ok" } else { "NOT MET" },
             t.actual
+        );
+    }
+    out
+}
+
+/// Queries that share a label, measured together: shown when a label groups several queries
+/// (otherwise the per-query table below says the same).
+fn label_lines(r: &QueryReport) -> String {
+    if r.labels.iter().all(|l| l.queries.len() < 2) {
+        return String::new();
+    }
+    let mut out = String::from("  by label:\n");
+    for l in &r.labels {
+        out += &format!(
+            "    {}: {} ok, {} failed, {}; latency p50 {} p95 {} p99 {} max {} ({})\n",
+            l.label,
+            thousands(l.ok),
+            thousands(l.failed),
+            fmt_rate(l.qps, "q/s"),
+            ms(l.latency.p50_us),
+            ms(l.latency.p95_us),
+            ms(l.latency.p99_us),
+            ms(l.latency.max_us),
+            l.queries.join(", ")
         );
     }
     out
@@ -349,7 +428,7 @@ pub fn table(report: &Report) -> String {
                     thousands(r.ok + r.failed),
                     "-".into(),
                     "-".into(),
-                    format!("{:.1} q/s", r.qps),
+                    fmt_rate(r.qps, "q/s"),
                     "-".into(),
                     if r.latency.count > 0 {
                         ms(r.latency.p99_us)
@@ -367,7 +446,7 @@ pub fn table(report: &Report) -> String {
                     thousands(r.ok + r.failed),
                     "-".into(),
                     "-".into(),
-                    format!("{:.1} req/s", r.rps),
+                    fmt_rate(r.rps, "req/s"),
                     "-".into(),
                     if r.latency.count > 0 {
                         ms(r.latency.p99_us)

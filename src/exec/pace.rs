@@ -1,0 +1,193 @@
+//! Waiting until an open-loop send's intended time, to within a few microseconds.
+//!
+//! tokio's timer has a resolution of one millisecond, so a schedule kept with it sends every
+//! request up to a millisecond late and that lag lands in every intended-time latency. A
+//! `Pacer` arms its own timerfd (a kernel hrtimer, which has no timer slack) for a moment just
+//! before the intended time, lets the runtime's reactor wake it, and spins for the rest. How
+//! early it wakes follows how late the timer has been on this machine (mean plus twice the mean
+//! deviation), so the spin stays a few tens of microseconds per send and the CPU it costs is
+//! measured like the rest of the client (`client_cpu_s`).
+
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rustix::time::{
+    timerfd_create, timerfd_settime, Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags,
+    Timespec,
+};
+use tokio::io::unix::AsyncFd;
+
+/// The longest single wait: a stop (Ctrl-C) is noticed within it even at a low rate.
+const CHUNK: Duration = Duration::from_millis(100);
+/// Bounds of the early wake-up: at least this much spin, at most this much.
+const MIN_EARLY: Duration = Duration::from_micros(5);
+const MAX_EARLY: Duration = Duration::from_micros(250);
+
+pub struct Pacer {
+    timer: Timer,
+    /// How late the timer's wake-ups were (exponentially weighted, nanoseconds).
+    late_mean: f64,
+    late_dev: f64,
+}
+
+enum Timer {
+    /// Not created yet: an `AsyncFd` needs the runtime of the task that waits on it.
+    Unopened,
+    Fd(AsyncFd<OwnedFd>),
+    /// No timerfd here (not Linux): tokio's timer, to the millisecond.
+    Tokio,
+}
+
+impl Default for Pacer {
+    fn default() -> Self {
+        Pacer {
+            timer: Timer::Unopened,
+            late_mean: 50_000.0,
+            late_dev: 10_000.0,
+        }
+    }
+}
+
+impl Pacer {
+    /// How early to wake before an intended time.
+    fn early(&self) -> Duration {
+        let ns = (self.late_mean + 2.0 * self.late_dev).max(0.0) as u64;
+        Duration::from_nanos(ns).clamp(MIN_EARLY, MAX_EARLY)
+    }
+
+    fn learn(&mut self, late: Duration) {
+        let late = late.as_nanos() as f64;
+        let dev = (late - self.late_mean).abs();
+        self.late_mean += (late - self.late_mean) / 16.0;
+        self.late_dev += (dev - self.late_dev) / 16.0;
+    }
+
+    /// Waits until `at`; `false` when `stop` was set first (nothing should be sent then).
+    pub async fn until(&mut self, at: Instant, stop: &AtomicBool) -> bool {
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= at {
+                return true;
+            }
+            let early = self.early();
+            let left = at - now;
+            if left <= early {
+                // The last stretch: a spin on the monotonic clock (a vDSO call, no syscall).
+                while Instant::now() < at {
+                    std::hint::spin_loop();
+                }
+                return true;
+            }
+            let wake = (left - early).min(CHUNK);
+            let last = wake == left - early;
+            self.sleep(wake).await;
+            if last {
+                let target = now + wake;
+                self.learn(Instant::now().saturating_duration_since(target));
+            }
+        }
+    }
+
+    async fn sleep(&mut self, d: Duration) {
+        if matches!(self.timer, Timer::Unopened) {
+            self.timer = open().map_or(Timer::Tokio, Timer::Fd);
+        }
+        match &self.timer {
+            Timer::Fd(fd) => {
+                if arm(fd, d).is_err() {
+                    self.timer = Timer::Tokio;
+                    tokio::time::sleep(d).await;
+                    return;
+                }
+                let mut buf = [0u8; 8];
+                loop {
+                    let Ok(mut ready) = fd.readable().await else {
+                        self.timer = Timer::Tokio;
+                        return;
+                    };
+                    // Reading the expiration count clears the readiness; `WouldBlock` means the
+                    // wake-up was stale and the timer is still armed.
+                    match ready.try_io(|fd| {
+                        rustix::io::read(fd.get_ref(), &mut buf).map_err(std::io::Error::from)
+                    }) {
+                        Ok(_) => return,
+                        Err(_would_block) => continue,
+                    }
+                }
+            }
+            _ => tokio::time::sleep(d).await,
+        }
+    }
+}
+
+fn open() -> Option<AsyncFd<OwnedFd>> {
+    let fd = timerfd_create(
+        TimerfdClockId::Monotonic,
+        TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+    )
+    .ok()?;
+    // `AsyncFd::register` is the undeprecated spelling but `unsafe` (which this crate forbids):
+    // its requirement, that the descriptor stays open while registered, is what an `OwnedFd`
+    // moved into the `AsyncFd` guarantees.
+    #[allow(deprecated)]
+    AsyncFd::new(fd).ok()
+}
+
+fn arm(fd: &AsyncFd<OwnedFd>, d: Duration) -> rustix::io::Result<()> {
+    // A zero value would disarm the timer instead of firing it at once.
+    let d = d.max(Duration::from_nanos(1));
+    let zero = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    let spec = Itimerspec {
+        it_interval: zero,
+        it_value: Timespec {
+            tv_sec: d.as_secs() as _,
+            tv_nsec: d.subsec_nanos() as _,
+        },
+    };
+    timerfd_settime(fd.get_ref(), TimerfdTimerFlags::empty(), &spec).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn never_returns_before_the_intended_time_and_stops_on_request() {
+        let mut p = Pacer::default();
+        let stop = AtomicBool::new(false);
+        let start = Instant::now();
+        for i in 1..=50u32 {
+            let at = start + Duration::from_micros(300) * i;
+            assert!(p.until(at, &stop).await);
+            assert!(Instant::now() >= at);
+        }
+        assert!(matches!(p.timer, Timer::Fd(_)), "a timerfd on Linux");
+        stop.store(true, Ordering::Relaxed);
+        let far = Instant::now() + Duration::from_secs(3600);
+        assert!(!p.until(far, &stop).await);
+    }
+
+    #[test]
+    fn the_early_margin_follows_the_timer_and_stays_bounded() {
+        let mut p = Pacer::default();
+        for _ in 0..200 {
+            p.learn(Duration::from_micros(8));
+        }
+        let e = p.early();
+        assert!(
+            e >= Duration::from_micros(8) && e < Duration::from_micros(12),
+            "{e:?}"
+        );
+        for _ in 0..200 {
+            p.learn(Duration::from_millis(5));
+        }
+        assert_eq!(p.early(), MAX_EARLY);
+    }
+}

@@ -1,0 +1,228 @@
+//! What a run's figures mean when the client keeps a schedule or a deadline, checked from the
+//! outside: the in-test HTTP server stamps each request's arrival, so the precision of the
+//! schedule is measured with the server's clock, not the client's. Also: every scheduled
+//! request accounted for, a missed rate failing the run, `duration` as a hard stop (HTTP and
+//! PostgreSQL wire), and latency grouped by label.
+//!
+//! One test at a time (a lock): the timing tests measure microseconds, and the other tests'
+//! clients would share the two cores with them.
+
+#[path = "common/cli.rs"]
+mod cli;
+use cli::wlrun;
+
+#[path = "common/http_server.rs"]
+mod http_server;
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use http_server::{Behaviour, ServerHandle};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn run(text: &str) -> (i32, Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.wl"), text).unwrap();
+    let out = wlrun(dir.path(), &["run", "w.wl", "--json", "--quiet"]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON report ({e}): {err}"));
+    (out.status.code().unwrap_or(-1), report, err)
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+fn first_phase(report: &Value) -> &Value {
+    &report["cells"][0]["phases"][0]
+}
+
+/// scheduled = ok + failed + cut_off + unsent, in the JSON.
+fn adds_up(p: &Value) {
+    let parts = u(&p["ok"]) + u(&p["failed"]) + u(&p["cut_off"]) + u(&p["unsent"]);
+    assert_eq!(u(&p["scheduled"]), parts, "{p}");
+}
+
+fn request_run(server: &ServerHandle, clauses: &str) -> String {
+    format!(
+        "workload w {{ seed 1 }}\ntarget svc {{ http \"{}\" {{ timeout 60s }} }}\nrun r {{\n  against svc.http\n  request GET \"/q\"\n  connections 1\n{clauses}\n}}\n",
+        server.url()
+    )
+}
+
+fn percentile(sorted: &[u64], q: f64) -> u64 {
+    sorted[((sorted.len() - 1) as f64 * q) as usize]
+}
+
+#[test]
+fn a_fixed_rate_is_kept_to_microseconds_as_the_server_sees_it() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = ServerHandle::start(Behaviour::ok().with_body("[]"));
+    let (code, report, err) = run(&request_run(&server, "  duration 3s\n  rate 1000/s"));
+    let p = first_phase(&report);
+    assert_eq!(code, 0, "{err}\n{p}");
+    adds_up(p);
+    assert_eq!(u(&p["scheduled"]), 3000, "{p}");
+    // The server's own clock: gaps between arrivals, against the 1 ms schedule.
+    let at: Vec<Instant> = server.requests().iter().map(|r| r.at).collect();
+    assert!(at.len() >= 2900, "{} requests arrived", at.len());
+    let mut dev: Vec<u64> = at
+        .windows(2)
+        .map(|w| {
+            let gap = w[1].duration_since(w[0]).as_nanos() as i64;
+            (gap - 1_000_000).unsigned_abs() / 1000
+        })
+        .collect();
+    dev.sort_unstable();
+    let p50 = percentile(&dev, 0.5);
+    assert!(
+        p50 < 20,
+        "inter-arrival gaps deviate from 1 ms by {p50} us at the median (p90 {} us)",
+        percentile(&dev, 0.9)
+    );
+    // Intended-time latency carries no client lag beyond the send's own.
+    let lat = u(&p["latency"]["p50_us"]);
+    let svc = u(&p["service"]["p50_us"]);
+    assert!(
+        lat.saturating_sub(svc) < 20,
+        "latency p50 {lat} us vs service p50 {svc} us"
+    );
+    let lag = &p["send_lag"];
+    assert!(u(&lag["count"]) == u(&p["ok"]) + u(&p["failed"]), "{lag}");
+    assert!(u(&lag["p50_us"]) < 20, "send lag p50 {lag}");
+    assert_eq!(p["achieved_rate"].as_f64(), Some(1.0), "{p}");
+}
+
+#[test]
+fn a_rate_the_client_cannot_reach_fails_and_every_request_is_accounted_for() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = ServerHandle::start(Behaviour::ok().with_body("[]"));
+    let text = request_run(&server, "  duration 1s\n  rate 200000/s");
+    let (code, report, err) = run(&text);
+    let p = first_phase(&report);
+    assert_eq!(code, 1, "a missed rate fails the run: {err}\n{p}");
+    adds_up(p);
+    assert_eq!(u(&p["scheduled"]), 200_000, "{p}");
+    assert!(u(&p["unsent"]) > 0, "{p}");
+    let achieved = p["achieved_rate"].as_f64().unwrap();
+    assert!(achieved < 0.95, "{p}");
+    let failures = p["failures"].to_string();
+    assert!(
+        failures.contains("scheduled requests") && failures.contains("reached"),
+        "{failures}"
+    );
+    // The server saw exactly the sends the report counts.
+    let sent = u(&p["ok"]) + u(&p["failed"]) + u(&p["cut_off"]);
+    assert!(server.count() as u64 <= sent && sent <= server.count() as u64 + 1);
+    // Late sends are counted from their intended times, not dropped.
+    assert!(p["late_share"].as_f64().unwrap() > 0.5, "{p}");
+
+    // A workload may accept less.
+    let lenient = text.replace(
+        "rate 200000/s",
+        "rate 200000/s\n  expect achieved_rate > 0.1%",
+    );
+    let (code, report, err) = run(&lenient);
+    let p = first_phase(&report);
+    assert_eq!(code, 0, "{err}\n{p}");
+    assert_eq!(p["thresholds"][0]["ok"], true, "{p}");
+}
+
+#[test]
+fn duration_is_a_hard_stop_against_a_server_that_never_answers() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = ServerHandle::start(Behaviour::ok().with_delay(Duration::from_secs(3600)));
+    for load in ["", "  rate 10/s"] {
+        let text = request_run(&server, &format!("  duration 2s\n{load}"));
+        let t = Instant::now();
+        let (code, report, err) = run(&text);
+        let took = t.elapsed();
+        let p = first_phase(&report);
+        assert!(
+            took < Duration::from_secs(6),
+            "{load}: took {took:?}, not 2 s plus the grace: {p}"
+        );
+        assert_eq!(code, 1, "{err}");
+        adds_up(p);
+        assert!(u(&p["cut_off"]) >= 1, "{p}");
+        assert_eq!(u(&p["ok"]), 0, "{p}");
+        assert!(p["warnings"].to_string().contains("cut off"), "{p}");
+    }
+}
+
+#[test]
+fn duration_is_a_hard_stop_over_postgres_wire_too() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Accepts connections and never says a word: the startup handshake never completes.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let keep = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().take(8).flatten() {
+            held.push(s);
+        }
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    let text = format!(
+        "workload w {{ seed 1 }}\ntarget db {{ pg \"postgres://wlrun:wlrun@127.0.0.1:{port}/wlrun\" }}\nquery one {{ sql \"SELECT 1\" }}\nrun q {{\n  against db.pg\n  queries one\n  workers 2\n  duration 2s\n}}\n"
+    );
+    let t = Instant::now();
+    let (code, report, err) = run(&text);
+    let took = t.elapsed();
+    let p = first_phase(&report);
+    assert!(took < Duration::from_secs(6), "took {took:?}: {p}");
+    assert_eq!(code, 1, "{err}");
+    adds_up(p);
+    drop(keep);
+}
+
+#[test]
+fn queries_that_share_a_label_are_measured_as_one() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let text = "workload w { seed 1 }\ntarget db { sqlite \"l.db\" }\n\
+        query a { sql \"SELECT 1\" label \"UPDATE\" }\n\
+        query b { sql \"SELECT 2\" label \"UPDATE\" }\n\
+        query c { sql \"SELECT 3\" }\n\
+        run q {\n  against db.sqlite\n  queries a, b, c\n  count 30\n}\n";
+    let (code, report, err) = run(text);
+    let p = first_phase(&report);
+    assert_eq!(code, 0, "{err}\n{p}");
+    let labels = p["labels"].as_array().unwrap();
+    assert_eq!(labels.len(), 2, "{p}");
+    assert_eq!(labels[0]["label"], "UPDATE");
+    assert_eq!(labels[0]["queries"], serde_json::json!(["a", "b"]));
+    assert_eq!(u(&labels[0]["ok"]), 20);
+    assert_eq!(u(&labels[0]["latency"]["count"]), 20);
+    assert_eq!(labels[1]["label"], "c");
+    assert_eq!(p["query_types"].as_array().unwrap().len(), 3);
+    adds_up(p);
+}
+
+#[test]
+fn progress_lines_name_the_warm_up_and_count_failures_apart() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // Every query fails (no such table): the progress must not call that throughput.
+    let text = "workload w { seed 1 }\ntarget db { sqlite \"p.db\" }\n\
+        query bad { sql \"SELECT * FROM missing\" }\n\
+        run q {\n  against db.sqlite\n  queries bad\n  warmup 1500ms\n  duration 1500ms\n}\n";
+    std::fs::write(dir.path().join("w.wl"), text).unwrap();
+    let out = wlrun(dir.path(), &["run", "w.wl", "--progress-every", "0.5"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("[1/1] q: ")).collect();
+    assert!(
+        lines.iter().any(|l| l.contains("warm-up (not measured)")),
+        "{err}"
+    );
+    let measured: Vec<&&str> = lines.iter().filter(|l| !l.contains("warm-up")).collect();
+    assert!(!measured.is_empty(), "{err}");
+    assert!(
+        measured.iter().all(|l| l.contains(" 0 ok (0/s)")),
+        "failed queries are not shown as a rate of queries: {err}"
+    );
+}
