@@ -15,6 +15,18 @@
 //! client CPU microseconds per request of both (wrk: user + system from the shell's `times`
 //! over its request count; wlrun: the report's `client_cpu_s` over its requests).
 //!
+//! Then "open loop", wlrun alone: `plain.wl` at `rate 1000/s fixed` and at `rate 10000/s
+//! fixed`, 1 connection, the two rates interleaved, medians of the same runs and seconds. How
+//! close to its schedule the runner sends, from the report of each run:
+//!
+//! - latency p50 − service p50 (µs): the queueing the intended send time adds to the answer,
+//! - send lag p50 and p99 (µs): actual send time − intended send time (`send_lag`),
+//! - `late_share`: sends more than 1 ms after their intended time, over all sends,
+//! - `achieved_rate`: sends over scheduled sends,
+//! - client CPU in cores: `client_cpu_s` over `elapsed_s`.
+//!
+//! A figure the runner does not report (`null` in its JSON) shows as `-`.
+//!
 //! The fixtures are in benches/requests/: the wrk scripts, the workloads and the Rhai hook; the
 //! bench writes them with the port filled in into a temporary directory. nginx is the tests' own
 //! (tests/common/nginx.rs and its nginx.conf): one worker process, in its own temporary prefix,
@@ -183,6 +195,53 @@ fn run_wlrun(path: &Path) -> Measured {
     }
 }
 
+/// How near its schedule an open-loop run sent, from its report; `None`: not reported.
+struct OpenLoop {
+    queueing_us: Option<f64>,
+    lag_p50_us: Option<f64>,
+    lag_p99_us: Option<f64>,
+    late_share: Option<f64>,
+    achieved_rate: Option<f64>,
+    cpu_cores: Option<f64>,
+}
+
+fn run_open(path: &Path) -> OpenLoop {
+    let r = run_requests(path);
+    let a = &r.accounting;
+    OpenLoop {
+        queueing_us: r
+            .service
+            .as_ref()
+            .map(|s| r.latency.p50_us as f64 - s.p50_us as f64),
+        lag_p50_us: a.send_lag.as_ref().map(|l| l.p50_us as f64),
+        lag_p99_us: a.send_lag.as_ref().map(|l| l.p99_us as f64),
+        late_share: a.late_share,
+        achieved_rate: a.achieved_rate,
+        cpu_cores: r
+            .client_cpu_s
+            .filter(|_| r.elapsed_s > 0.0)
+            .map(|cpu| cpu / r.elapsed_s),
+    }
+}
+
+/// The median over runs that all reported the figure: one run without it leaves it unknown.
+fn median_reported(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    v.collect::<Option<Vec<f64>>>().map(median)
+}
+
+fn show(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".into(), |x| format!("{x:.decimals$}"))
+}
+
+/// A workload template of benches/requests/ with its placeholders filled in.
+fn fill(template: &str, port: u16, connections: u64, seconds: u64, load: &str) -> String {
+    template
+        .replace("@PORT@", &port.to_string())
+        .replace("@CONNECTIONS@", &connections.to_string())
+        .replace("@SECONDS@", &seconds.to_string())
+        .replace("@LOAD@", load)
+}
+
 struct Comparison {
     label: &'static str,
     hook: bool,
@@ -316,15 +375,8 @@ fn main() {
             (PLAIN_WL, "post.lua", 0.95)
         };
         let workload = dir.join(format!("run{}.wl", i + 1));
-        std::fs::write(
-            &workload,
-            template
-                .replace("@PORT@", &port.to_string())
-                .replace("@CONNECTIONS@", &c.connections.to_string())
-                .replace("@SECONDS@", &seconds.to_string())
-                .replace("@LOAD@", ""),
-        )
-        .expect("the workload is written");
+        std::fs::write(&workload, fill(template, port, c.connections, seconds, ""))
+            .expect("the workload is written");
         let command = format!(
             "{} -t{} -c{} -d{seconds}s -s {script} {url}",
             wrk.display(),
@@ -383,5 +435,79 @@ fn main() {
     for c in &commands {
         println!("  {c}");
     }
+
+    open_loop(&dir, port, seconds, runs);
     drop(server);
+}
+
+/// The "open loop" section: plain.wl at two fixed rates on 1 connection, interleaved.
+fn open_loop(dir: &Path, port: u16, seconds: u64, runs: usize) {
+    const RATES: [u64; 2] = [1000, 10_000];
+    println!();
+    println!(
+        "open loop: plain.wl at a fixed rate, 1 connection, {seconds} s per run, medians of {runs} interleaved runs"
+    );
+    let workloads: Vec<_> = RATES
+        .iter()
+        .map(|rate| {
+            let path = dir.join(format!("open{rate}.wl"));
+            let load = format!("rate {rate}/s fixed");
+            std::fs::write(&path, fill(PLAIN_WL, port, 1, seconds, &load))
+                .expect("the workload is written");
+            println!("  {load}: wlrun {}", path.display());
+            path
+        })
+        .collect();
+    let mut measured: Vec<Vec<OpenLoop>> = RATES.iter().map(|_| Vec::new()).collect();
+    for run in 0..runs {
+        // Alternate which rate goes first, so that neither always runs on a warmer machine.
+        let mut order: Vec<usize> = (0..RATES.len()).collect();
+        if run % 2 == 1 {
+            order.reverse();
+        }
+        for i in order {
+            let m = run_open(&workloads[i]);
+            println!(
+                "  run {} at {}/s: latency-service p50 {} us, send lag p50 {} p99 {} us, late {}, achieved {}, {} cores",
+                run + 1,
+                RATES[i],
+                show(m.queueing_us, 0),
+                show(m.lag_p50_us, 0),
+                show(m.lag_p99_us, 0),
+                show(m.late_share, 4),
+                show(m.achieved_rate, 4),
+                show(m.cpu_cores, 3)
+            );
+            measured[i].push(m);
+        }
+    }
+
+    println!();
+    println!(
+        "{:<12} {:>16} {:>12} {:>12} {:>11} {:>14} {:>8}",
+        "rate",
+        "lat-svc p50 us",
+        "lag p50 us",
+        "lag p99 us",
+        "late_share",
+        "achieved_rate",
+        "cores"
+    );
+    for (rate, runs) in RATES.iter().zip(&measured) {
+        let m = |f: fn(&OpenLoop) -> Option<f64>| median_reported(runs.iter().map(f));
+        println!(
+            "{:<12} {:>16} {:>12} {:>12} {:>11} {:>14} {:>8}",
+            format!("{rate}/s"),
+            show(m(|x| x.queueing_us), 0),
+            show(m(|x| x.lag_p50_us), 0),
+            show(m(|x| x.lag_p99_us), 0),
+            show(m(|x| x.late_share), 4),
+            show(m(|x| x.achieved_rate), 4),
+            show(m(|x| x.cpu_cores), 3)
+        );
+    }
+    println!("(lat-svc: latency p50 minus service p50; lag: actual minus intended send time;");
+    println!(
+        " late_share: sends over 1 ms late; achieved_rate: sent over scheduled; cores: client CPU s/s; -: not reported)"
+    );
 }
