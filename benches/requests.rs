@@ -15,11 +15,23 @@
 //! client CPU microseconds per request of both (wrk: user + system from the shell's `times`
 //! over its request count; wlrun: the report's `client_cpu_s` over its requests).
 //!
-//! The fixtures are in benches/requests/: the nginx config template, the wrk scripts, the
-//! workloads and the Rhai hook; the bench writes them with the port filled in into a temporary
-//! directory and starts its own nginx there (one worker process, as the current user), which it
-//! stops at the end, also on a panic. Without nginx or wrk, or when 127.0.0.1 cannot be bound,
-//! it says so and measures nothing.
+//! Then "open loop", wlrun alone: `plain.wl` at `rate 1000/s fixed` and at `rate 10000/s
+//! fixed`, 1 connection, the two rates interleaved, medians of the same runs and seconds. How
+//! close to its schedule the runner sends, from the report of each run:
+//!
+//! - latency p50 − service p50 (µs): the queueing the intended send time adds to the answer,
+//! - send lag p50 and p99 (µs): actual send time − intended send time (`send_lag`),
+//! - `late_share`: sends more than 1 ms after their intended time, over all sends,
+//! - `achieved_rate`: sends over scheduled sends,
+//! - client CPU in cores: `client_cpu_s` over `elapsed_s`.
+//!
+//! A figure the runner does not report (`null` in its JSON) shows as `-`.
+//!
+//! The fixtures are in benches/requests/: the wrk scripts, the workloads and the Rhai hook; the
+//! bench writes them with the port filled in into a temporary directory. nginx is the tests' own
+//! (tests/common/nginx.rs and its nginx.conf): one worker process, in its own temporary prefix,
+//! on a port it reserves, stopped at the end, also on a panic. Without nginx or wrk, or when
+//! 127.0.0.1 cannot be bound, the bench says so and measures nothing.
 
 #[allow(dead_code)] // run_text
 #[path = "common/run.rs"]
@@ -29,15 +41,18 @@ mod run;
 mod stats;
 use stats::median;
 
+#[path = "../tests/common/nginx.rs"]
+mod nginx;
+use nginx::{find_program, Nginx};
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use wlrun::report::{PhaseReport, RequestReport};
 
-const NGINX_CONF: &str = include_str!("requests/nginx.conf");
 const POST_LUA: &str = include_str!("requests/post.lua");
 const PULL_LUA: &str = include_str!("requests/pull.lua");
 const PULL_RHAI: &str = include_str!("requests/pull.rhai");
@@ -57,93 +72,6 @@ fn env_number(name: &str, default: u64) -> u64 {
             .filter(|n| *n > 0)
             .unwrap_or_else(|| panic!("{name}={v}: expected a whole number above 0")),
         Err(_) => default,
-    }
-}
-
-/// `name` on the PATH, or in the sbin directories a user's PATH often lacks.
-fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/local/sbin", "/sbin"].map(PathBuf::from))
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
-}
-
-/// nginx running in the foreground from a generated config, stopped when dropped.
-struct Nginx {
-    child: Child,
-    prefix: PathBuf,
-}
-
-impl Nginx {
-    fn start(program: &Path, prefix: &Path, port: u16) -> Nginx {
-        let conf = prefix.join("nginx.conf");
-        let text = NGINX_CONF
-            .replace("@PREFIX@", &prefix.display().to_string())
-            .replace("@PORT@", &port.to_string());
-        std::fs::write(&conf, text).expect("the nginx config is written");
-        let stderr = std::fs::File::create(prefix.join("stderr.log")).expect("a log file");
-        let child = Command::new(program)
-            .arg("-p")
-            .arg(prefix)
-            .arg("-c")
-            .arg(&conf)
-            .arg("-e")
-            .arg(prefix.join("error.log"))
-            .args(["-g", "daemon off;"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
-        let mut nginx = Nginx {
-            child,
-            prefix: prefix.to_path_buf(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Ok(Some(status)) = nginx.child.try_wait() {
-                panic!("nginx exited at start ({status}):\n{}", nginx.logs());
-            }
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            if Instant::now() > deadline {
-                panic!(
-                    "nginx does not listen on 127.0.0.1:{port} after 10 s:\n{}",
-                    nginx.logs()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        nginx
-    }
-
-    fn logs(&self) -> String {
-        ["stderr.log", "error.log"]
-            .iter()
-            .filter_map(|f| std::fs::read_to_string(self.prefix.join(f)).ok())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        // SIGTERM to the master, which stops its worker (a SIGKILL would leave it running).
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .stderr(Stdio::null())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -220,10 +148,16 @@ fn run_wrk(dir: &Path, command: &str) -> Measured {
     }
 }
 
-/// The request phase of the workload file, run in this process as `wlrun run` would.
-fn run_wlrun(path: &Path) -> Measured {
+/// The request phase of the workload file, run in this process as `wlrun run` would; says what
+/// went wrong in it, and panics on a failed run.
+fn run_requests(path: &Path) -> Box<RequestReport> {
     let report = run::run_file(path);
-    let r: &RequestReport = match report.cells.first().and_then(|c| c.phases.first()) {
+    let r = match report
+        .cells
+        .into_iter()
+        .next()
+        .and_then(|c| c.phases.into_iter().next())
+    {
         Some(PhaseReport::Requests(r)) => r,
         Some(PhaseReport::NotRun { name, reason }) => {
             panic!("the request run {name} was not run: {reason}")
@@ -248,11 +182,64 @@ fn run_wlrun(path: &Path) -> Measured {
             r.failed
         );
     }
+    r
+}
+
+/// A closed-loop run's figures, to set beside wrk's.
+fn run_wlrun(path: &Path) -> Measured {
+    let r = run_requests(path);
     let cpu = r.client_cpu_s.unwrap_or(f64::NAN);
     Measured {
         rps: r.rps.unwrap_or(f64::NAN),
         cpu_us_per_request: cpu * 1e6 / (r.ok + r.failed).max(1) as f64,
     }
+}
+
+/// How near its schedule an open-loop run sent, from its report; `None`: not reported.
+struct OpenLoop {
+    queueing_us: Option<f64>,
+    lag_p50_us: Option<f64>,
+    lag_p99_us: Option<f64>,
+    late_share: Option<f64>,
+    achieved_rate: Option<f64>,
+    cpu_cores: Option<f64>,
+}
+
+fn run_open(path: &Path) -> OpenLoop {
+    let r = run_requests(path);
+    let a = &r.accounting;
+    OpenLoop {
+        queueing_us: r
+            .service
+            .as_ref()
+            .map(|s| r.latency.p50_us as f64 - s.p50_us as f64),
+        lag_p50_us: a.send_lag.as_ref().map(|l| l.p50_us as f64),
+        lag_p99_us: a.send_lag.as_ref().map(|l| l.p99_us as f64),
+        late_share: a.late_share,
+        achieved_rate: a.achieved_rate,
+        cpu_cores: r
+            .client_cpu_s
+            .filter(|_| r.elapsed_s > 0.0)
+            .map(|cpu| cpu / r.elapsed_s),
+    }
+}
+
+/// The median over runs that all reported the figure: one run without it leaves it unknown.
+fn median_reported(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    v.collect::<Option<Vec<f64>>>().map(median)
+}
+
+fn show(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".into(), |x| format!("{x:.decimals$}"))
+}
+
+/// A workload template of benches/requests/ with its placeholders filled in.
+fn fill(template: &str, port: u16, connections: u64, seconds: u64, load: &str) -> String {
+    template
+        .replace("@PORT@", &port.to_string())
+        .replace("@CONNECTIONS@", &connections.to_string())
+        .replace("@SECONDS@", &seconds.to_string())
+        .replace("@LOAD@", load)
 }
 
 struct Comparison {
@@ -307,18 +294,16 @@ fn main() {
         .map(|(n, _)| n)
         .collect();
         println!(
-            "requests bench: {} not found (Debian: apt-get install nginx-light wrk), nothing measured",
+            "requests bench: {} not found (Debian: apt-get install nginx wrk), nothing measured",
             missing.join(" and ")
         );
         return;
     };
-    let port = match TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
-        Ok(addr) => addr.port(),
-        Err(e) => {
-            println!("requests bench: cannot bind 127.0.0.1 ({e}), nothing measured");
-            return;
-        }
-    };
+    // nginx reserves its own port; this only tells a machine without loopback from a failure.
+    if let Err(e) = TcpListener::bind("127.0.0.1:0") {
+        println!("requests bench: cannot bind 127.0.0.1 ({e}), nothing measured");
+        return;
+    }
     let runs = (env_number("WLRUN_BENCH_RUNS", 5) as usize).max(1);
     let seconds = env_number("WLRUN_BENCH_SECONDS", 10);
 
@@ -327,8 +312,6 @@ fn main() {
         .tempdir()
         .expect("a temporary directory");
     let dir = tmp.path().to_path_buf();
-    let server_dir = dir.join("nginx");
-    std::fs::create_dir(&server_dir).expect("the nginx prefix is created");
     let write = |name: &str, text: &str| {
         std::fs::write(dir.join(name), text).unwrap_or_else(|e| panic!("cannot write {name}: {e}"));
     };
@@ -336,8 +319,8 @@ fn main() {
     write("pull.lua", PULL_LUA);
     write("pull.rhai", PULL_RHAI);
 
-    // Declared after the temporary directory: stopped before it is removed.
-    let server = Nginx::start(&nginx, &server_dir, port);
+    let server = Nginx::start(&nginx);
+    let port = server.port();
     if let Err(e) = check_server(port) {
         panic!("nginx on 127.0.0.1:{port}: {e}\n{}", server.logs());
     }
@@ -351,8 +334,9 @@ fn main() {
         "{cores} cores shared by the client and the server; {seconds} s per run, medians of {runs} interleaved runs"
     );
     println!(
-        "fixtures: benches/requests/ (written with the port filled in to {})",
-        dir.display()
+        "fixtures: benches/requests/ (written with the port filled in to {}), nginx prefix {}",
+        dir.display(),
+        server.prefix().display()
     );
 
     let comparisons = [
@@ -391,14 +375,8 @@ fn main() {
             (PLAIN_WL, "post.lua", 0.95)
         };
         let workload = dir.join(format!("run{}.wl", i + 1));
-        std::fs::write(
-            &workload,
-            template
-                .replace("@PORT@", &port.to_string())
-                .replace("@CONNECTIONS@", &c.connections.to_string())
-                .replace("@SECONDS@", &seconds.to_string()),
-        )
-        .expect("the workload is written");
+        std::fs::write(&workload, fill(template, port, c.connections, seconds, ""))
+            .expect("the workload is written");
         let command = format!(
             "{} -t{} -c{} -d{seconds}s -s {script} {url}",
             wrk.display(),
@@ -457,5 +435,79 @@ fn main() {
     for c in &commands {
         println!("  {c}");
     }
+
+    open_loop(&dir, port, seconds, runs);
     drop(server);
+}
+
+/// The "open loop" section: plain.wl at two fixed rates on 1 connection, interleaved.
+fn open_loop(dir: &Path, port: u16, seconds: u64, runs: usize) {
+    const RATES: [u64; 2] = [1000, 10_000];
+    println!();
+    println!(
+        "open loop: plain.wl at a fixed rate, 1 connection, {seconds} s per run, medians of {runs} interleaved runs"
+    );
+    let workloads: Vec<_> = RATES
+        .iter()
+        .map(|rate| {
+            let path = dir.join(format!("open{rate}.wl"));
+            let load = format!("rate {rate}/s fixed");
+            std::fs::write(&path, fill(PLAIN_WL, port, 1, seconds, &load))
+                .expect("the workload is written");
+            println!("  {load}: wlrun {}", path.display());
+            path
+        })
+        .collect();
+    let mut measured: Vec<Vec<OpenLoop>> = RATES.iter().map(|_| Vec::new()).collect();
+    for run in 0..runs {
+        // Alternate which rate goes first, so that neither always runs on a warmer machine.
+        let mut order: Vec<usize> = (0..RATES.len()).collect();
+        if run % 2 == 1 {
+            order.reverse();
+        }
+        for i in order {
+            let m = run_open(&workloads[i]);
+            println!(
+                "  run {} at {}/s: latency-service p50 {} us, send lag p50 {} p99 {} us, late {}, achieved {}, {} cores",
+                run + 1,
+                RATES[i],
+                show(m.queueing_us, 0),
+                show(m.lag_p50_us, 0),
+                show(m.lag_p99_us, 0),
+                show(m.late_share, 4),
+                show(m.achieved_rate, 4),
+                show(m.cpu_cores, 3)
+            );
+            measured[i].push(m);
+        }
+    }
+
+    println!();
+    println!(
+        "{:<12} {:>16} {:>12} {:>12} {:>11} {:>14} {:>8}",
+        "rate",
+        "lat-svc p50 us",
+        "lag p50 us",
+        "lag p99 us",
+        "late_share",
+        "achieved_rate",
+        "cores"
+    );
+    for (rate, runs) in RATES.iter().zip(&measured) {
+        let m = |f: fn(&OpenLoop) -> Option<f64>| median_reported(runs.iter().map(f));
+        println!(
+            "{:<12} {:>16} {:>12} {:>12} {:>11} {:>14} {:>8}",
+            format!("{rate}/s"),
+            show(m(|x| x.queueing_us), 0),
+            show(m(|x| x.lag_p50_us), 0),
+            show(m(|x| x.lag_p99_us), 0),
+            show(m(|x| x.late_share), 4),
+            show(m(|x| x.achieved_rate), 4),
+            show(m(|x| x.cpu_cores), 3)
+        );
+    }
+    println!("(lat-svc: latency p50 minus service p50; lag: actual minus intended send time;");
+    println!(
+        " late_share: sends over 1 ms late; achieved_rate: sent over scheduled; cores: client CPU s/s; -: not reported)"
+    );
 }
