@@ -13,6 +13,10 @@ use cli::wlrun;
 
 #[path = "common/http_server.rs"]
 mod http_server;
+#[path = "common/nginx.rs"]
+mod nginx;
+#[path = "common/servers.rs"]
+mod servers;
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -48,10 +52,24 @@ fn adds_up(p: &Value) {
 }
 
 fn request_run(server: &ServerHandle, clauses: &str) -> String {
+    request_to(&server.url(), "/q", clauses)
+}
+
+fn request_to(url: &str, path: &str, clauses: &str) -> String {
     format!(
-        "workload w {{ seed 1 }}\ntarget svc {{ http \"{}\" {{ timeout 60s }} }}\nrun r {{\n  against svc.http\n  request GET \"/q\"\n  connections 1\n{clauses}\n}}\n",
-        server.url()
+        "workload w {{ seed 1 }}\ntarget svc {{ http \"{url}\" {{ timeout 60s }} }}\nrun r {{\n  against svc.http\n  request GET \"{path}\"\n  connections 1\n{clauses}\n}}\n"
     )
+}
+
+/// A query run against the PostgreSQL test server, or `None` (skipped) without one.
+fn pg_run(sql: &str, clauses: &str) -> Option<String> {
+    if !servers::pg_up() {
+        return None;
+    }
+    Some(format!(
+        "workload w {{ seed 1 }}\ntarget db {{ pg \"{}\" }}\nquery q {{ sql \"{sql}\" }}\nrun r {{\n  against db.pg\n  queries q\n{clauses}\n}}\n",
+        servers::pg_url()
+    ))
 }
 
 fn percentile(sorted: &[u64], q: f64) -> u64 {
@@ -224,5 +242,86 @@ fn progress_lines_name_the_warm_up_and_count_failures_apart() {
     assert!(
         measured.iter().all(|l| l.contains(" 0 ok (0/s)")),
         "failed queries are not shown as a rate of queries: {err}"
+    );
+}
+
+#[test]
+fn open_loop_against_nginx_keeps_its_schedule_or_says_how_far_it_got() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(program) = nginx::program() else {
+        return servers::missing(nginx::MISSING);
+    };
+    let server = nginx::Nginx::start(&program);
+    let (code, report, err) = run(&request_to(
+        &server.url(),
+        "/query",
+        "  duration 2s\n  rate 1000/s",
+    ));
+    let p = first_phase(&report);
+    assert_eq!(code, 0, "{err}\n{p}");
+    adds_up(p);
+    assert_eq!(u(&p["scheduled"]), 2000, "{p}");
+    assert_eq!(p["achieved_rate"].as_f64(), Some(1.0), "{p}");
+    let lat = u(&p["latency"]["p50_us"]);
+    let svc = u(&p["service"]["p50_us"]);
+    assert!(
+        lat.saturating_sub(svc) < 20,
+        "latency p50 {lat} us, service p50 {svc} us"
+    );
+
+    let (code, report, err) = run(&request_to(
+        &server.url(),
+        "/query",
+        "  duration 1s\n  rate 200000/s",
+    ));
+    let p = first_phase(&report);
+    assert_eq!(code, 1, "{err}\n{p}");
+    adds_up(p);
+    assert_eq!(u(&p["scheduled"]), 200_000, "{p}");
+    assert!(
+        p["failures"].to_string().contains("scheduled requests"),
+        "{p}"
+    );
+}
+
+#[test]
+fn postgres_queries_still_running_at_the_end_are_cut_off() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(text) = pg_run("SELECT pg_sleep(30)", "  workers 2\n  duration 2s") else {
+        return;
+    };
+    let t = Instant::now();
+    let (code, report, err) = run(&text);
+    let took = t.elapsed();
+    let p = first_phase(&report);
+    assert!(took < Duration::from_secs(8), "took {took:?}: {p}");
+    assert_eq!(code, 1, "{err}\n{p}");
+    adds_up(p);
+    assert_eq!(u(&p["cut_off"]), 2, "one query in flight per worker: {p}");
+    assert_eq!(u(&p["ok"]), 0, "{p}");
+}
+
+#[test]
+fn a_postgres_open_loop_run_below_its_rate_fails_and_adds_up() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // 20 ms a query on one connection is at most 50/s of the 200/s asked for.
+    let Some(text) = pg_run(
+        "SELECT pg_sleep(0.02)",
+        "  workers 1\n  duration 2s\n  rate 200/s",
+    ) else {
+        return;
+    };
+    let (code, report, err) = run(&text);
+    let p = first_phase(&report);
+    assert_eq!(code, 1, "{err}\n{p}");
+    adds_up(p);
+    assert_eq!(u(&p["scheduled"]), 400, "{p}");
+    assert!(u(&p["unsent"]) > 200, "{p}");
+    let failures = p["failures"].to_string();
+    assert!(failures.contains("of 400 scheduled queries"), "{failures}");
+    // Latency counts from the intended times: the backlog shows.
+    assert!(
+        u(&p["latency"]["p50_us"]) > 10 * u(&p["service"]["p50_us"]) / 2,
+        "{p}"
     );
 }

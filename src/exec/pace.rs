@@ -4,9 +4,11 @@
 //! request up to a millisecond late and that lag lands in every intended-time latency. A
 //! `Pacer` arms its own timerfd (a kernel hrtimer, which has no timer slack) for a moment just
 //! before the intended time, lets the runtime's reactor wake it, and spins for the rest. How
-//! early it wakes follows how late the timer has been on this machine (mean plus twice the mean
-//! deviation), so the spin stays a few tens of microseconds per send and the CPU it costs is
-//! measured like the rest of the client (`client_cpu_s`).
+//! early it wakes follows how late the timer has been on this machine (its mean plus its mean
+//! deviation over four, learnt from wake-ups clamped at `OUTLIER`: a thread preempted for milliseconds says
+//! nothing about the timer, and would make every later wait a long spin), so the spin stays a
+//! few tens of microseconds per send. Its CPU is measured like the rest of the client
+//! (`client_cpu_s`).
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,7 +24,9 @@ use tokio::io::unix::AsyncFd;
 const CHUNK: Duration = Duration::from_millis(100);
 /// Bounds of the early wake-up: at least this much spin, at most this much.
 const MIN_EARLY: Duration = Duration::from_micros(5);
-const MAX_EARLY: Duration = Duration::from_micros(250);
+const MAX_EARLY: Duration = Duration::from_micros(100);
+/// A wake-up later than this is the scheduler's (preemption), not the timer's: learnt as this.
+const OUTLIER: Duration = Duration::from_micros(100);
 
 pub struct Pacer {
     timer: Timer,
@@ -43,7 +47,7 @@ impl Default for Pacer {
     fn default() -> Self {
         Pacer {
             timer: Timer::Unopened,
-            late_mean: 50_000.0,
+            late_mean: 30_000.0,
             late_dev: 10_000.0,
         }
     }
@@ -52,12 +56,12 @@ impl Default for Pacer {
 impl Pacer {
     /// How early to wake before an intended time.
     fn early(&self) -> Duration {
-        let ns = (self.late_mean + 2.0 * self.late_dev).max(0.0) as u64;
+        let ns = (self.late_mean + 0.25 * self.late_dev).max(0.0) as u64;
         Duration::from_nanos(ns).clamp(MIN_EARLY, MAX_EARLY)
     }
 
     fn learn(&mut self, late: Duration) {
-        let late = late.as_nanos() as f64;
+        let late = late.min(OUTLIER).as_nanos() as f64;
         let dev = (late - self.late_mean).abs();
         self.late_mean += (late - self.late_mean) / 16.0;
         self.late_dev += (dev - self.late_dev) / 16.0;
@@ -182,12 +186,18 @@ mod tests {
         }
         let e = p.early();
         assert!(
-            e >= Duration::from_micros(8) && e < Duration::from_micros(12),
+            e >= Duration::from_micros(7) && e < Duration::from_micros(10),
             "{e:?}"
         );
         for _ in 0..200 {
             p.learn(Duration::from_millis(5));
         }
         assert_eq!(p.early(), MAX_EARLY);
+        // One preemption of milliseconds moves the margin by a few microseconds, not to the cap.
+        for _ in 0..200 {
+            p.learn(Duration::from_micros(20));
+        }
+        p.learn(Duration::from_millis(3));
+        assert!(p.early() < Duration::from_micros(40), "{:?}", p.early());
     }
 }
