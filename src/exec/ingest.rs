@@ -17,7 +17,7 @@ use crate::driver::{Chunk, Driver, DriverConfig, DriverError, Encoding, ErrorCla
 use crate::gen::batch::BatchSchema;
 use crate::gen::Columnar;
 use crate::plan::{EndpointPlan, IngestPhase, RowSource, SchemaPlan};
-use crate::report::{Calibration, ErrorCount, IngestReport, Status};
+use crate::report::{rate, Calibration, ErrorCount, IngestReport, RateCounts, Status};
 use crate::value::Value;
 
 /// Counters the progress ticker reads while the workers run.
@@ -38,8 +38,10 @@ struct Worker {
     socket_bytes: u64,
     latency: Histogram<u64>,
     errors: BTreeMap<ErrorClass, ErrorCount>,
-    first_send: Option<Instant>,
-    done: Option<Instant>,
+    /// When the first batch went out and when the worker was done, each with the process's
+    /// CPU clock read at that moment: the phase's CPU is measured over exactly its span.
+    first_send: Option<(Instant, Option<f64>)>,
+    done: Option<(Instant, Option<f64>)>,
     /// Every chunk the producer made was sent.
     complete: bool,
 }
@@ -118,11 +120,10 @@ pub async fn run(env: &RunEnv, label: &str, phase: &IngestPhase) -> IngestReport
             encoding,
         )
         .await;
-        let rate = ceiling.send_rows_per_s;
-        if rate > 0.0 {
+        if ceiling.rows_sent > 0 {
             report.calibration = Some(Calibration {
-                null_rows_per_s: rate,
-                ratio: 0.0,
+                null_rows_per_s: ceiling.send_rows_per_s,
+                ratio: None,
             });
         }
     }
@@ -147,7 +148,10 @@ pub async fn run(env: &RunEnv, label: &str, phase: &IngestPhase) -> IngestReport
     let calibration = report.calibration.take();
     report = sent;
     if let Some(mut c) = calibration {
-        c.ratio = report.send_rows_per_s / c.null_rows_per_s;
+        c.ratio = match (report.send_rows_per_s, c.null_rows_per_s) {
+            (Some(r), Some(null)) if null > 0.0 => Some(r / null),
+            _ => None,
+        };
         report.calibration = Some(c);
     }
     let interrupted = env.stop.load(Ordering::Relaxed);
@@ -176,12 +180,16 @@ fn empty_report(phase: &IngestPhase) -> IngestReport {
         batch_rows: phase.batch_rows,
         status: Status::Ok,
         failures: Vec::new(),
+        warnings: Vec::new(),
         rows_expected: phase.rows_expected,
         rows_generated: 0,
         rows_dropped: 0,
         payload_bytes: 0,
         rows_sent: 0,
-        rows_acked: None,
+        // A phase that fails before sending (setup, connect) acknowledged nothing: 0, not the
+        // "no acknowledgements" of a protocol that has none.
+        rows_acked: Driver::acknowledges(&phase.endpoint.kind).then_some(0),
+        rows_cut_off: 0,
         rows_visible: None,
         visible_baseline: None,
         visible_after_s: None,
@@ -189,7 +197,13 @@ fn empty_report(phase: &IngestPhase) -> IngestReport {
         payload_bytes_per_row: None,
         socket_bytes_per_row: None,
         elapsed_s: 0.0,
-        send_rows_per_s: 0.0,
+        rows_per_s: None,
+        rate_counts: if Driver::acknowledges(&phase.endpoint.kind) {
+            RateCounts::Acked
+        } else {
+            RateCounts::Sent
+        },
+        send_rows_per_s: None,
         ack_rows_per_s: None,
         batch_latency: Default::default(),
         client_cpu_s: None,
@@ -266,8 +280,7 @@ async fn send_all(
             }
         },
     };
-    // The clock and the CPU count start here: with `replay`, after the encoding.
-    let cpu_before = cpu::process_cpu_seconds();
+    // Nothing is timed before this: with `replay`, the encoding is done.
     let mut tasks = Vec::new();
     for (w, feed) in feeds.into_iter().enumerate() {
         let cfg = DriverConfig {
@@ -315,11 +328,9 @@ async fn send_all(
         }
     }
     ticker.finish().await;
-    let cpu_after = cpu::process_cpu_seconds();
-    let acks = acks || results.iter().any(|w| w.rows_acked > 0);
     let mut latency = new_histogram();
-    let mut first: Option<Instant> = None;
-    let mut last: Option<Instant> = None;
+    let mut first: Option<(Instant, Option<f64>)> = None;
+    let mut last: Option<(Instant, Option<f64>)> = None;
     let mut complete = results.len() as u64 == n;
     let mut acked = 0;
     for w in &results {
@@ -338,11 +349,11 @@ async fn send_all(
             entry.count += e.count;
         }
         first = match (first, w.first_send) {
-            (Some(a), Some(b)) => Some(a.min(b)),
+            (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
             (a, b) => a.or(b),
         };
         last = match (last, w.done) {
-            (Some(a), Some(b)) => Some(a.max(b)),
+            (Some(a), Some(b)) => Some(if b.0 > a.0 { b } else { a }),
             (a, b) => a.or(b),
         };
         complete &= w.complete;
@@ -350,14 +361,16 @@ async fn send_all(
     }
     report.rows_acked = acks.then_some(acked);
     let elapsed = match (first, last) {
-        (Some(a), Some(b)) => b.duration_since(a),
+        (Some(a), Some(b)) => b.0.duration_since(a.0),
         _ => Duration::ZERO,
     };
     report.elapsed_s = elapsed.as_secs_f64();
-    if report.elapsed_s > 0.0 {
-        report.send_rows_per_s = report.rows_sent as f64 / report.elapsed_s;
-        report.ack_rows_per_s = report.rows_acked.map(|a| a as f64 / report.elapsed_s);
-    }
+    report.send_rows_per_s = rate(report.rows_sent, report.elapsed_s);
+    report.ack_rows_per_s = report.rows_acked.and_then(|a| rate(a, report.elapsed_s));
+    report.rows_per_s = match report.rate_counts {
+        RateCounts::Acked => report.ack_rows_per_s,
+        RateCounts::Sent => report.send_rows_per_s,
+    };
     if report.rows_sent > 0 && report.payload_bytes > 0 {
         report.payload_bytes_per_row = Some(report.payload_bytes as f64 / report.rows_sent as f64);
         if report.socket_bytes > 0 {
@@ -366,8 +379,8 @@ async fn send_all(
         }
     }
     report.batch_latency = super::latency(&latency);
-    report.client_cpu_s = match (cpu_before, cpu_after) {
-        (Some(a), Some(b)) => Some(b - a),
+    report.client_cpu_s = match (first, last) {
+        (Some((_, Some(a))), Some((_, Some(b)))) => Some((b - a).max(0.0)),
         _ => None,
     };
     (report, WorkersDone { complete })
@@ -413,7 +426,8 @@ async fn worker(
             w.rows_generated += chunk.generated;
             w.rows_dropped += chunk.generated - chunk.rows;
             let started = Instant::now();
-            w.first_send.get_or_insert(started);
+            w.first_send
+                .get_or_insert_with(|| (started, cpu::process_cpu_seconds()));
             let result = d.send(&chunk).await;
             let acked = d.take_acked();
             w.rows_acked += acked;
@@ -467,7 +481,7 @@ async fn worker(
             w.complete = false;
         }
     }
-    w.done = Some(Instant::now());
+    w.done = Some((Instant::now(), cpu::process_cpu_seconds()));
     feed.close().await;
     w
 }

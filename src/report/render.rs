@@ -51,6 +51,9 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
                     status(r.status)
                 );
                 out += &format!("  {}\n", ingest_summary(r));
+                for w in &r.warnings {
+                    out += &format!("  warning: {w}\n");
+                }
                 for f in &r.failures {
                     out += &format!("  {f}\n");
                 }
@@ -260,16 +263,48 @@ fn query_lines(r: &QueryReport) -> String {
     out
 }
 
+/// A rate for people: `1,234 rows/s`, `12.5 q/s`, `0.42 req/s` (`unit` is what is counted,
+/// before the `/s`), or, below `MIN_RATE_SPAN_S`, that the span was too short to be one.
+pub(crate) fn fmt_rate(rate: Option<f64>, unit: &str) -> String {
+    match rate {
+        Some(r) => format!("{} {unit}/s", rate_figure(r)),
+        None => "too short to be a rate".into(),
+    }
+}
+
+/// The number of a rate, without its unit: whole above 100, else to 3 significant digits.
+fn rate_figure(r: f64) -> String {
+    if r >= 100.0 {
+        thousands(r.round() as u64)
+    } else if r >= 10.0 {
+        format!("{r:.1}")
+    } else {
+        format!("{r:.2}")
+    }
+}
+
 fn ingest_summary(r: &IngestReport) -> String {
-    let mut parts = vec![format!(
-        "{} rows sent in {:.2}s = {} rows/s",
+    let mut head = format!(
+        "{} rows sent in {:.2}s, ",
         thousands(r.rows_sent),
-        r.elapsed_s,
-        thousands(r.send_rows_per_s as u64)
-    )];
-    match r.rows_acked {
-        Some(a) => parts.push(format!("{} acked", thousands(a))),
-        None => parts.push("no acks (protocol has none)".into()),
+        r.elapsed_s
+    );
+    head += &match r.rows_acked {
+        Some(a) => format!("{} acked", thousands(a)),
+        // Only a protocol without acknowledgements leaves `rows_acked` empty.
+        None => "no acks (protocol has none)".into(),
+    };
+    head += ": ";
+    head += &fmt_rate(r.rows_per_s, "rows");
+    if r.rows_per_s.is_some() {
+        head += &format!(" {}", r.rate_counts.as_str());
+    }
+    let mut parts = vec![head];
+    if r.rows_cut_off > 0 {
+        parts.push(format!(
+            "{} cut off in flight at the duration",
+            thousands(r.rows_cut_off)
+        ));
     }
     if let Some(v) = r.rows_visible {
         let after = r
@@ -291,17 +326,22 @@ fn ingest_summary(r: &IngestReport) -> String {
             ms(r.batch_latency.p99_us)
         ));
     }
+    // Cores are CPU seconds per second: below the minimum span, the seconds alone.
     if let Some(cpu) = r.client_cpu_s {
-        if r.elapsed_s > 0.0 {
-            parts.push(format!("client cpu {:.2} cores", cpu / r.elapsed_s));
+        match super::rate(0, r.elapsed_s) {
+            Some(_) => parts.push(format!("client cpu {:.2} cores", cpu / r.elapsed_s)),
+            None if r.elapsed_s > 0.0 => parts.push(format!("client cpu {:.1}ms", cpu * 1e3)),
+            None => {}
         }
     }
     if let Some(c) = &r.calibration {
-        parts.push(format!(
-            "{:.2}x of the null-sink ceiling ({} rows/s)",
-            c.ratio,
-            thousands(c.null_rows_per_s as u64)
-        ));
+        parts.push(match c.ratio {
+            Some(ratio) => format!(
+                "{ratio:.2}x of the null-sink ceiling ({})",
+                fmt_rate(c.null_rows_per_s, "rows")
+            ),
+            None => format!("null-sink ceiling: {}", fmt_rate(c.null_rows_per_s, "rows")),
+        });
     }
     parts.join(", ")
 }
@@ -329,7 +369,7 @@ pub fn table(report: &Report) -> String {
                     thousands(r.rows_sent),
                     opt_rows(r.rows_acked),
                     opt_rows(r.rows_visible),
-                    thousands(r.send_rows_per_s as u64),
+                    r.rows_per_s.map_or("-".into(), rate_figure),
                     r.socket_bytes_per_row
                         .or(r.payload_bytes_per_row)
                         .map_or("-".into(), |b| format!("{b:.1}")),
