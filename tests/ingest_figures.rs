@@ -184,3 +184,88 @@ fn an_ilp_http_phase_failing_at_setup_shows_0_acked() {
     assert!(!stderr(&out).contains("no acks"), "{}", stderr(&out));
     let _ = stdout(&out);
 }
+
+/// The final table has one table for ingest phases and one for query and request runs: a
+/// column never holds rows/s in one row and q/s in the next, and every header says its unit.
+#[test]
+fn the_final_table_splits_ingest_from_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let wl = format!(
+        "workload t {{ seed 7 }}\ntarget local {{ sqlite \"bench.db\" }}\n{SCHEMA}\n\
+         ingest load {{ into local via sqlite  rows cpu  batch 100 rows }}\n\
+         query n {{ sql \"SELECT count(*) FROM cpu\" }}\n\
+         run count_rows {{ against local.sqlite  queries n  count 5 }}\n"
+    );
+    std::fs::write(dir.path().join("w.wl"), wl).unwrap();
+    let out = cli::wlrun(dir.path(), &["run", "w.wl", "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let table = stdout(&out);
+    let lines: Vec<&str> = table.lines().collect();
+    let ingest_header = lines
+        .iter()
+        .position(|l| l.starts_with("cell  ingest  "))
+        .unwrap_or_else(|| panic!("no ingest table:\n{table}"));
+    let runs_header = lines
+        .iter()
+        .position(|l| l.starts_with("cell  run  "))
+        .unwrap_or_else(|| panic!("no table of runs:\n{table}"));
+    let words = |l: &str| {
+        l.split("  ")
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        words(lines[ingest_header]),
+        [
+            "cell",
+            "ingest",
+            "endpoint",
+            "status",
+            "rows sent",
+            "rows acked",
+            "rows visible",
+            "acked|sent rows/s",
+            "socket B/row",
+            "batch p99 ms",
+            "errors"
+        ],
+        "{table}"
+    );
+    assert_eq!(
+        words(lines[runs_header]),
+        [
+            "cell",
+            "run",
+            "kind",
+            "endpoint",
+            "status",
+            "ok",
+            "failed",
+            "ok q|req/s",
+            "latency p50 ms",
+            "latency p99 ms",
+            "errors"
+        ],
+        "{table}"
+    );
+    let ingest_row = lines[ingest_header + 1];
+    assert!(
+        ingest_row.starts_with("1     load    local.sqlite (sqlite)"),
+        "{table}"
+    );
+    assert!(ingest_row.contains("300"), "{table}");
+    let run_row = lines[runs_header + 1];
+    assert!(run_row.contains("count_rows  queries"), "{table}");
+    for l in [ingest_row, run_row] {
+        assert!(
+            !l.contains("q/s") && !l.contains("rows/s"),
+            "units belong in the headers:\n{table}"
+        );
+    }
+    assert!(
+        lines.last().unwrap().starts_with("1 cell, 0 not ok, "),
+        "{table}"
+    );
+}

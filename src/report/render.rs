@@ -346,13 +346,63 @@ fn ingest_summary(r: &IngestReport) -> String {
     parts.join(", ")
 }
 
-/// The final table: one row per phase of every cell.
+/// A latency as a bare number of milliseconds, for a column whose header says `ms`.
+fn ms_figure(us: u64) -> String {
+    if us >= 10_000 {
+        format!("{:.0}", us as f64 / 1000.0)
+    } else {
+        format!("{:.2}", us as f64 / 1000.0)
+    }
+}
+
+/// A table with a header: text columns left-aligned, the `figures` right-aligned.
+fn grid(header: &[&str], rows: &[Vec<String>], figures: &[usize]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| -> String {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            if figures.contains(&i) {
+                s += &format!("{c:>w$}");
+            } else {
+                s += &format!("{c:<w$}");
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
+    for r in rows {
+        out += &line(r);
+    }
+    out
+}
+
+/// `2 sql, 1 timeout`: the error classes of a run and their counts.
+fn error_classes(errors: &std::collections::BTreeMap<String, super::ErrorCount>) -> String {
+    if errors.is_empty() {
+        return "-".into();
+    }
+    errors
+        .iter()
+        .map(|(class, e)| format!("{} {class}", thousands(e.count)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The final tables: one for the ingest phases, one for the query and request runs (their
+/// figures are not the same figures, so they never share a column), then what did not run.
 pub fn table(report: &Report) -> String {
-    let header = [
-        "cell", "phase", "endpoint", "status", "sent", "acked", "visible", "rows/s", "B/row",
-        "p99", "errors",
-    ];
-    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut ingest: Vec<Vec<String>> = Vec::new();
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    let mut not_run: Vec<String> = Vec::new();
+    let dash = || "-".to_string();
     for cell in &report.cells {
         let name = if cell.key.is_empty() {
             format!("{}", cell.index)
@@ -361,7 +411,7 @@ pub fn table(report: &Report) -> String {
         };
         for phase in &cell.phases {
             match phase {
-                PhaseReport::Ingest(r) => rows.push(vec![
+                PhaseReport::Ingest(r) => ingest.push(vec![
                     name.clone(),
                     r.name.clone(),
                     r.endpoint.clone(),
@@ -369,96 +419,102 @@ pub fn table(report: &Report) -> String {
                     thousands(r.rows_sent),
                     opt_rows(r.rows_acked),
                     opt_rows(r.rows_visible),
-                    r.rows_per_s.map_or("-".into(), rate_figure),
+                    match r.rows_per_s {
+                        Some(v) => format!("{} {}", rate_figure(v), r.rate_counts.as_str()),
+                        None if r.rows_sent > 0 || r.elapsed_s > 0.0 => "too short".into(),
+                        None => dash(),
+                    },
                     r.socket_bytes_per_row
-                        .or(r.payload_bytes_per_row)
-                        .map_or("-".into(), |b| format!("{b:.1}")),
+                        .map_or_else(dash, |b| format!("{b:.1}")),
                     if r.batch_latency.count > 0 {
-                        ms(r.batch_latency.p99_us)
+                        ms_figure(r.batch_latency.p99_us)
                     } else {
-                        "-".into()
+                        dash()
                     },
                     r.errors.values().map(|e| e.count).sum::<u64>().to_string(),
                 ]),
-                // Queries: "sent" is queries sent, "rows/s" is queries per second.
-                PhaseReport::Queries(r) => rows.push(vec![
-                    name.clone(),
-                    r.name.clone(),
-                    r.endpoint.clone(),
-                    status(r.status).into(),
-                    thousands(r.ok + r.failed),
-                    "-".into(),
-                    "-".into(),
-                    format!("{:.1} q/s", r.qps),
-                    "-".into(),
-                    if r.latency.count > 0 {
-                        ms(r.latency.p99_us)
-                    } else {
-                        "-".into()
+                PhaseReport::Queries(r) => runs.push(run_row(
+                    &name,
+                    RunFigures {
+                        name: &r.name,
+                        kind: "queries",
+                        endpoint: &r.endpoint,
+                        status: r.status,
+                        ok: r.ok,
+                        failed: r.failed,
+                        elapsed_s: r.elapsed_s,
+                        latency: &r.latency,
+                        errors: &r.errors,
                     },
-                    r.failed.to_string(),
-                ]),
-                // Requests: "sent" is requests sent, "rows/s" successful requests per second.
-                PhaseReport::Requests(r) => rows.push(vec![
-                    name.clone(),
-                    r.name.clone(),
-                    r.endpoint.clone(),
-                    status(r.status).into(),
-                    thousands(r.ok + r.failed),
-                    "-".into(),
-                    "-".into(),
-                    format!("{:.1} req/s", r.rps),
-                    "-".into(),
-                    if r.latency.count > 0 {
-                        ms(r.latency.p99_us)
-                    } else {
-                        "-".into()
+                )),
+                PhaseReport::Requests(r) => runs.push(run_row(
+                    &name,
+                    RunFigures {
+                        name: &r.name,
+                        kind: "requests",
+                        endpoint: &r.endpoint,
+                        status: r.status,
+                        ok: r.ok,
+                        failed: r.failed,
+                        elapsed_s: r.elapsed_s,
+                        latency: &r.latency,
+                        errors: &r.errors,
                     },
-                    r.failed.to_string(),
-                ]),
-                PhaseReport::NotRun { name: phase, .. } => rows.push(vec![
-                    name.clone(),
-                    phase.clone(),
-                    "-".into(),
-                    "not run".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                ]),
+                )),
+                PhaseReport::NotRun {
+                    name: phase,
+                    reason,
+                } => not_run.push(format!("cell {name}: {phase} not run: {reason}")),
             }
         }
     }
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
+    let mut sections = Vec::new();
+    if !ingest.is_empty() {
+        sections.push(grid(
+            &[
+                "cell",
+                "ingest",
+                "endpoint",
+                "status",
+                "rows sent",
+                "rows acked",
+                "rows visible",
+                "acked|sent rows/s",
+                "socket B/row",
+                "batch p99 ms",
+                "errors",
+            ],
+            &ingest,
+            &[4, 5, 6, 7, 8, 9, 10],
+        ));
     }
-    // Text columns left-aligned, figures right-aligned.
-    let right = |i: usize| i >= 4;
-    let line = |cells: Vec<String>| -> String {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            if right(i) {
-                s += &format!("{c:>w$}");
-            } else {
-                s += &format!("{c:<w$}");
-            }
-        }
-        s.trim_end().to_string() + "\n"
-    };
-    let mut out = line(header.iter().map(|h| h.to_string()).collect());
-    for r in rows {
-        out += &line(r);
+    if !runs.is_empty() {
+        sections.push(grid(
+            &[
+                "cell",
+                "run",
+                "kind",
+                "endpoint",
+                "status",
+                "ok",
+                "failed",
+                "ok q|req/s",
+                "latency p50 ms",
+                "latency p99 ms",
+                "errors",
+            ],
+            &runs,
+            &[5, 6, 7, 8, 9],
+        ));
     }
+    if !not_run.is_empty() {
+        sections.push(not_run.join("\n") + "\n");
+    }
+    let mut out = sections.join("\n");
     let failed = report.cells.iter().filter(|c| !c.ok()).count();
+    if !out.is_empty() {
+        out.push('\n');
+    }
     out += &format!(
         "{} cell{}, {} not ok, {:.1}s{}\n",
         report.cells.len(),
@@ -472,4 +528,46 @@ pub fn table(report: &Report) -> String {
         }
     );
     out
+}
+
+/// What the final table shows of a query or request run.
+struct RunFigures<'a> {
+    name: &'a str,
+    kind: &'a str,
+    endpoint: &'a str,
+    status: Status,
+    ok: u64,
+    failed: u64,
+    elapsed_s: f64,
+    latency: &'a super::Latency,
+    errors: &'a std::collections::BTreeMap<String, super::ErrorCount>,
+}
+
+/// One query or request run in the final table. A rate counts the successful ones only, and
+/// only over a span long enough to be a rate.
+fn run_row(cell: &str, r: RunFigures<'_>) -> Vec<String> {
+    let latency = |us: u64| {
+        if r.latency.count > 0 {
+            ms_figure(us)
+        } else {
+            "-".into()
+        }
+    };
+    vec![
+        cell.to_string(),
+        r.name.to_string(),
+        r.kind.to_string(),
+        r.endpoint.to_string(),
+        status(r.status).into(),
+        thousands(r.ok),
+        thousands(r.failed),
+        match super::rate(r.ok, r.elapsed_s) {
+            Some(v) => rate_figure(v),
+            None if r.ok + r.failed > 0 => "too short".into(),
+            None => "-".into(),
+        },
+        latency(r.latency.p50_us),
+        latency(r.latency.p99_us),
+        error_classes(r.errors),
+    ]
 }
