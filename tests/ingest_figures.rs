@@ -269,3 +269,117 @@ fn the_final_table_splits_ingest_from_runs() {
         "{table}"
     );
 }
+
+/// A server that accepts connections and reads everything, and never answers.
+fn silent_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; 1 << 16];
+                while let Ok(n) = std::io::Read::read(&mut stream, &mut buf) {
+                    if n == 0 {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// `duration` is a hard stop: against a server that never answers, the phase ends at its
+/// duration plus the grace (1 s), not at the endpoint's 60 s timeout, and the batch still in
+/// flight is neither sent nor acknowledged.
+#[test]
+fn a_duration_stops_an_ingest_against_a_server_that_never_answers() {
+    let port = silent_server();
+    let target = format!("target db {{ ilp_http \"http://127.0.0.1:{port}\" }}");
+    let started = std::time::Instant::now();
+    let (_dir, out) = run(
+        &target,
+        "ingest load { into db via ilp_http  rows cpu  duration 2s }",
+        true,
+    );
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "took {took:?}: {}",
+        stderr(&out)
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let r = report(&out);
+    let p = &r["cells"][0]["phases"][0];
+    assert_eq!(p["status"], "failed", "{p}");
+    assert_eq!(p["rows_sent"], 0, "{p}");
+    assert_eq!(p["rows_acked"], 0, "{p}");
+    assert_eq!(p["rows_cut_off"], 300, "{p}");
+    assert_eq!(p["rows_expected"], 300, "{p}");
+    assert!(p["elapsed_s"].as_f64().unwrap() < 4.0, "{p}");
+    assert!(
+        p["warnings"]
+            .to_string()
+            .contains("stopped at its duration (2.0s)"),
+        "{p}"
+    );
+    assert!(
+        p["failures"].to_string().contains(
+            "cut off at its duration (2.0s) plus 1.0s of grace: 300 rows still unanswered"
+        ),
+        "{p}"
+    );
+    // No timeout was waited for: the endpoint's own 60 s never came into it.
+    assert_eq!(p["errors"]["timeout"], Value::Null, "{p}");
+}
+
+/// A healthy server that is slower than the duration: sending stops at the duration, the
+/// batch in flight then is answered within the grace, and the phase is judged on what its
+/// span allowed, so it passes.
+#[test]
+fn a_duration_stopped_ingest_is_judged_on_what_its_span_allowed() {
+    let server = http_server::start(
+        Behaviour::ok()
+            .with_status(204)
+            .with_delay(Duration::from_millis(50)),
+    );
+    let target = format!("target db {{ ilp_http \"{}\" }}", server.url());
+    let (_dir, out) = run(
+        &target,
+        "ingest load { into db via ilp_http  rows cpu  batch 10 rows  duration 300ms }",
+        true,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = report(&out);
+    let p = &r["cells"][0]["phases"][0];
+    assert_eq!(p["status"], "ok", "{p}");
+    let sent = p["rows_sent"].as_u64().unwrap();
+    // 30 batches at 50 ms each take 1.5 s: 300 ms allow a handful.
+    assert!(sent < 300, "{p}");
+    assert_eq!(p["rows_acked"], sent, "{p}");
+    assert_eq!(p["rows_cut_off"], 0, "{p}");
+    assert_eq!(p["rows_expected"], sent, "{p}");
+    assert!(
+        p["warnings"].to_string().contains(&format!(
+            "stopped at its duration (300ms): judged on the {sent} rows its span allowed, of the 300 planned"
+        )),
+        "{p}"
+    );
+}
+
+/// A duration longer than the load changes nothing.
+#[test]
+fn a_duration_longer_than_the_load_changes_nothing() {
+    let (_dir, out) = run(
+        "target t { null }",
+        "ingest load { into t via null  rows cpu  duration 1h }",
+        true,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = report(&out);
+    let p = &r["cells"][0]["phases"][0];
+    assert_eq!(p["rows_sent"], 300, "{p}");
+    assert_eq!(p["rows_expected"], 300, "{p}");
+    assert_eq!(p["warnings"], serde_json::json!([]), "{p}");
+}

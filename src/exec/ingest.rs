@@ -12,11 +12,11 @@ use hdrhistogram::Histogram;
 
 use super::admin::{self, Visibility};
 use super::producer::{self, Produced};
-use super::{cpu, progress, resolve_url, timeouts, RunEnv};
+use super::{cpu, progress, resolve_url, timeouts, RunEnv, STOP_GRACE};
 use crate::driver::{Chunk, Driver, DriverConfig, DriverError, Encoding, ErrorClass};
 use crate::gen::batch::BatchSchema;
 use crate::gen::Columnar;
-use crate::plan::{EndpointPlan, IngestPhase, RowSource, SchemaPlan};
+use crate::plan::{thousands, EndpointPlan, IngestPhase, RowSource, SchemaPlan};
 use crate::report::{rate, Calibration, ErrorCount, IngestReport, RateCounts, Status};
 use crate::value::Value;
 
@@ -42,8 +42,15 @@ struct Worker {
     /// CPU clock read at that moment: the phase's CPU is measured over exactly its span.
     first_send: Option<(Instant, Option<f64>)>,
     done: Option<(Instant, Option<f64>)>,
-    /// Every chunk the producer made was sent.
+    /// Every chunk the producer made was sent, or every chunk until the phase's duration.
     complete: bool,
+    /// The phase's duration stopped this worker (before its rows ran out, or at the hard
+    /// stop).
+    at_duration: bool,
+    /// Rows of the batch abandoned at the hard stop.
+    rows_cut_off: u64,
+    /// Closing the connection (a flush, QWP's last acknowledgements) ran into the hard stop.
+    close_cut_off: bool,
 }
 
 impl Worker {
@@ -60,6 +67,9 @@ impl Worker {
             first_send: None,
             done: None,
             complete: false,
+            at_duration: false,
+            rows_cut_off: 0,
+            close_cut_off: false,
         }
     }
 
@@ -213,9 +223,15 @@ fn empty_report(phase: &IngestPhase) -> IngestReport {
     }
 }
 
-/// Whether every worker sent everything it generated.
+/// Whether every worker sent everything it generated (or everything until the phase's
+/// duration), and what the duration cut short.
+#[derive(Default)]
 struct WorkersDone {
     complete: bool,
+    /// The phase's duration, when it stopped a worker.
+    at_duration: Option<Duration>,
+    /// A connection's close (its flush, QWP's last acknowledgements) ran into the hard stop.
+    close_cut_off: bool,
 }
 
 /// The measured part: workers connect, then send their shards; returns the report's
@@ -236,7 +252,7 @@ async fn send_all(
             report
                 .errors
                 .insert("connect".into(), ErrorCount { count: 1, first: e });
-            return (report, WorkersDone { complete: false });
+            return (report, WorkersDone::default());
         }
     };
     let (timeout, connect_timeout) = timeouts(&phase.endpoint);
@@ -247,7 +263,7 @@ async fn send_all(
             Ok(s) => sources.push(s),
             Err(e) => {
                 report.failures.push(e);
-                return (report, WorkersDone { complete: false });
+                return (report, WorkersDone::default());
             }
         }
     }
@@ -266,7 +282,7 @@ async fn send_all(
                     Ok(p) => feeds.push(Feed::Live(p)),
                     Err(e) => {
                         report.failures.push(format!("encoder: {e}"));
-                        return (report, WorkersDone { complete: false });
+                        return (report, WorkersDone::default());
                     }
                 }
             }
@@ -276,11 +292,12 @@ async fn send_all(
             Ok(feeds) => feeds,
             Err(e) => {
                 report.failures.push(format!("replay: {e}"));
-                return (report, WorkersDone { complete: false });
+                return (report, WorkersDone::default());
             }
         },
     };
     // Nothing is timed before this: with `replay`, the encoding is done.
+    let limit = Limit::of(phase, Instant::now());
     let mut tasks = Vec::new();
     for (w, feed) in feeds.into_iter().enumerate() {
         let cfg = DriverConfig {
@@ -299,6 +316,7 @@ async fn send_all(
             feed,
             live.clone(),
             env.stop.clone(),
+            limit,
         )));
     }
     let acks = Driver::acknowledges(&phase.endpoint.kind);
@@ -332,6 +350,8 @@ async fn send_all(
     let mut first: Option<(Instant, Option<f64>)> = None;
     let mut last: Option<(Instant, Option<f64>)> = None;
     let mut complete = results.len() as u64 == n;
+    let mut at_duration = false;
+    let mut close_cut_off = false;
     let mut acked = 0;
     for w in &results {
         report.rows_generated += w.rows_generated;
@@ -357,6 +377,9 @@ async fn send_all(
             (a, b) => a.or(b),
         };
         complete &= w.complete;
+        at_duration |= w.at_duration;
+        close_cut_off |= w.close_cut_off;
+        report.rows_cut_off += w.rows_cut_off;
         report.rows_per_worker.push(w.rows_sent);
     }
     report.rows_acked = acks.then_some(acked);
@@ -383,27 +406,79 @@ async fn send_all(
         (Some((_, Some(a))), Some((_, Some(b)))) => Some((b - a).max(0.0)),
         _ => None,
     };
-    (report, WorkersDone { complete })
+    let done = WorkersDone {
+        complete,
+        at_duration: limit.filter(|_| at_duration).map(|l| l.duration),
+        close_cut_off,
+    };
+    (report, done)
+}
+
+/// A phase's `duration`: no batch starts after `deadline`, and whatever is still in flight at
+/// `hard` (the deadline plus `STOP_GRACE`) is abandoned.
+#[derive(Clone, Copy)]
+struct Limit {
+    duration: Duration,
+    deadline: Instant,
+    hard: Instant,
+}
+
+impl Limit {
+    fn of(phase: &IngestPhase, start: Instant) -> Option<Limit> {
+        let Some(Value::Duration(ns)) = phase.duration else {
+            return None;
+        };
+        let duration = Duration::from_nanos(ns.max(0) as u64);
+        let deadline = start + duration;
+        Some(Limit {
+            duration,
+            deadline,
+            hard: deadline + STOP_GRACE,
+        })
+    }
+}
+
+/// `f`, or `None` if a limit's hard stop comes first.
+async fn within<T>(limit: Option<Limit>, f: impl std::future::Future<Output = T>) -> Option<T> {
+    match limit {
+        Some(l) => tokio::time::timeout_at(l.hard.into(), f).await.ok(),
+        None => Some(f.await),
+    }
 }
 
 /// One worker's sender: connects, then sends whatever its producer makes until the producer
-/// ends, the run is stopped, or the connection is lost.
+/// ends, the run is stopped, the phase's duration is reached, or the connection is lost.
 async fn worker(
     cfg: DriverConfig,
     mut feed: Feed,
     live: Arc<Live>,
     stop: Arc<AtomicBool>,
+    limit: Option<Limit>,
 ) -> Worker {
     let mut w = Worker::new();
-    let mut driver = match Driver::connect(&cfg).await {
-        Ok(d) => Some(d),
-        Err(e) => {
+    let mut driver = match within(limit, Driver::connect(&cfg)).await {
+        Some(Ok(d)) => Some(d),
+        Some(Err(e)) => {
+            w.error(&live, &e);
+            None
+        }
+        None => {
+            let e = DriverError::timeout(
+                format!(
+                    "{}.{}: connecting, within the phase's duration",
+                    cfg.endpoint.target, cfg.endpoint.name
+                ),
+                limit.map_or(STOP_GRACE, |l| l.duration + STOP_GRACE),
+            );
             w.error(&live, &e);
             None
         }
     };
     if let Some(d) = driver.as_mut() {
         let mut healthy = true;
+        // A batch abandoned at the hard stop leaves the connection mid-request: it is dropped,
+        // not closed.
+        let mut abandoned = false;
         loop {
             if stop.load(Ordering::Relaxed) {
                 break;
@@ -412,7 +487,21 @@ async fn worker(
                 healthy = false;
                 break;
             }
-            let Some(produced) = feed.next().await else {
+            let next = match limit {
+                Some(l) => tokio::select! {
+                    biased;
+                    _ = tokio::time::sleep_until(l.deadline.into()) => None,
+                    p = feed.next() => Some(p),
+                },
+                None => Some(feed.next().await),
+            };
+            let Some(next) = next else {
+                // The duration is reached: what was sent is what the span allowed.
+                w.at_duration = true;
+                w.complete = healthy;
+                break;
+            };
+            let Some(produced) = next else {
                 w.complete = healthy;
                 break;
             };
@@ -428,10 +517,17 @@ async fn worker(
             let started = Instant::now();
             w.first_send
                 .get_or_insert_with(|| (started, cpu::process_cpu_seconds()));
-            let result = d.send(&chunk).await;
+            let result = within(limit, d.send(&chunk)).await;
             let acked = d.take_acked();
             w.rows_acked += acked;
             live.rows_acked.fetch_add(acked, Ordering::Relaxed);
+            let Some(result) = result else {
+                // Unanswered at the hard stop: neither sent nor acknowledged.
+                w.at_duration = true;
+                w.rows_cut_off += chunk.rows;
+                abandoned = true;
+                break;
+            };
             match result {
                 Ok(sent) => {
                     w.rows_sent += chunk.rows;
@@ -463,25 +559,33 @@ async fn worker(
             }
             feed.give_back(chunk).await;
         }
-        // Closing flushes what the kernel still holds (and for QWP waits for the last
-        // acknowledgements); a failure there loses rows.
-        let finished = d.finish().await;
-        let acked = d.take_acked();
-        w.rows_acked += acked;
-        live.rows_acked.fetch_add(acked, Ordering::Relaxed);
-        match finished {
-            Ok(bytes) => w.socket_bytes += bytes,
-            Err(e) => {
-                w.error(&live, &e);
-                w.complete = false;
+        if !abandoned {
+            // Closing flushes what the kernel still holds (and for QWP waits for the last
+            // acknowledgements); a failure there loses rows.
+            let finished = within(limit, d.finish()).await;
+            let acked = d.take_acked();
+            w.rows_acked += acked;
+            live.rows_acked.fetch_add(acked, Ordering::Relaxed);
+            match finished {
+                Some(Ok(bytes)) => w.socket_bytes += bytes,
+                Some(Err(e)) => {
+                    w.error(&live, &e);
+                    w.complete = false;
+                }
+                None => {
+                    w.at_duration = true;
+                    w.close_cut_off = true;
+                }
             }
         }
         // Only a clean run leaves `complete` set: a rejected batch clears it above.
-        if !healthy {
+        if !healthy || abandoned {
             w.complete = false;
         }
     }
     w.done = Some((Instant::now(), cpu::process_cpu_seconds()));
+    // An abandoned connection is dropped here, before the producer is joined.
+    drop(driver);
     feed.close().await;
     w
 }
@@ -719,12 +823,47 @@ fn judge(report: &mut IngestReport, phase: &IngestPhase, workers: WorkersDone, i
             first_error(report)
         ));
     }
+    if let Some(d) = workers.at_duration {
+        // A duration is a stop, not a shortfall: the phase is judged on what its span
+        // allowed, the rows it took into batches before the duration.
+        let planned = report.rows_expected;
+        report.rows_expected = Some(report.rows_generated);
+        report.warnings.push(format!(
+            "stopped at its duration ({}): judged on the {} rows its span allowed{}",
+            super::fmt_duration(d),
+            thousands(report.rows_generated),
+            planned
+                .map(|p| format!(", of the {} planned", thousands(p)))
+                .unwrap_or_default()
+        ));
+        let mut lost = Vec::new();
+        if report.rows_cut_off > 0 {
+            lost.push(format!(
+                "{} rows still unanswered were counted neither as sent nor as acknowledged",
+                thousands(report.rows_cut_off)
+            ));
+        }
+        if workers.close_cut_off {
+            lost.push(
+                "closing a connection (its flush, or its last acknowledgements) was abandoned"
+                    .to_string(),
+            );
+        }
+        if !lost.is_empty() {
+            report.failures.push(format!(
+                "cut off at its duration ({}) plus {} of grace: {}",
+                super::fmt_duration(d),
+                super::fmt_duration(STOP_GRACE),
+                lost.join("; ")
+            ));
+        }
+    }
     if !workers.complete && errors == 0 && report.failures.is_empty() {
         report
             .failures
             .push("not every worker sent all its rows".into());
     }
-    if let Some(expected) = phase.rows_expected {
+    if let Some(expected) = report.rows_expected {
         let carried = report.rows_sent + report.rows_dropped;
         if carried < expected && workers.complete {
             report.failures.push(format!(

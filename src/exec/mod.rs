@@ -39,6 +39,11 @@ pub struct RunEnv {
     pub max_error_rate: Option<f64>,
 }
 
+/// How long a phase that reached its `duration` waits for what is in flight (an answer, a
+/// flush, the last acknowledgements) before it abandons it: the phase ends at its duration plus
+/// this, never at the endpoint's timeout.
+pub const STOP_GRACE: Duration = Duration::from_secs(1);
+
 /// `1.5s`, `250ms`, `2.0m`: short human durations for messages.
 pub fn fmt_duration(d: Duration) -> String {
     let ms = d.as_millis();

@@ -197,13 +197,17 @@ pub fn listing(plan: &Plan) -> String {
                     }
                     let _ = writeln!(
                         o,
-                        "    batch {} rows  workers {}  ack {}  setup {}  teardown {}{}",
+                        "    batch {} rows  workers {}  ack {}  setup {}  teardown {}{}{}",
                         thousands(p.batch_rows),
                         p.workers,
                         p.ack,
                         p.setup,
                         p.teardown,
-                        if p.calibrate { "  calibrate" } else { "" }
+                        if p.calibrate { "  calibrate" } else { "" },
+                        p.duration
+                            .as_ref()
+                            .map(|d| format!("  duration {d}"))
+                            .unwrap_or_default()
                     );
                     if let Some(b) = p.replay_budget {
                         let _ = writeln!(
