@@ -42,6 +42,7 @@ fn ingest_rate(text: &str) -> f64 {
                 r.failures
             );
             r.send_rows_per_s
+                .expect("the bench phase runs long enough to be a rate")
         }
         PhaseReport::NotRun { reason, .. } => panic!("not run: {reason}"),
         PhaseReport::Queries(_) | PhaseReport::Requests(_) => {

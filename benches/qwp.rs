@@ -156,7 +156,8 @@ fn send_rate(port: u16, minutes: usize, ack: &str) -> (f64, u64, f64) {
                 r.failures
             );
             (
-                r.send_rows_per_s,
+                r.send_rows_per_s
+                    .expect("the bench phase runs long enough to be a rate"),
                 r.rows_acked.unwrap_or(0),
                 r.socket_bytes_per_row.unwrap_or(0.0),
             )

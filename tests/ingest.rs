@@ -433,8 +433,19 @@ fn null_sink_and_calibration() {
     assert!(null["payload_bytes"].as_u64().unwrap() > 0);
     let real = &r["cells"][0]["phases"][1];
     let c = &real["calibration"];
-    assert!(c["null_rows_per_s"].as_f64().unwrap() > 0.0, "{real}");
-    assert!(c["ratio"].as_f64().unwrap() > 0.0, "{real}");
+    assert!(c.is_object(), "{real}");
+    // 300 rows take microseconds: each rate is there only when its span was long enough.
+    let null_rate = c["null_rows_per_s"].as_f64();
+    assert!(null_rate.is_none_or(|r| r > 0.0), "{real}");
+    match (real["send_rows_per_s"].as_f64(), null_rate) {
+        (Some(rate), Some(null)) => {
+            assert!(
+                (c["ratio"].as_f64().unwrap() - rate / null).abs() < 1e-9,
+                "{real}"
+            )
+        }
+        _ => assert_eq!(c["ratio"], Value::Null, "{real}"),
+    }
 }
 
 #[test]

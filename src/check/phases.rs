@@ -1910,9 +1910,28 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         None => Some(None),
         Some(v) => lower_verify(ev, v, tinst, target, ep, &endpoint, &table, range).map(Some),
     };
+    let ingest_duration = match single(ev, &i.duration, |c| c.span, "duration") {
+        None => Some(None),
+        Some(c) => duration(ev, &c.value, &scope, false).map(|d| Some(Value::Duration(d))),
+    };
     // Every clause above is checked before giving up, so all their mistakes show at once.
-    let (Some(batch_rows), Some(workers), Some(ack), Some(setup), Some(teardown), Some(verify)) =
-        (batch_rows, workers, ack, setup, teardown, verify)
+    let (
+        Some(batch_rows),
+        Some(workers),
+        Some(ack),
+        Some(setup),
+        Some(teardown),
+        Some(verify),
+        Some(ingest_duration),
+    ) = (
+        batch_rows,
+        workers,
+        ack,
+        setup,
+        teardown,
+        verify,
+        ingest_duration,
+    )
     else {
         return None;
     };
@@ -1949,6 +1968,7 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         verify,
         calibrate: !i.calibrate.is_empty(),
         replay_budget: replay_budget?,
+        duration: ingest_duration,
     })
 }
 

@@ -12,12 +12,12 @@ use hdrhistogram::Histogram;
 
 use super::admin::{self, Visibility};
 use super::producer::{self, Produced};
-use super::{cpu, progress, resolve_url, timeouts, RunEnv};
+use super::{cpu, progress, resolve_url, timeouts, RunEnv, STOP_GRACE};
 use crate::driver::{Chunk, Driver, DriverConfig, DriverError, Encoding, ErrorClass};
 use crate::gen::batch::BatchSchema;
 use crate::gen::Columnar;
-use crate::plan::{EndpointPlan, IngestPhase, RowSource, SchemaPlan};
-use crate::report::{Calibration, ErrorCount, IngestReport, Status};
+use crate::plan::{thousands, EndpointPlan, IngestPhase, RowSource, SchemaPlan};
+use crate::report::{rate, Calibration, ErrorCount, IngestReport, RateCounts, Status};
 use crate::value::Value;
 
 /// Counters the progress ticker reads while the workers run.
@@ -38,10 +38,19 @@ struct Worker {
     socket_bytes: u64,
     latency: Histogram<u64>,
     errors: BTreeMap<ErrorClass, ErrorCount>,
-    first_send: Option<Instant>,
-    done: Option<Instant>,
-    /// Every chunk the producer made was sent.
+    /// When the first batch went out and when the worker was done, each with the process's
+    /// CPU clock read at that moment: the phase's CPU is measured over exactly its span.
+    first_send: Option<(Instant, Option<f64>)>,
+    done: Option<(Instant, Option<f64>)>,
+    /// Every chunk the producer made was sent, or every chunk until the phase's duration.
     complete: bool,
+    /// The phase's duration stopped this worker (before its rows ran out, or at the hard
+    /// stop).
+    at_duration: bool,
+    /// Rows of the batch abandoned at the hard stop.
+    rows_cut_off: u64,
+    /// Closing the connection (a flush, QWP's last acknowledgements) ran into the hard stop.
+    close_cut_off: bool,
 }
 
 impl Worker {
@@ -58,6 +67,9 @@ impl Worker {
             first_send: None,
             done: None,
             complete: false,
+            at_duration: false,
+            rows_cut_off: 0,
+            close_cut_off: false,
         }
     }
 
@@ -118,11 +130,10 @@ pub async fn run(env: &RunEnv, label: &str, phase: &IngestPhase) -> IngestReport
             encoding,
         )
         .await;
-        let rate = ceiling.send_rows_per_s;
-        if rate > 0.0 {
+        if ceiling.rows_sent > 0 {
             report.calibration = Some(Calibration {
-                null_rows_per_s: rate,
-                ratio: 0.0,
+                null_rows_per_s: ceiling.send_rows_per_s,
+                ratio: None,
             });
         }
     }
@@ -147,7 +158,10 @@ pub async fn run(env: &RunEnv, label: &str, phase: &IngestPhase) -> IngestReport
     let calibration = report.calibration.take();
     report = sent;
     if let Some(mut c) = calibration {
-        c.ratio = report.send_rows_per_s / c.null_rows_per_s;
+        c.ratio = match (report.send_rows_per_s, c.null_rows_per_s) {
+            (Some(r), Some(null)) if null > 0.0 => Some(r / null),
+            _ => None,
+        };
         report.calibration = Some(c);
     }
     let interrupted = env.stop.load(Ordering::Relaxed);
@@ -176,12 +190,16 @@ fn empty_report(phase: &IngestPhase) -> IngestReport {
         batch_rows: phase.batch_rows,
         status: Status::Ok,
         failures: Vec::new(),
+        warnings: Vec::new(),
         rows_expected: phase.rows_expected,
         rows_generated: 0,
         rows_dropped: 0,
         payload_bytes: 0,
         rows_sent: 0,
-        rows_acked: None,
+        // A phase that fails before sending (setup, connect) acknowledged nothing: 0, not the
+        // "no acknowledgements" of a protocol that has none.
+        rows_acked: Driver::acknowledges(&phase.endpoint.kind).then_some(0),
+        rows_cut_off: 0,
         rows_visible: None,
         visible_baseline: None,
         visible_after_s: None,
@@ -189,7 +207,13 @@ fn empty_report(phase: &IngestPhase) -> IngestReport {
         payload_bytes_per_row: None,
         socket_bytes_per_row: None,
         elapsed_s: 0.0,
-        send_rows_per_s: 0.0,
+        rows_per_s: None,
+        rate_counts: if Driver::acknowledges(&phase.endpoint.kind) {
+            RateCounts::Acked
+        } else {
+            RateCounts::Sent
+        },
+        send_rows_per_s: None,
         ack_rows_per_s: None,
         batch_latency: Default::default(),
         client_cpu_s: None,
@@ -199,9 +223,15 @@ fn empty_report(phase: &IngestPhase) -> IngestReport {
     }
 }
 
-/// Whether every worker sent everything it generated.
+/// Whether every worker sent everything it generated (or everything until the phase's
+/// duration), and what the duration cut short.
+#[derive(Default)]
 struct WorkersDone {
     complete: bool,
+    /// The phase's duration, when it stopped a worker.
+    at_duration: Option<Duration>,
+    /// A connection's close (its flush, QWP's last acknowledgements) ran into the hard stop.
+    close_cut_off: bool,
 }
 
 /// The measured part: workers connect, then send their shards; returns the report's
@@ -222,7 +252,7 @@ async fn send_all(
             report
                 .errors
                 .insert("connect".into(), ErrorCount { count: 1, first: e });
-            return (report, WorkersDone { complete: false });
+            return (report, WorkersDone::default());
         }
     };
     let (timeout, connect_timeout) = timeouts(&phase.endpoint);
@@ -233,7 +263,7 @@ async fn send_all(
             Ok(s) => sources.push(s),
             Err(e) => {
                 report.failures.push(e);
-                return (report, WorkersDone { complete: false });
+                return (report, WorkersDone::default());
             }
         }
     }
@@ -252,7 +282,7 @@ async fn send_all(
                     Ok(p) => feeds.push(Feed::Live(p)),
                     Err(e) => {
                         report.failures.push(format!("encoder: {e}"));
-                        return (report, WorkersDone { complete: false });
+                        return (report, WorkersDone::default());
                     }
                 }
             }
@@ -262,12 +292,12 @@ async fn send_all(
             Ok(feeds) => feeds,
             Err(e) => {
                 report.failures.push(format!("replay: {e}"));
-                return (report, WorkersDone { complete: false });
+                return (report, WorkersDone::default());
             }
         },
     };
-    // The clock and the CPU count start here: with `replay`, after the encoding.
-    let cpu_before = cpu::process_cpu_seconds();
+    // Nothing is timed before this: with `replay`, the encoding is done.
+    let limit = Limit::of(phase, Instant::now());
     let mut tasks = Vec::new();
     for (w, feed) in feeds.into_iter().enumerate() {
         let cfg = DriverConfig {
@@ -286,6 +316,7 @@ async fn send_all(
             feed,
             live.clone(),
             env.stop.clone(),
+            limit,
         )));
     }
     let acks = Driver::acknowledges(&phase.endpoint.kind);
@@ -315,12 +346,12 @@ async fn send_all(
         }
     }
     ticker.finish().await;
-    let cpu_after = cpu::process_cpu_seconds();
-    let acks = acks || results.iter().any(|w| w.rows_acked > 0);
     let mut latency = new_histogram();
-    let mut first: Option<Instant> = None;
-    let mut last: Option<Instant> = None;
+    let mut first: Option<(Instant, Option<f64>)> = None;
+    let mut last: Option<(Instant, Option<f64>)> = None;
     let mut complete = results.len() as u64 == n;
+    let mut at_duration = false;
+    let mut close_cut_off = false;
     let mut acked = 0;
     for w in &results {
         report.rows_generated += w.rows_generated;
@@ -338,26 +369,31 @@ async fn send_all(
             entry.count += e.count;
         }
         first = match (first, w.first_send) {
-            (Some(a), Some(b)) => Some(a.min(b)),
+            (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
             (a, b) => a.or(b),
         };
         last = match (last, w.done) {
-            (Some(a), Some(b)) => Some(a.max(b)),
+            (Some(a), Some(b)) => Some(if b.0 > a.0 { b } else { a }),
             (a, b) => a.or(b),
         };
         complete &= w.complete;
+        at_duration |= w.at_duration;
+        close_cut_off |= w.close_cut_off;
+        report.rows_cut_off += w.rows_cut_off;
         report.rows_per_worker.push(w.rows_sent);
     }
     report.rows_acked = acks.then_some(acked);
     let elapsed = match (first, last) {
-        (Some(a), Some(b)) => b.duration_since(a),
+        (Some(a), Some(b)) => b.0.duration_since(a.0),
         _ => Duration::ZERO,
     };
     report.elapsed_s = elapsed.as_secs_f64();
-    if report.elapsed_s > 0.0 {
-        report.send_rows_per_s = report.rows_sent as f64 / report.elapsed_s;
-        report.ack_rows_per_s = report.rows_acked.map(|a| a as f64 / report.elapsed_s);
-    }
+    report.send_rows_per_s = rate(report.rows_sent, report.elapsed_s);
+    report.ack_rows_per_s = report.rows_acked.and_then(|a| rate(a, report.elapsed_s));
+    report.rows_per_s = match report.rate_counts {
+        RateCounts::Acked => report.ack_rows_per_s,
+        RateCounts::Sent => report.send_rows_per_s,
+    };
     if report.rows_sent > 0 && report.payload_bytes > 0 {
         report.payload_bytes_per_row = Some(report.payload_bytes as f64 / report.rows_sent as f64);
         if report.socket_bytes > 0 {
@@ -366,31 +402,83 @@ async fn send_all(
         }
     }
     report.batch_latency = super::latency(&latency);
-    report.client_cpu_s = match (cpu_before, cpu_after) {
-        (Some(a), Some(b)) => Some(b - a),
+    report.client_cpu_s = match (first, last) {
+        (Some((_, Some(a))), Some((_, Some(b)))) => Some((b - a).max(0.0)),
         _ => None,
     };
-    (report, WorkersDone { complete })
+    let done = WorkersDone {
+        complete,
+        at_duration: limit.filter(|_| at_duration).map(|l| l.duration),
+        close_cut_off,
+    };
+    (report, done)
+}
+
+/// A phase's `duration`: no batch starts after `deadline`, and whatever is still in flight at
+/// `hard` (the deadline plus `STOP_GRACE`) is abandoned.
+#[derive(Clone, Copy)]
+struct Limit {
+    duration: Duration,
+    deadline: Instant,
+    hard: Instant,
+}
+
+impl Limit {
+    fn of(phase: &IngestPhase, start: Instant) -> Option<Limit> {
+        let Some(Value::Duration(ns)) = phase.duration else {
+            return None;
+        };
+        let duration = Duration::from_nanos(ns.max(0) as u64);
+        let deadline = start + duration;
+        Some(Limit {
+            duration,
+            deadline,
+            hard: deadline + STOP_GRACE,
+        })
+    }
+}
+
+/// `f`, or `None` if a limit's hard stop comes first.
+async fn within<T>(limit: Option<Limit>, f: impl std::future::Future<Output = T>) -> Option<T> {
+    match limit {
+        Some(l) => tokio::time::timeout_at(l.hard.into(), f).await.ok(),
+        None => Some(f.await),
+    }
 }
 
 /// One worker's sender: connects, then sends whatever its producer makes until the producer
-/// ends, the run is stopped, or the connection is lost.
+/// ends, the run is stopped, the phase's duration is reached, or the connection is lost.
 async fn worker(
     cfg: DriverConfig,
     mut feed: Feed,
     live: Arc<Live>,
     stop: Arc<AtomicBool>,
+    limit: Option<Limit>,
 ) -> Worker {
     let mut w = Worker::new();
-    let mut driver = match Driver::connect(&cfg).await {
-        Ok(d) => Some(d),
-        Err(e) => {
+    let mut driver = match within(limit, Driver::connect(&cfg)).await {
+        Some(Ok(d)) => Some(d),
+        Some(Err(e)) => {
+            w.error(&live, &e);
+            None
+        }
+        None => {
+            let e = DriverError::timeout(
+                format!(
+                    "{}.{}: connecting, within the phase's duration",
+                    cfg.endpoint.target, cfg.endpoint.name
+                ),
+                limit.map_or(STOP_GRACE, |l| l.duration + STOP_GRACE),
+            );
             w.error(&live, &e);
             None
         }
     };
     if let Some(d) = driver.as_mut() {
         let mut healthy = true;
+        // A batch abandoned at the hard stop leaves the connection mid-request: it is dropped,
+        // not closed.
+        let mut abandoned = false;
         loop {
             if stop.load(Ordering::Relaxed) {
                 break;
@@ -399,7 +487,21 @@ async fn worker(
                 healthy = false;
                 break;
             }
-            let Some(produced) = feed.next().await else {
+            let next = match limit {
+                Some(l) => tokio::select! {
+                    biased;
+                    _ = tokio::time::sleep_until(l.deadline.into()) => None,
+                    p = feed.next() => Some(p),
+                },
+                None => Some(feed.next().await),
+            };
+            let Some(next) = next else {
+                // The duration is reached: what was sent is what the span allowed.
+                w.at_duration = true;
+                w.complete = healthy;
+                break;
+            };
+            let Some(produced) = next else {
                 w.complete = healthy;
                 break;
             };
@@ -413,11 +515,19 @@ async fn worker(
             w.rows_generated += chunk.generated;
             w.rows_dropped += chunk.generated - chunk.rows;
             let started = Instant::now();
-            w.first_send.get_or_insert(started);
-            let result = d.send(&chunk).await;
+            w.first_send
+                .get_or_insert_with(|| (started, cpu::process_cpu_seconds()));
+            let result = within(limit, d.send(&chunk)).await;
             let acked = d.take_acked();
             w.rows_acked += acked;
             live.rows_acked.fetch_add(acked, Ordering::Relaxed);
+            let Some(result) = result else {
+                // Unanswered at the hard stop: neither sent nor acknowledged.
+                w.at_duration = true;
+                w.rows_cut_off += chunk.rows;
+                abandoned = true;
+                break;
+            };
             match result {
                 Ok(sent) => {
                     w.rows_sent += chunk.rows;
@@ -449,25 +559,33 @@ async fn worker(
             }
             feed.give_back(chunk).await;
         }
-        // Closing flushes what the kernel still holds (and for QWP waits for the last
-        // acknowledgements); a failure there loses rows.
-        let finished = d.finish().await;
-        let acked = d.take_acked();
-        w.rows_acked += acked;
-        live.rows_acked.fetch_add(acked, Ordering::Relaxed);
-        match finished {
-            Ok(bytes) => w.socket_bytes += bytes,
-            Err(e) => {
-                w.error(&live, &e);
-                w.complete = false;
+        if !abandoned {
+            // Closing flushes what the kernel still holds (and for QWP waits for the last
+            // acknowledgements); a failure there loses rows.
+            let finished = within(limit, d.finish()).await;
+            let acked = d.take_acked();
+            w.rows_acked += acked;
+            live.rows_acked.fetch_add(acked, Ordering::Relaxed);
+            match finished {
+                Some(Ok(bytes)) => w.socket_bytes += bytes,
+                Some(Err(e)) => {
+                    w.error(&live, &e);
+                    w.complete = false;
+                }
+                None => {
+                    w.at_duration = true;
+                    w.close_cut_off = true;
+                }
             }
         }
         // Only a clean run leaves `complete` set: a rejected batch clears it above.
-        if !healthy {
+        if !healthy || abandoned {
             w.complete = false;
         }
     }
-    w.done = Some(Instant::now());
+    w.done = Some((Instant::now(), cpu::process_cpu_seconds()));
+    // An abandoned connection is dropped here, before the producer is joined.
+    drop(driver);
     feed.close().await;
     w
 }
@@ -705,12 +823,47 @@ fn judge(report: &mut IngestReport, phase: &IngestPhase, workers: WorkersDone, i
             first_error(report)
         ));
     }
+    if let Some(d) = workers.at_duration {
+        // A duration is a stop, not a shortfall: the phase is judged on what its span
+        // allowed, the rows it took into batches before the duration.
+        let planned = report.rows_expected;
+        report.rows_expected = Some(report.rows_generated);
+        report.warnings.push(format!(
+            "stopped at its duration ({}): judged on the {} rows its span allowed{}",
+            super::fmt_duration(d),
+            thousands(report.rows_generated),
+            planned
+                .map(|p| format!(", of the {} planned", thousands(p)))
+                .unwrap_or_default()
+        ));
+        let mut lost = Vec::new();
+        if report.rows_cut_off > 0 {
+            lost.push(format!(
+                "{} rows still unanswered were counted neither as sent nor as acknowledged",
+                thousands(report.rows_cut_off)
+            ));
+        }
+        if workers.close_cut_off {
+            lost.push(
+                "closing a connection (its flush, or its last acknowledgements) was abandoned"
+                    .to_string(),
+            );
+        }
+        if !lost.is_empty() {
+            report.failures.push(format!(
+                "cut off at its duration ({}) plus {} of grace: {}",
+                super::fmt_duration(d),
+                super::fmt_duration(STOP_GRACE),
+                lost.join("; ")
+            ));
+        }
+    }
     if !workers.complete && errors == 0 && report.failures.is_empty() {
         report
             .failures
             .push("not every worker sent all its rows".into());
     }
-    if let Some(expected) = phase.rows_expected {
+    if let Some(expected) = report.rows_expected {
         let carried = report.rows_sent + report.rows_dropped;
         if carried < expected && workers.complete {
             report.failures.push(format!(

@@ -43,7 +43,8 @@ pub struct RunEnv {
 }
 
 /// How long work still in flight when a phase ends (its duration, the end of its open-loop
-/// schedule, or a stop) may take to finish before it is cut off (docs/report-format.md).
+/// schedule, or a stop) may take to finish (an answer, a flush, the last acknowledgements)
+/// before it is cut off: a phase ends at its end plus this, never at the endpoint's timeout.
 pub const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// `1.5s`, `250ms`, `2.0m`: short human durations for messages.

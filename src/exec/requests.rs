@@ -1110,7 +1110,7 @@ fn finish(
     // A client using (nearly) every core measures itself as much as the server.
     if let (Some(cpu), Ok(cores)) = (report.client_cpu_s, std::thread::available_parallelism()) {
         let used = cpu / elapsed.max(1e-9);
-        if elapsed > 0.0 && used > 0.9 * cores.get() as f64 {
+        if elapsed >= crate::report::MIN_RATE_SPAN_S && used > 0.9 * cores.get() as f64 {
             report.warnings.push(format!(
                 "the client used {used:.2} of {} cores: it may have set the figures, not the server",
                 cores.get()

@@ -86,6 +86,37 @@ fn schema_body(s: &SchemaPlan) -> String {
     o
 }
 
+/// What the `rows` rows of a schema are made of: ` = 3 series x 60 timestamps`, then notes in
+/// parentheses. A schema without a series key has no series to count (`SchemaPlan::series` is
+/// 1 there only so that the arithmetic holds), and `rows N` over a series key takes the series
+/// in turn.
+fn rows_made_of(s: &SchemaPlan, rows: u64) -> String {
+    let keyed = s.columns.iter().any(|c| c.role == "series");
+    let mut notes = Vec::new();
+    let made_of = match (&s.time, keyed) {
+        (Some(t), true) => format!(
+            " = {} series x {} timestamps",
+            thousands(s.series),
+            thousands(t.count)
+        ),
+        (Some(t), false) => format!(" = {} timestamps", thousands(t.count)),
+        (None, true) if s.rows == s.series => format!(" = {} series", thousands(s.series)),
+        (None, true) => format!(" over {} series in turn", thousands(s.series)),
+        (None, false) => String::new(),
+    };
+    if !keyed {
+        notes.push("no series key".to_string());
+    }
+    if rows < s.rows {
+        notes.push(format!("limited from {}", thousands(s.rows)));
+    }
+    if notes.is_empty() {
+        made_of
+    } else {
+        format!("{made_of} ({})", notes.join(", "))
+    }
+}
+
 pub fn listing(plan: &Plan) -> String {
     let mut o = String::new();
     let w = &plan.workload;
@@ -135,22 +166,12 @@ pub fn listing(plan: &Plan) -> String {
                     let _ = writeln!(o, "  ingest {} -> {}", p.name, endpoint(&p.endpoint));
                     match (&p.source, p.rows_expected) {
                         (RowSource::Schema(s), Some(rows)) => {
-                            let time = s
-                                .time
-                                .as_ref()
-                                .map(|t| format!(" x {} timestamps", thousands(t.count)))
-                                .unwrap_or_default();
                             let _ = writeln!(
                                 o,
-                                "    table {}  rows {} = {} series{time}{}",
+                                "    table {}  rows {}{}",
                                 p.table,
                                 thousands(rows),
-                                thousands(s.series),
-                                if rows < s.rows {
-                                    format!(" (limited from {})", thousands(s.rows))
-                                } else {
-                                    String::new()
-                                }
+                                rows_made_of(s, rows)
                             );
                         }
                         (
@@ -176,13 +197,17 @@ pub fn listing(plan: &Plan) -> String {
                     }
                     let _ = writeln!(
                         o,
-                        "    batch {} rows  workers {}  ack {}  setup {}  teardown {}{}",
+                        "    batch {} rows  workers {}  ack {}  setup {}  teardown {}{}{}",
                         thousands(p.batch_rows),
                         p.workers,
                         p.ack,
                         p.setup,
                         p.teardown,
-                        if p.calibrate { "  calibrate" } else { "" }
+                        if p.calibrate { "  calibrate" } else { "" },
+                        p.duration
+                            .as_ref()
+                            .map(|d| format!("  duration {d}"))
+                            .unwrap_or_default()
                     );
                     if let Some(b) = p.replay_budget {
                         let _ = writeln!(

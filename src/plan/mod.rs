@@ -229,6 +229,8 @@ pub struct IngestPhase {
     pub calibrate: bool,
     /// `replay`: encode every batch before the clock starts, within this many bytes.
     pub replay_budget: Option<u64>,
+    /// `duration D` (a `Value::Duration`): sending stops after it, whatever rows are left.
+    pub duration: Option<Value>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -12,13 +12,35 @@ use serde::Serialize;
 /// Bumped whenever a field changes meaning.
 pub const REPORT_FORMAT: u32 = 2;
 
-/// The shortest span a rate is computed over: below it, start-up and the clock's own steps
-/// decide the figure, and the report says "too short to be a rate" instead (`null`).
+/// The shortest span a rate is given for, in seconds. Below it the clock's granularity,
+/// connection setup and the last answer dominate, and "824,302 rows/s" from a 4 ms phase says
+/// nothing about the server.
 pub const MIN_RATE_SPAN_S: f64 = 0.1;
 
-/// `units` over `span_s` seconds, when the span is long enough to be a rate.
+/// `units` per second over `span_s`, or `None` when the span is too short to be a rate (or is
+/// not a number). `units` must be what succeeded: a rejected row or a failed query is never
+/// throughput.
 pub fn rate(units: u64, span_s: f64) -> Option<f64> {
     (span_s >= MIN_RATE_SPAN_S).then(|| units as f64 / span_s)
+}
+
+/// What an ingest phase's `rows_per_s` counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateCounts {
+    /// Rows the server acknowledged: the protocol has acknowledgements.
+    Acked,
+    /// Rows handed to the socket: the protocol has no acknowledgements (ILP over TCP, null).
+    Sent,
+}
+
+impl RateCounts {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RateCounts::Acked => "acked",
+            RateCounts::Sent => "sent",
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -111,11 +133,12 @@ pub struct Latency {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Calibration {
-    /// Rows per second of the same cell sent to the `null` sink (generate + encode only).
-    pub null_rows_per_s: f64,
+    /// Rows per second of the same cell sent to the `null` sink (generate + encode only);
+    /// `None` when that run was too short to be a rate.
+    pub null_rows_per_s: Option<f64>,
     /// This cell's send rate over that ceiling: near 1.0 means the generator, not the server,
-    /// set the figure.
-    pub ratio: f64,
+    /// set the figure. `None` when either span was too short to be a rate.
+    pub ratio: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -130,14 +153,21 @@ pub struct IngestReport {
     pub status: Status,
     /// Why the phase failed, one line each; empty when it passed.
     pub failures: Vec<String>,
+    /// What a reader must know about the figures that does not fail the phase.
+    pub warnings: Vec<String>,
+    /// The plan's rows; for a phase stopped at its `duration`, the rows the span allowed.
     pub rows_expected: Option<u64>,
     pub rows_generated: u64,
     /// Rows the encoding could not carry (an ILP line needs at least one field).
     pub rows_dropped: u64,
     pub payload_bytes: u64,
     pub rows_sent: u64,
-    /// `None` when the protocol has no acknowledgements (ILP over TCP, null).
+    /// `None` when the protocol has no acknowledgements (ILP over TCP, null); 0, not `None`,
+    /// when a protocol that has them acknowledged nothing.
     pub rows_acked: Option<u64>,
+    /// Rows of the batches still unanswered (or still being written) when the phase was cut
+    /// off at its `duration` plus `exec::STOP_GRACE`: neither sent nor acknowledged.
+    pub rows_cut_off: u64,
     /// `None` without `verify visible`.
     pub rows_visible: Option<u64>,
     /// What the table held before the phase (shared tables), subtracted from the count.
@@ -149,11 +179,17 @@ pub struct IngestReport {
     pub socket_bytes_per_row: Option<f64>,
     /// From the first chunk sent to the last answer, seconds.
     pub elapsed_s: f64,
-    pub send_rows_per_s: f64,
+    /// What succeeded per second: `rows_acked`, or `rows_sent` where the protocol has no
+    /// acknowledgements (`rate_counts` says which). `None` below `MIN_RATE_SPAN_S`.
+    pub rows_per_s: Option<f64>,
+    pub rate_counts: RateCounts,
+    /// `rows_sent` and `rows_acked` over `elapsed_s`; `None` below `MIN_RATE_SPAN_S` (and the
+    /// latter without acknowledgements).
+    pub send_rows_per_s: Option<f64>,
     pub ack_rows_per_s: Option<f64>,
     /// Batch send -> acknowledgement (or -> written, without acks).
     pub batch_latency: Latency,
-    /// User + system CPU seconds of the wlrun process during the phase.
+    /// User + system CPU seconds of the wlrun process over `elapsed_s`.
     pub client_cpu_s: Option<f64>,
     pub errors: BTreeMap<String, ErrorCount>,
     /// Rows sent per worker, so that a skewed routing shows.

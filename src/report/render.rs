@@ -25,15 +25,6 @@ fn ms(us: u64) -> String {
     }
 }
 
-/// A rate with its unit, or why there is none.
-pub(crate) fn fmt_rate(rate: Option<f64>, unit: &str) -> String {
-    match rate {
-        Some(r) if r >= 100.0 => format!("{} {unit}", thousands(r.round() as u64)),
-        Some(r) => format!("{r:.1} {unit}"),
-        None => "too short to be a rate".into(),
-    }
-}
-
 /// Microseconds below a millisecond, milliseconds above: a send lag is a few microseconds.
 fn fine(us: u64) -> String {
     if us < 1000 {
@@ -90,6 +81,9 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
                     status(r.status)
                 );
                 out += &format!("  {}\n", ingest_summary(r));
+                for w in &r.warnings {
+                    out += &format!("  warning: {w}\n");
+                }
                 for f in &r.failures {
                     out += &format!("  {f}\n");
                 }
@@ -142,7 +136,7 @@ fn request_lines(r: &RequestReport) -> String {
         thousands(r.ok),
         thousands(r.failed),
         r.elapsed_s,
-        fmt_rate(r.rps, "ok requests/s"),
+        fmt_rate(r.rps, "ok requests"),
         r.request,
         r.connections,
         r.load,
@@ -184,10 +178,15 @@ fn request_lines(r: &RequestReport) -> String {
 /// The client's CPU per query or request, with `decimals` after the point; empty when unknown.
 fn cpu_line(cpu: Option<f64>, n: u64, elapsed_s: f64, unit: &str, decimals: usize) -> String {
     match cpu {
-        Some(cpu) if n > 0 && elapsed_s > 0.0 => format!(
+        // Cores are a rate too: over a span too short to be one, only the cost per unit.
+        Some(cpu) if n > 0 && super::rate(0, elapsed_s).is_some() => format!(
             "  client cpu {:.decimals$}us per {unit} ({:.2} cores)\n",
             cpu * 1e6 / n as f64,
             cpu / elapsed_s
+        ),
+        Some(cpu) if n > 0 => format!(
+            "  client cpu {:.decimals$}us per {unit}\n",
+            cpu * 1e6 / n as f64
         ),
         _ => String::new(),
     }
@@ -230,7 +229,7 @@ fn query_lines(r: &QueryReport) -> String {
         thousands(r.ok),
         thousands(r.failed),
         r.elapsed_s,
-        fmt_rate(r.qps, "ok queries/s"),
+        fmt_rate(r.qps, "ok queries"),
         r.load,
         r.workers,
         ms(r.latency.p50_us),
@@ -328,7 +327,7 @@ fn label_lines(r: &QueryReport) -> String {
             l.label,
             thousands(l.ok),
             thousands(l.failed),
-            fmt_rate(l.qps, "q/s"),
+            fmt_rate(l.qps, "q"),
             ms(l.latency.p50_us),
             ms(l.latency.p95_us),
             ms(l.latency.p99_us),
@@ -339,16 +338,48 @@ fn label_lines(r: &QueryReport) -> String {
     out
 }
 
+/// A rate for people: `1,234 rows/s`, `12.5 q/s`, `0.42 req/s` (`unit` is what is counted,
+/// before the `/s`), or, below `MIN_RATE_SPAN_S`, that the span was too short to be one.
+pub(crate) fn fmt_rate(rate: Option<f64>, unit: &str) -> String {
+    match rate {
+        Some(r) => format!("{} {unit}/s", rate_figure(r)),
+        None => "too short to be a rate".into(),
+    }
+}
+
+/// The number of a rate, without its unit: whole above 100, else to 3 significant digits.
+fn rate_figure(r: f64) -> String {
+    if r >= 100.0 {
+        thousands(r.round() as u64)
+    } else if r >= 10.0 {
+        format!("{r:.1}")
+    } else {
+        format!("{r:.2}")
+    }
+}
+
 fn ingest_summary(r: &IngestReport) -> String {
-    let mut parts = vec![format!(
-        "{} rows sent in {:.2}s = {} rows/s",
+    let mut head = format!(
+        "{} rows sent in {:.2}s, ",
         thousands(r.rows_sent),
-        r.elapsed_s,
-        thousands(r.send_rows_per_s as u64)
-    )];
-    match r.rows_acked {
-        Some(a) => parts.push(format!("{} acked", thousands(a))),
-        None => parts.push("no acks (protocol has none)".into()),
+        r.elapsed_s
+    );
+    head += &match r.rows_acked {
+        Some(a) => format!("{} acked", thousands(a)),
+        // Only a protocol without acknowledgements leaves `rows_acked` empty.
+        None => "no acks (protocol has none)".into(),
+    };
+    head += ": ";
+    head += &fmt_rate(r.rows_per_s, "rows");
+    if r.rows_per_s.is_some() {
+        head += &format!(" {}", r.rate_counts.as_str());
+    }
+    let mut parts = vec![head];
+    if r.rows_cut_off > 0 {
+        parts.push(format!(
+            "{} cut off in flight at the duration",
+            thousands(r.rows_cut_off)
+        ));
     }
     if let Some(v) = r.rows_visible {
         let after = r
@@ -370,28 +401,83 @@ fn ingest_summary(r: &IngestReport) -> String {
             ms(r.batch_latency.p99_us)
         ));
     }
+    // Cores are CPU seconds per second: below the minimum span, the seconds alone.
     if let Some(cpu) = r.client_cpu_s {
-        if r.elapsed_s > 0.0 {
-            parts.push(format!("client cpu {:.2} cores", cpu / r.elapsed_s));
+        match super::rate(0, r.elapsed_s) {
+            Some(_) => parts.push(format!("client cpu {:.2} cores", cpu / r.elapsed_s)),
+            None if r.elapsed_s > 0.0 => parts.push(format!("client cpu {:.1}ms", cpu * 1e3)),
+            None => {}
         }
     }
     if let Some(c) = &r.calibration {
-        parts.push(format!(
-            "{:.2}x of the null-sink ceiling ({} rows/s)",
-            c.ratio,
-            thousands(c.null_rows_per_s as u64)
-        ));
+        parts.push(match c.ratio {
+            Some(ratio) => format!(
+                "{ratio:.2}x of the null-sink ceiling ({})",
+                fmt_rate(c.null_rows_per_s, "rows")
+            ),
+            None => format!("null-sink ceiling: {}", fmt_rate(c.null_rows_per_s, "rows")),
+        });
     }
     parts.join(", ")
 }
 
-/// The final table: one row per phase of every cell.
+/// A latency as a bare number of milliseconds, for a column whose header says `ms`.
+fn ms_figure(us: u64) -> String {
+    if us >= 10_000 {
+        format!("{:.0}", us as f64 / 1000.0)
+    } else {
+        format!("{:.2}", us as f64 / 1000.0)
+    }
+}
+
+/// A table with a header: text columns left-aligned, the `figures` right-aligned.
+fn grid(header: &[&str], rows: &[Vec<String>], figures: &[usize]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| -> String {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            if figures.contains(&i) {
+                s += &format!("{c:>w$}");
+            } else {
+                s += &format!("{c:<w$}");
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
+    for r in rows {
+        out += &line(r);
+    }
+    out
+}
+
+/// `2 sql, 1 timeout`: the error classes of a run and their counts.
+fn error_classes(errors: &std::collections::BTreeMap<String, super::ErrorCount>) -> String {
+    if errors.is_empty() {
+        return "-".into();
+    }
+    errors
+        .iter()
+        .map(|(class, e)| format!("{} {class}", thousands(e.count)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The final tables: one for the ingest phases, one for the query and request runs (their
+/// figures are not the same figures, so they never share a column), then what did not run.
 pub fn table(report: &Report) -> String {
-    let header = [
-        "cell", "phase", "endpoint", "status", "sent", "acked", "visible", "rows/s", "B/row",
-        "p99", "errors",
-    ];
-    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut ingest: Vec<Vec<String>> = Vec::new();
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    let mut not_run: Vec<String> = Vec::new();
+    let dash = || "-".to_string();
     for cell in &report.cells {
         let name = if cell.key.is_empty() {
             format!("{}", cell.index)
@@ -400,7 +486,7 @@ pub fn table(report: &Report) -> String {
         };
         for phase in &cell.phases {
             match phase {
-                PhaseReport::Ingest(r) => rows.push(vec![
+                PhaseReport::Ingest(r) => ingest.push(vec![
                     name.clone(),
                     r.name.clone(),
                     r.endpoint.clone(),
@@ -408,96 +494,102 @@ pub fn table(report: &Report) -> String {
                     thousands(r.rows_sent),
                     opt_rows(r.rows_acked),
                     opt_rows(r.rows_visible),
-                    thousands(r.send_rows_per_s as u64),
+                    match r.rows_per_s {
+                        Some(v) => format!("{} {}", rate_figure(v), r.rate_counts.as_str()),
+                        None if r.rows_sent > 0 || r.elapsed_s > 0.0 => "too short".into(),
+                        None => dash(),
+                    },
                     r.socket_bytes_per_row
-                        .or(r.payload_bytes_per_row)
-                        .map_or("-".into(), |b| format!("{b:.1}")),
+                        .map_or_else(dash, |b| format!("{b:.1}")),
                     if r.batch_latency.count > 0 {
-                        ms(r.batch_latency.p99_us)
+                        ms_figure(r.batch_latency.p99_us)
                     } else {
-                        "-".into()
+                        dash()
                     },
                     r.errors.values().map(|e| e.count).sum::<u64>().to_string(),
                 ]),
-                // Queries: "sent" is queries sent, "rows/s" is queries per second.
-                PhaseReport::Queries(r) => rows.push(vec![
-                    name.clone(),
-                    r.name.clone(),
-                    r.endpoint.clone(),
-                    status(r.status).into(),
-                    thousands(r.ok + r.failed),
-                    "-".into(),
-                    "-".into(),
-                    fmt_rate(r.qps, "q/s"),
-                    "-".into(),
-                    if r.latency.count > 0 {
-                        ms(r.latency.p99_us)
-                    } else {
-                        "-".into()
+                PhaseReport::Queries(r) => runs.push(run_row(
+                    &name,
+                    RunFigures {
+                        name: &r.name,
+                        kind: "queries",
+                        endpoint: &r.endpoint,
+                        status: r.status,
+                        ok: r.ok,
+                        failed: r.failed,
+                        elapsed_s: r.elapsed_s,
+                        latency: &r.latency,
+                        errors: &r.errors,
                     },
-                    r.failed.to_string(),
-                ]),
-                // Requests: "sent" is requests sent, "rows/s" successful requests per second.
-                PhaseReport::Requests(r) => rows.push(vec![
-                    name.clone(),
-                    r.name.clone(),
-                    r.endpoint.clone(),
-                    status(r.status).into(),
-                    thousands(r.ok + r.failed),
-                    "-".into(),
-                    "-".into(),
-                    fmt_rate(r.rps, "req/s"),
-                    "-".into(),
-                    if r.latency.count > 0 {
-                        ms(r.latency.p99_us)
-                    } else {
-                        "-".into()
+                )),
+                PhaseReport::Requests(r) => runs.push(run_row(
+                    &name,
+                    RunFigures {
+                        name: &r.name,
+                        kind: "requests",
+                        endpoint: &r.endpoint,
+                        status: r.status,
+                        ok: r.ok,
+                        failed: r.failed,
+                        elapsed_s: r.elapsed_s,
+                        latency: &r.latency,
+                        errors: &r.errors,
                     },
-                    r.failed.to_string(),
-                ]),
-                PhaseReport::NotRun { name: phase, .. } => rows.push(vec![
-                    name.clone(),
-                    phase.clone(),
-                    "-".into(),
-                    "not run".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                ]),
+                )),
+                PhaseReport::NotRun {
+                    name: phase,
+                    reason,
+                } => not_run.push(format!("cell {name}: {phase} not run: {reason}")),
             }
         }
     }
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
+    let mut sections = Vec::new();
+    if !ingest.is_empty() {
+        sections.push(grid(
+            &[
+                "cell",
+                "ingest",
+                "endpoint",
+                "status",
+                "rows sent",
+                "rows acked",
+                "rows visible",
+                "acked|sent rows/s",
+                "socket B/row",
+                "batch p99 ms",
+                "errors",
+            ],
+            &ingest,
+            &[4, 5, 6, 7, 8, 9, 10],
+        ));
     }
-    // Text columns left-aligned, figures right-aligned.
-    let right = |i: usize| i >= 4;
-    let line = |cells: Vec<String>| -> String {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            if right(i) {
-                s += &format!("{c:>w$}");
-            } else {
-                s += &format!("{c:<w$}");
-            }
-        }
-        s.trim_end().to_string() + "\n"
-    };
-    let mut out = line(header.iter().map(|h| h.to_string()).collect());
-    for r in rows {
-        out += &line(r);
+    if !runs.is_empty() {
+        sections.push(grid(
+            &[
+                "cell",
+                "run",
+                "kind",
+                "endpoint",
+                "status",
+                "ok",
+                "failed",
+                "ok q|req/s",
+                "latency p50 ms",
+                "latency p99 ms",
+                "errors",
+            ],
+            &runs,
+            &[5, 6, 7, 8, 9],
+        ));
     }
+    if !not_run.is_empty() {
+        sections.push(not_run.join("\n") + "\n");
+    }
+    let mut out = sections.join("\n");
     let failed = report.cells.iter().filter(|c| !c.ok()).count();
+    if !out.is_empty() {
+        out.push('\n');
+    }
     out += &format!(
         "{} cell{}, {} not ok, {:.1}s{}\n",
         report.cells.len(),
@@ -511,4 +603,46 @@ pub fn table(report: &Report) -> String {
         }
     );
     out
+}
+
+/// What the final table shows of a query or request run.
+struct RunFigures<'a> {
+    name: &'a str,
+    kind: &'a str,
+    endpoint: &'a str,
+    status: Status,
+    ok: u64,
+    failed: u64,
+    elapsed_s: f64,
+    latency: &'a super::Latency,
+    errors: &'a std::collections::BTreeMap<String, super::ErrorCount>,
+}
+
+/// One query or request run in the final table. A rate counts the successful ones only, and
+/// only over a span long enough to be a rate.
+fn run_row(cell: &str, r: RunFigures<'_>) -> Vec<String> {
+    let latency = |us: u64| {
+        if r.latency.count > 0 {
+            ms_figure(us)
+        } else {
+            "-".into()
+        }
+    };
+    vec![
+        cell.to_string(),
+        r.name.to_string(),
+        r.kind.to_string(),
+        r.endpoint.to_string(),
+        status(r.status).into(),
+        thousands(r.ok),
+        thousands(r.failed),
+        match super::rate(r.ok, r.elapsed_s) {
+            Some(v) => rate_figure(v),
+            None if r.ok + r.failed > 0 => "too short".into(),
+            None => "-".into(),
+        },
+        latency(r.latency.p50_us),
+        latency(r.latency.p99_us),
+        error_classes(r.errors),
+    ]
 }

@@ -293,6 +293,8 @@ pub struct Ingest {
     pub verify: Vec<Verify>,
     pub calibrate: Vec<Span>,
     pub replay: Vec<Replay>,
+    /// `duration D`: sending stops after `D`, whatever is left.
+    pub duration: Vec<Clause<Expr>>,
     pub span: Span,
 }
 

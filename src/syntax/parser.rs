@@ -480,6 +480,7 @@ impl Walker {
             verify: vec![],
             calibrate: vec![],
             replay: vec![],
+            duration: vec![],
             span,
         };
         for c in p.into_inner() {
@@ -561,6 +562,7 @@ impl Walker {
                     }
                     ing.replay.push(Replay { budget, span });
                 }
+                Rule::duration_clause => ing.duration.push(self.clause_expr(c)?),
                 r => unexpected(r, "ingest"),
             }
         }

@@ -190,6 +190,7 @@ fn item_sexpr(o: &mut String, item: &Item) {
                 }
                 o.push(')');
             }
+            clauses(o, "duration", &i.duration);
             o.push(')');
         }
         Item::Query(q) => {
