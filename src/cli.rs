@@ -107,6 +107,10 @@ pub enum Command {
         /// query fails the run.
         #[arg(long, value_name = "RATE", value_parser = parse_rate)]
         max_error_rate: Option<f64>,
+        /// Stop every query and request run at its first failed query or request, as
+        /// `stop after 1 error` in each would (pgbench's and k6's fail-fast).
+        #[arg(long)]
+        fail_fast: bool,
         #[command(flatten)]
         select: Select,
     },

@@ -139,6 +139,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             progress_every,
             quiet,
             max_error_rate,
+            fail_fast,
             select,
         } => {
             let outcome = check::check_file(&file, &options(&select));
@@ -161,6 +162,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 progress_every: Duration::from_secs_f64(progress_every),
                 quiet,
                 max_error_rate,
+                fail_fast,
             };
             let total = plan.cells.len();
             let report = exec::run_plan(&plan, &env, |cell| {

@@ -48,6 +48,7 @@ fn run_checked(what: &str, out: Outcome, base_dir: PathBuf) -> Report {
         progress_every: Duration::ZERO,
         quiet: true,
         max_error_rate: None,
+        fail_fast: false,
     };
     run_plan(&plan, &env, |_| {})
 }

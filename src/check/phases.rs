@@ -2214,6 +2214,10 @@ fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Phase> {
         Some(c) => positive_int(ev, &c.value, &scope, "repeat"),
         None => Some(1),
     };
+    let stop_after_errors = match single(ev, &r.stop_after, |c| c.span, "stop after") {
+        Some(c) => positive_int(ev, &c.value, &scope, "`stop after N errors`").map(Some),
+        None => Some(None),
+    };
     let load = match single(ev, &r.rate, |c| c.span, "rate") {
         None => Some(Load::Closed),
         Some(c) => rate(ev, &c.value.rate, &scope).map(|x| Load::Open {
@@ -2225,8 +2229,23 @@ fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Phase> {
         }),
     };
     let expects = thresholds(ev, &r.expects, &scope, false);
-    let (Some(workers), Some(stop), Some(warmup), Some(repeat), Some(load), Some(expects)) =
-        (workers, stop, warmup, repeat, load, expects)
+    let (
+        Some(workers),
+        Some(stop),
+        Some(warmup),
+        Some(repeat),
+        Some(stop_after_errors),
+        Some(load),
+        Some(expects),
+    ) = (
+        workers,
+        stop,
+        warmup,
+        repeat,
+        stop_after_errors,
+        load,
+        expects,
+    )
     else {
         // Still check the queries, so their mistakes show too.
         if let Some(sel) = queries {
@@ -2348,6 +2367,7 @@ fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Phase> {
                 stop,
                 warmup,
                 repeat,
+                stop_after_errors,
                 require: require_plans,
                 expects,
                 check_same_results: !r.check_same.is_empty(),
@@ -2436,6 +2456,7 @@ fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Phase> {
                 stop,
                 warmup,
                 repeat,
+                stop_after_errors,
                 require: require_plans,
                 expects,
                 body,

@@ -40,12 +40,33 @@ pub struct RunEnv {
     pub quiet: bool,
     /// `--max-error-rate` (a fraction): overrides the workload's `expect error_rate`.
     pub max_error_rate: Option<f64>,
+    /// `--fail-fast`: every query and request run stops at its first error.
+    pub fail_fast: bool,
 }
 
 /// How long work still in flight when a phase ends (its duration, the end of its open-loop
 /// schedule, or a stop) may take to finish (an answer, a flush, the last acknowledgements)
 /// before it is cut off: a phase ends at its end plus this, never at the endpoint's timeout.
 pub const STOP_GRACE: Duration = Duration::from_secs(1);
+
+/// The error limit of a query or request run: `--fail-fast` (the first error) over the run's
+/// own `stop after N errors`.
+pub fn max_errors(env: &RunEnv, own: Option<u64>) -> Option<u64> {
+    if env.fail_fast {
+        Some(1)
+    } else {
+        own
+    }
+}
+
+/// The failure line of a run stopped by its error limit.
+pub fn stopped_after(limit: Option<u64>, unit: &str) -> String {
+    let n = limit.unwrap_or(1);
+    format!(
+        "stopped sending at its error limit ({n}: `stop after {n} error{}` or --fail-fast); the {unit} left were not sent",
+        if n == 1 { "" } else { "s" }
+    )
+}
 
 /// `1.5s`, `250ms`, `2.0m`: short human durations for messages.
 pub fn fmt_duration(d: Duration) -> String {

@@ -94,13 +94,13 @@ struct Puller {
 }
 
 impl Queue {
-    async fn recv(&mut self, stop: &std::sync::atomic::AtomicBool) -> Option<Job> {
+    async fn recv(&mut self, until: &Until) -> Option<Job> {
         match self {
             Queue::Own(rx) => rx.recv().await,
             Queue::Pull(p) => {
                 let next = {
                     let mut order = p.order.lock().ok()?;
-                    if stop.load(Ordering::Relaxed) {
+                    if until.halted() {
                         order.close();
                         return None;
                     }
@@ -161,7 +161,7 @@ impl Worker {
     }
 
     async fn round(mut self, mut queue: Queue, record: Record, until: Until) -> Worker {
-        while let Some(job) = queue.recv(&until.cutoff.stop).await {
+        while let Some(job) = queue.recv(&until).await {
             // Connected before the wait, so that the send itself leaves on time. A connect
             // still pending when the phase ends sent nothing: the instance is not sent.
             let connect = Self::connect(
@@ -182,7 +182,7 @@ impl Worker {
             let sent = Instant::now();
             // Nothing starts after the end of a timed round or after a stop: what is left of
             // the order is unsent (open loop) or was never scheduled (closed loop).
-            if until.cutoff.stop.load(Ordering::Relaxed) || until.end.is_some_and(|d| sent >= d) {
+            if until.halted() || until.end.is_some_and(|d| sent >= d) {
                 break;
             }
             let intended = job.slot.map(|s| s.at);
@@ -231,7 +231,10 @@ impl Worker {
                 }
                 Err(e) => {
                     stats.record_error(&e);
-                    until.counts.failed.fetch_add(1, Ordering::Relaxed);
+                    let failed = until.counts.failed.fetch_add(1, Ordering::Relaxed) + 1;
+                    if until.max_errors.is_some_and(|n| failed >= n) {
+                        until.abort.store(true, Ordering::Relaxed);
+                    }
                 }
             }
         }
@@ -255,6 +258,17 @@ struct Until {
     end: Option<Instant>,
     cutoff: Cutoff,
     counts: Arc<RunCounts>,
+    /// `stop after N errors` (or `--fail-fast`): set at the N-th failed query; the round stops
+    /// sending, and what was not sent is unsent.
+    max_errors: Option<u64>,
+    abort: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Until {
+    /// Stopped (Ctrl-C) or aborted (too many errors): nothing more is sent.
+    fn halted(&self) -> bool {
+        self.cutoff.stop.load(Ordering::Relaxed) || self.abort.load(Ordering::Relaxed)
+    }
 }
 
 /// Everything a round needs.
@@ -265,6 +279,9 @@ struct Round<'a> {
     /// How long the round lasts, when timed.
     span: Option<Duration>,
     env: &'a RunEnv,
+    /// The phase's error limit, and its flag (shared by its rounds).
+    max_errors: Option<u64>,
+    abort: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// What a round did besides its workers' own counts.
@@ -288,7 +305,7 @@ async fn dispatch(
     let workers = own.len().max(1) as u64;
     let mut turn = 0u64;
     loop {
-        if until.cutoff.stop.load(Ordering::Relaxed) {
+        if until.halted() {
             order.close();
             break;
         }
@@ -414,6 +431,12 @@ async fn round(
         end,
         cutoff: Cutoff::after(end, r.env.stop.clone()),
         counts: counts.clone(),
+        max_errors: if record == Record::No {
+            None
+        } else {
+            r.max_errors
+        },
+        abort: r.abort.clone(),
     };
     let order = Order {
         mix: r.mix,
@@ -531,8 +554,10 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
         counts.clone(),
     );
     let mut scheduled = 0u64;
+    let max_errors = super::max_errors(env, phase.stop_after_errors);
+    let abort = Arc::new(std::sync::atomic::AtomicBool::new(false));
     for rep in 0..phase.repeat.max(1) {
-        if env.stop.load(Ordering::Relaxed) {
+        if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) {
             break;
         }
         if warm_count.is_some() || warm_time.is_some() {
@@ -543,6 +568,8 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
                 arrivals: None,
                 span: warm_time,
                 env,
+                max_errors,
+                abort: abort.clone(),
             };
             let (back, ended) = round(workers, routed, Record::No, r, &counts).await;
             counts.warmup.store(false, Ordering::Relaxed);
@@ -555,6 +582,8 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
             arrivals: Arrivals::new(&phase.load, env.seed),
             span: measured_for,
             env,
+            max_errors,
+            abort: abort.clone(),
         };
         let sent = |ws: &[Worker]| ws.iter().map(|w| w.sends.sent).sum::<u64>();
         let answered = |ws: &[Worker]| {
@@ -590,6 +619,11 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
         report.failures.extend(ended.errors);
     }
     ticker.finish().await;
+    if abort.load(Ordering::Relaxed) {
+        report
+            .failures
+            .push(super::stopped_after(max_errors, "queries"));
+    }
     finish(&mut report, phase, workers, scheduled, env);
     report
 }

@@ -189,6 +189,10 @@ struct RoundCtl {
     /// Seconds of earlier measured rounds, so that the per-second series runs on.
     second_base: u64,
     counts: Arc<RunCounts>,
+    /// `stop after N errors` (or `--fail-fast`): at the N-th failed request `limited` and
+    /// `abort` are set, and every connection stops sending.
+    max_errors: Option<u64>,
+    limited: Arc<AtomicBool>,
 }
 
 impl Worker {
@@ -525,7 +529,11 @@ impl Worker {
                 Err(e) => {
                     self.stats.record_error(&e);
                     self.per_second[second][1] += 1;
-                    ctl.counts.failed.fetch_add(1, Ordering::Relaxed);
+                    let failed = ctl.counts.failed.fetch_add(1, Ordering::Relaxed) + 1;
+                    if ctl.max_errors.is_some_and(|n| failed >= n) {
+                        ctl.limited.store(true, Ordering::Relaxed);
+                        ctl.abort.store(true, Ordering::Relaxed);
+                    }
                 }
             }
             if let Some(e) = failed_ahead {
@@ -918,6 +926,8 @@ pub async fn run(
         }
     };
     let abort = Arc::new(AtomicBool::new(false));
+    let max_errors = super::max_errors(env, phase.stop_after_errors);
+    let limited = Arc::new(AtomicBool::new(false));
     let (warm_count, warm_time) = warmup_of(phase);
     let mut second_base = 0u64;
     // `None` once a round had no count to schedule by (closed loop, timed): then what was
@@ -940,6 +950,8 @@ pub async fn run(
                 record: false,
                 second_base,
                 counts: counts.clone(),
+                max_errors: None,
+                limited: limited.clone(),
             };
             // Warm-up requests have indices of their own: they never repeat measured ones.
             let feed = Feed::Counter {
@@ -969,6 +981,8 @@ pub async fn run(
             record: true,
             second_base,
             counts: counts.clone(),
+            max_errors,
+            limited: limited.clone(),
         };
         let answered =
             |l: &RunCounts| l.ok.load(Ordering::Relaxed) + l.failed.load(Ordering::Relaxed);
@@ -999,6 +1013,11 @@ pub async fn run(
     }
     let workers = pool.finish();
     ticker.finish().await;
+    if limited.load(Ordering::Relaxed) {
+        report
+            .failures
+            .push(super::stopped_after(max_errors, "requests"));
+    }
     finish(&mut report, phase, workers, scheduled, env);
     report
 }

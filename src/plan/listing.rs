@@ -267,6 +267,13 @@ pub fn listing(plan: &Plan) -> String {
                             ""
                         }
                     );
+                    if let Some(n) = p.stop_after_errors {
+                        let _ = writeln!(
+                            o,
+                            "    stop after {n} error{}",
+                            if n == 1 { "" } else { "s" }
+                        );
+                    }
                     for r in &p.require {
                         let _ = writeln!(o, "    require rows({}) {} {}", r.table, r.op, r.value);
                     }
@@ -342,6 +349,13 @@ pub fn listing(plan: &Plan) -> String {
                             .unwrap_or_default(),
                         p.repeat
                     );
+                    if let Some(n) = p.stop_after_errors {
+                        let _ = writeln!(
+                            o,
+                            "    stop after {n} error{}",
+                            if n == 1 { "" } else { "s" }
+                        );
+                    }
                     for r in &p.require {
                         let _ = writeln!(o, "    require rows({}) {} {}", r.table, r.op, r.value);
                     }

@@ -303,6 +303,9 @@ pub struct QueryPhase {
     pub stop: Stop,
     pub warmup: Option<Value>,
     pub repeat: u64,
+    /// `stop after N errors`: the phase stops sending at its N-th failed query or request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_after_errors: Option<u64>,
     pub require: Vec<Require>,
     pub expects: Vec<Threshold>,
     pub check_same_results: bool,
@@ -373,6 +376,9 @@ pub struct RequestPhase {
     pub stop: Stop,
     pub warmup: Option<Value>,
     pub repeat: u64,
+    /// `stop after N errors`: the phase stops sending at its N-th failed query or request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_after_errors: Option<u64>,
     pub require: Vec<Require>,
     /// Thresholds, and `status in [...]` / `status in lo..hi` from `expect status`.
     pub expects: Vec<Threshold>,

@@ -225,6 +225,7 @@ mod tests {
             stop,
             warmup: None,
             repeat: 1,
+            stop_after_errors: None,
             require: vec![],
             expects: vec![],
             check_same_results: false,

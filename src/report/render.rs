@@ -160,18 +160,25 @@ fn request_lines(r: &RequestReport) -> String {
             .collect();
         out += &format!("  statuses {}\n", codes.join(", "));
     }
-    for (class, e) in &r.errors {
+    out += &error_lines(&r.errors);
+    if !r.counters.is_empty() {
+        let counters: Vec<String> = r.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        out += &format!("  counters {}\n", counters.join(", "));
+    }
+    out += &cpu_line(r.client_cpu_s, r.ok + r.failed, r.elapsed_s, "request", 1);
+    out
+}
+
+/// The first message of each error class: the reason a run failed, in the human output too.
+fn error_lines(errors: &std::collections::BTreeMap<String, super::ErrorCount>) -> String {
+    let mut out = String::new();
+    for (class, e) in errors {
         out += &format!(
             "  {class} errors: {} (first: {})\n",
             thousands(e.count),
             e.first
         );
     }
-    if !r.counters.is_empty() {
-        let counters: Vec<String> = r.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        out += &format!("  counters {}\n", counters.join(", "));
-    }
-    out += &cpu_line(r.client_cpu_s, r.ok + r.failed, r.elapsed_s, "request", 1);
     out
 }
 
@@ -283,6 +290,7 @@ fn query_lines(r: &QueryReport) -> String {
     for row in &rows {
         out += &line(row);
     }
+    out += &error_lines(&r.errors);
     for c in &r.cross_checks {
         out += &format!(
             "  results against {}: {} instances compared, {} differ{}\n",

@@ -426,6 +426,8 @@ pub struct Run {
     pub duration: Vec<Clause<Expr>>,
     pub warmup: Vec<Clause<Expr>>,
     pub repeat: Vec<Clause<Expr>>,
+    /// `stop after N errors`.
+    pub stop_after: Vec<Clause<Expr>>,
     pub rate: Vec<Clause<Rate>>,
     pub require: Vec<Clause<Expr>>,
     pub expects: Vec<Expect>,

@@ -717,6 +717,7 @@ impl Walker {
             duration: vec![],
             warmup: vec![],
             repeat: vec![],
+            stop_after: vec![],
             rate: vec![],
             require: vec![],
             expects: vec![],
@@ -825,6 +826,7 @@ impl Walker {
                 Rule::duration_clause => r.duration.push(self.clause_expr(c)?),
                 Rule::warmup_clause => r.warmup.push(self.clause_expr(c)?),
                 Rule::repeat_clause => r.repeat.push(self.clause_expr(c)?),
+                Rule::stop_clause => r.stop_after.push(self.clause_expr(c)?),
                 Rule::rate_clause => {
                     let mut rate = None;
                     let mut arrival = None;

@@ -267,6 +267,7 @@ fn item_sexpr(o: &mut String, item: &Item) {
             clauses(o, "duration", &r.duration);
             clauses(o, "warmup", &r.warmup);
             clauses(o, "repeat", &r.repeat);
+            clauses(o, "stop_after", &r.stop_after);
             for c in &r.rate {
                 let _ = write!(o, "\n  (rate {}", expr(&c.value.rate));
                 if let Some(a) = c.value.arrival {
