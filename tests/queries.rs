@@ -233,6 +233,36 @@ run r {{ against local.sqlite  queries q  duration 2s  rate 100/s poisson  worke
 }
 
 #[test]
+fn a_routed_open_loop_run_keeps_its_schedule_and_accounts_for_it() {
+    // Routed instances go through the dispatcher to their worker's queue: the slots still
+    // carry their intended times, nothing is dropped, and a counted schedule ends on time.
+    let text = format!(
+        "{SQLITE_DATA}
+query q {{ sql \"SELECT count(*) FROM cpu WHERE hostname = $1\"  bind $1 = pick([\"host_1\", \"host_2\", \"host_3\"])  route by $1 }}
+run r {{ against local.sqlite  queries q  count 300  rate 200/s  workers 3 }}
+"
+    );
+    let t = std::time::Instant::now();
+    let (code, report, err) = run(&text, &[]);
+    assert_eq!(code, 0, "{err}");
+    let q = &query_phases(&report)[0];
+    assert_eq!(u(&q["scheduled"]), 300, "{q}");
+    assert_eq!(u(&q["ok"]), 300, "{q}");
+    assert_eq!(u(&q["unsent"]) + u(&q["cut_off"]), 0, "{q}");
+    assert_eq!(q["achieved_rate"].as_f64(), Some(1.0));
+    assert_eq!(u(&q["send_lag"]["count"]), 300);
+    // 300 at 200/s is a 1.5 s schedule, not a burst.
+    assert!(t.elapsed().as_secs_f64() > 1.4, "{:?}", t.elapsed());
+    let per: u64 = q["queries_per_worker"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(u)
+        .sum();
+    assert_eq!(per, 300);
+}
+
+#[test]
 fn warmup_and_repeats_are_measured_apart() {
     let text = format!(
         "{SQLITE_DATA}
