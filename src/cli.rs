@@ -13,7 +13,7 @@ Examples:
   wlrun gen workloads/questdb-ingest.wl --param hosts=100 --format ilp -o cpu.ilp
 
 Exit codes: 0 ok, 1 run failed or a threshold was exceeded, 2 usage error or workload
-diagnostics, 130 interrupted.";
+diagnostics, 130 interrupted (Ctrl-C), 143 stopped by SIGTERM.";
 
 #[derive(Debug, Parser)]
 #[command(

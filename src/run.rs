@@ -19,8 +19,11 @@ pub const EXIT_OK: i32 = 0;
 /// A run failed, a threshold was exceeded, or output could not be written.
 pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
-/// Ctrl-C: the report of what was measured is still printed and written.
+/// Ctrl-C (SIGINT): the report of what was measured is still printed and written.
 pub const EXIT_INTERRUPTED: i32 = 130;
+/// SIGTERM, handled as SIGINT; 128 + 15, what a shell reports for a process SIGTERM ended, so
+/// a supervisor that reads the status sees the cause it sent.
+pub const EXIT_TERMINATED: i32 = 143;
 
 const SUBCOMMANDS: &[&str] = &["check", "plan", "gen", "run", "help"];
 
@@ -172,7 +175,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 report::render::table(&report)
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
-            let mut code = if report.interrupted {
+            let mut code = if report.signal == Some("SIGTERM") {
+                EXIT_TERMINATED
+            } else if report.interrupted {
                 EXIT_INTERRUPTED
             } else if report.ok() {
                 EXIT_OK
