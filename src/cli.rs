@@ -13,7 +13,7 @@ Examples:
   wlrun gen workloads/questdb-ingest.wl --param hosts=100 --format ilp -o cpu.ilp
 
 Exit codes: 0 ok, 1 run failed or a threshold was exceeded, 2 usage error or workload
-diagnostics, 130 interrupted.";
+diagnostics, 130 interrupted (Ctrl-C), 143 stopped by SIGTERM.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -93,9 +93,13 @@ pub enum Command {
         /// Print the report as JSON on standard output instead of the table.
         #[arg(long)]
         json: bool,
-        /// Write report.json, report.csv, plan.json and the workload's sources into DIR.
+        /// Write plan.json and sources/ (every file the run reads) into DIR before sending, and
+        /// report.json and report.csv when the run ends or is stopped. DIR must be new or empty.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// With --out: a DIR holding an earlier run's files is emptied of them first.
+        #[arg(long, requires = "out")]
+        replace: bool,
         /// Seconds between progress lines while a phase runs (0: none).
         #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
         progress_every: f64,

@@ -19,8 +19,11 @@ pub const EXIT_OK: i32 = 0;
 /// A run failed, a threshold was exceeded, or output could not be written.
 pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
-/// Ctrl-C: the report of what was measured is still printed and written.
+/// Ctrl-C (SIGINT): the report of what was measured is still printed and written.
 pub const EXIT_INTERRUPTED: i32 = 130;
+/// SIGTERM, handled as SIGINT; 128 + 15, what a shell reports for a process SIGTERM ended, so
+/// a supervisor that reads the status sees the cause it sent.
+pub const EXIT_TERMINATED: i32 = 143;
 
 const SUBCOMMANDS: &[&str] = &["check", "plan", "gen", "run", "help"];
 
@@ -136,6 +139,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             file,
             json,
             out,
+            replace,
             progress_every,
             quiet,
             max_error_rate,
@@ -155,6 +159,18 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 return EXIT_USAGE;
             }
             let plan = lower::lower(&checked);
+            // Before anything is sent: a directory that cannot take the report must not cost a
+            // run, and a run killed midway still leaves what it was running.
+            let mut copied_workload = None;
+            if let Some(dir) = &out {
+                match start_out_dir(dir, replace, &outcome.map, &checked, &plan) {
+                    Ok(w) => copied_workload = w,
+                    Err(e) => {
+                        sayln!("wlrun: {e}");
+                        return EXIT_USAGE;
+                    }
+                }
+            }
             let env = exec::RunEnv {
                 seed: checked.seed,
                 base_dir: file.parent().unwrap_or(Path::new("")).to_path_buf(),
@@ -174,7 +190,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 report::render::table(&report)
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
-            let mut code = if report.interrupted {
+            let mut code = if report.signal == Some("SIGTERM") {
+                EXIT_TERMINATED
+            } else if report.interrupted {
                 EXIT_INTERRUPTED
             } else if report.ok() {
                 EXIT_OK
@@ -182,13 +200,15 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 EXIT_FAILED
             };
             if let Some(dir) = out {
-                let sources: Vec<(String, String)> = outcome
-                    .map
-                    .files()
-                    .map(|(_, f)| (f.name.clone(), f.text.clone()))
-                    .collect();
-                match report::files::write(&dir, &report, &plan, &sources) {
-                    Ok(()) => sayln!("wlrun: report written to {}", dir.display()),
+                match report::files::write_report(&dir, &report) {
+                    Ok(()) => match &copied_workload {
+                        Some(w) => sayln!(
+                            "wlrun: report written to {}; the workload as it ran: {}",
+                            dir.display(),
+                            w.display()
+                        ),
+                        None => sayln!("wlrun: report written to {}", dir.display()),
+                    },
                     Err(e) => {
                         sayln!("wlrun: {e}");
                         if code == EXIT_OK {
@@ -200,6 +220,61 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             code
         }
     }
+}
+
+/// Checks `--out DIR` and writes plan.json and `sources/`: the workload and its modules as
+/// checked, then every other file checking read (CSV tables, hooks, files to replay).
+fn start_out_dir(
+    dir: &Path,
+    replace: bool,
+    map: &crate::source::SourceMap,
+    checked: &check::Checked,
+    plan: &plan::Plan,
+) -> Result<Option<std::path::PathBuf>, String> {
+    use crate::report::files::Source;
+    use crate::source::Origin;
+    let root = checked.program.root().file;
+    let modules = std::iter::once(root).chain(
+        checked
+            .program
+            .modules
+            .iter()
+            .map(|m| m.file)
+            .filter(|&f| f != root),
+    );
+    let mut sources: Vec<Source> = modules
+        .map(|m| {
+            let f = map.get(m);
+            Source {
+                origin: f.origin.clone(),
+                text: Some(f.text.clone()),
+            }
+        })
+        .collect();
+    sources.extend(
+        checked
+            .program
+            .inputs
+            .list()
+            .into_iter()
+            .map(|origin| Source { origin, text: None }),
+    );
+    let reads: Vec<std::path::PathBuf> = sources
+        .iter()
+        .filter_map(|s| match &s.origin {
+            Origin::Disk(p) => Some(p.clone()),
+            Origin::Stdlib(_) => None,
+        })
+        .collect();
+    report::files::prepare(dir, replace, &reads)?;
+    let written = report::files::write_start(dir, plan, &sources)?;
+    for left in &written.left_out {
+        sayln!(
+            "wlrun: not copied into {}: {left}",
+            dir.join("sources").display()
+        );
+    }
+    Ok(written.workload.map(|w| dir.join("sources").join(w)))
 }
 
 fn plural(n: usize) -> &'static str {

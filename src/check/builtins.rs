@@ -836,7 +836,10 @@ pub fn read_csv_header(
         Some(dir) => {
             let full: PathBuf = dir.join(path);
             match std::fs::read(&full) {
-                Ok(b) => b,
+                Ok(b) => {
+                    ev.prog.inputs.record(crate::source::Origin::Disk(full));
+                    b
+                }
                 Err(e)
                     if e.kind() == std::io::ErrorKind::NotFound && ev.cell.csv_may_be_missing =>
                 {
@@ -864,7 +867,12 @@ pub fn read_csv_header(
             }
         }
         None => match crate::source::stdlib_file(path) {
-            Some(b) => b.to_vec(),
+            Some(b) => {
+                ev.prog
+                    .inputs
+                    .record(crate::source::Origin::Stdlib(path.to_string()));
+                b.to_vec()
+            }
             None => {
                 return ev.fail(
                     Diagnostic::error(Code::E0602, span, format!("no stdlib data file `{path}`"))

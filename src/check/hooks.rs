@@ -47,7 +47,10 @@ pub fn check_hooks(map: &mut SourceMap, program: &Program, diags: &mut Diagnosti
                 Some(dir) => {
                     let full = dir.join(&rel);
                     match std::fs::read_to_string(&full) {
-                        Ok(t) => Some((full.display().to_string(), t)),
+                        Ok(t) => {
+                            program.inputs.record(Origin::Disk(full.clone()));
+                            Some((full.display().to_string(), t))
+                        }
                         Err(e) => {
                             diags.push(
                                 Diagnostic::error(
@@ -64,7 +67,10 @@ pub fn check_hooks(map: &mut SourceMap, program: &Program, diags: &mut Diagnosti
                 }
                 None => crate::source::stdlib_file(&rel)
                     .and_then(|b| String::from_utf8(b.to_vec()).ok())
-                    .map(|t| (format!("std/{rel}"), t))
+                    .map(|t| {
+                        program.inputs.record(Origin::Stdlib(rel.clone()));
+                        (format!("std/{rel}"), t)
+                    })
                     .or_else(|| {
                         diags.push(
                             Diagnostic::error(

@@ -28,6 +28,7 @@ pub fn load_program(
         program: Program {
             modules: Vec::new(),
             instances: Vec::new(),
+            inputs: Default::default(),
         },
         by_file: IndexMap::new(),
         stack: Vec::new(),

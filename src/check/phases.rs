@@ -1762,6 +1762,11 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
             };
             let dir = ev.prog.root().dir.clone().unwrap_or_default();
             let bytes = std::fs::metadata(dir.join(&rel)).ok().map(|m| m.len());
+            if bytes.is_some() {
+                ev.prog
+                    .inputs
+                    .record(crate::source::Origin::Disk(dir.join(&rel)));
+            }
             if bytes.is_none() {
                 ev.error(
                     Diagnostic::warning(Code::W0004, f.span, format!("`{rel}` does not exist yet"))

@@ -3,6 +3,7 @@
 
 use indexmap::IndexMap;
 
+use crate::source::Origin;
 use crate::span::FileId;
 use crate::syntax::ast;
 
@@ -79,6 +80,29 @@ pub struct Instance {
 pub struct Program {
     pub modules: Vec<Module>,
     pub instances: Vec<Instance>,
+    /// Files other than modules that checking read.
+    pub inputs: Inputs,
+}
+
+/// The files besides modules that checking read (CSV tables, hook scripts, files to replay),
+/// in the order first read: `--out` copies them so that the run's directory checks and runs as
+/// the workload did. Interior mutability because they are found while evaluating, through
+/// shared references to the program.
+#[derive(Debug, Default)]
+pub struct Inputs(std::sync::Mutex<indexmap::IndexSet<Origin>>);
+
+impl Inputs {
+    pub fn record(&self, origin: Origin) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(origin);
+    }
+
+    pub fn list(&self) -> Vec<Origin> {
+        let set = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        set.iter().cloned().collect()
+    }
 }
 
 impl Program {

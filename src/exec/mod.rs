@@ -1,6 +1,6 @@
 //! Execution: runs the cells of a plan one after another against real servers and measures
-//! them. A failed cell is reported and the next one still runs; Ctrl-C stops sending and
-//! keeps what was measured.
+//! them. A failed cell is reported and the next one still runs; Ctrl-C or SIGTERM stops sending
+//! and keeps what was measured.
 
 pub mod account;
 mod admin;
@@ -34,7 +34,7 @@ pub struct RunEnv {
     pub seed: u64,
     /// The workload file's directory: `csv(...)` and data files are relative to it.
     pub base_dir: PathBuf,
-    /// Set by Ctrl-C: workers stop sending, the report is still written.
+    /// Set by Ctrl-C or SIGTERM: workers stop sending, the report is still written.
     pub stop: Arc<AtomicBool>,
     pub progress_every: Duration,
     pub quiet: bool,
@@ -141,17 +141,12 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
                 started: rfc3339(started_wall),
                 elapsed_s: 0.0,
                 interrupted: false,
+                signal: None,
                 cells: Vec::new(),
             };
         }
     };
-    let stop = env.stop.clone();
-    runtime.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            stop.store(true, Ordering::Relaxed);
-            sayln!("wlrun: interrupted; stopping the workers and writing the report");
-        }
-    });
+    let signal = watch_signals(&runtime, env.stop.clone());
     let total = plan.cells.len();
     let mut cells = Vec::new();
     for cell in &plan.cells {
@@ -225,8 +220,45 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
         started: rfc3339(started_wall),
         elapsed_s: started.elapsed().as_secs_f64(),
         interrupted: env.stop.load(Ordering::Relaxed),
+        signal: signal.get().copied(),
         cells,
     }
+}
+
+/// SIGINT (Ctrl-C) and SIGTERM (what containers, CI runners and Kubernetes send) both stop
+/// sending and keep what was measured; the returned cell says which came first, for the exit
+/// status. The handlers are registered before this returns, so a signal that arrives while the
+/// first phase starts is not lost to the default action (which would end the process with
+/// nothing written).
+fn watch_signals(
+    runtime: &tokio::runtime::Runtime,
+    stop: Arc<AtomicBool>,
+) -> Arc<std::sync::OnceLock<&'static str>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let first = Arc::new(std::sync::OnceLock::new());
+    let _context = runtime.enter();
+    let (int, term) = match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(int), Ok(term)) => (int, term),
+        (Err(e), _) | (_, Err(e)) => {
+            sayln!("wlrun: cannot watch for SIGINT and SIGTERM ({e}); a signal ends the run without a report");
+            return first;
+        }
+    };
+    let seen = first.clone();
+    runtime.spawn(async move {
+        let (mut int, mut term) = (int, term);
+        let name = tokio::select! {
+            _ = int.recv() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+        };
+        let _ = seen.set(name);
+        stop.store(true, Ordering::Relaxed);
+        sayln!("wlrun: {name}; stopping the workers and writing the report");
+    });
+    first
 }
 
 /// Threads for the senders' I/O (generation has a thread per worker of its own): one per

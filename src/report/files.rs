@@ -1,10 +1,16 @@
 //! `--out DIR`: everything needed to reproduce and re-render a run. report.json (versioned),
-//! report.csv (one row per phase), plan.json, and the workload's source files as they were.
+//! report.csv (one row per phase), plan.json, and in `sources/` every file the run read, laid
+//! out as they were so that the copied workload checks and runs as is.
+//!
+//! The directory is checked and plan.json and `sources/` are written before anything is sent,
+//! so a bad `--out` costs no run and a killed run still says what it was running; report.json
+//! and report.csv are written when the run ends or is stopped.
 
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use super::{PhaseReport, Report};
 use crate::plan::Plan;
+use crate::source::Origin;
 
 /// One CSV row per phase: the figures people chart.
 pub fn csv(report: &Report) -> Result<Vec<u8>, String> {
@@ -140,34 +146,319 @@ pub fn csv(report: &Report) -> Result<Vec<u8>, String> {
     w.into_inner().map_err(|e| e.to_string())
 }
 
-/// Writes the run's files into `dir` (created if needed). `sources` are (name, text) of the
-/// workload file and every file it imported; stdlib modules go under `std/`.
-pub fn write(
-    dir: &Path,
-    report: &Report,
-    plan: &Plan,
-    sources: &[(String, String)],
-) -> Result<(), String> {
+/// The names a run writes in its directory: all that `--replace` removes.
+const WRITTEN: &[&str] = &["report.json", "report.csv", "plan.json", "sources"];
+
+/// Makes `dir` ready for this run before anything is sent: created if missing; an empty
+/// directory is fine; one that holds anything is refused unless `replace`, and then only when
+/// it holds nothing but an earlier run's files (which are removed), never the files this run
+/// reads. `reads` are the files on disk the run reads.
+pub fn prepare(dir: &Path, replace: bool, reads: &[PathBuf]) -> Result<(), String> {
+    let shown = dir.display();
+    if dir.as_os_str().is_empty() {
+        return Err("`--out` needs a directory name".into());
+    }
+    match std::fs::metadata(dir) {
+        // Missing, or not reachable (a file on the way): creating it says why best.
+        Err(_) => {
+            return std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create the `--out` directory `{shown}`: {e}"));
+        }
+        Ok(m) if !m.is_dir() => {
+            return Err(format!(
+                "`--out {shown}` is a file, not a directory: name a new or empty directory"
+            ))
+        }
+        Ok(_) => {}
+    }
+    let mut entries: Vec<String> = std::fs::read_dir(dir)
+        .and_then(|rd| {
+            rd.map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+                .collect()
+        })
+        .map_err(|e| format!("cannot read the `--out` directory `{shown}`: {e}"))?;
+    if entries.is_empty() {
+        return Ok(());
+    }
+    entries.sort();
+    if !replace {
+        return Err(format!(
+            "`--out {shown}` is not empty (it holds {}): name a new or empty directory, or pass \
+             --replace to replace an earlier run's files",
+            list(&entries)
+        ));
+    }
+    let foreign: Vec<String> = entries
+        .iter()
+        .filter(|e| !WRITTEN.contains(&e.as_str()))
+        .cloned()
+        .collect();
+    if !foreign.is_empty() {
+        return Err(format!(
+            "`--out {shown}` holds {}, which no run wrote: --replace removes only report.json, \
+             report.csv, plan.json and sources/; name another directory",
+            list(&foreign)
+        ));
+    }
+    // A workload run from an earlier run's sources/ must not delete what it is about to read.
+    if let Ok(canon) = dir.canonicalize() {
+        if let Some(inside) = reads
+            .iter()
+            .find(|r| r.canonicalize().is_ok_and(|r| r.starts_with(&canon)))
+        {
+            return Err(format!(
+                "`--out {shown}` holds `{}`, which this run reads: --replace would delete it; \
+                 name another directory",
+                inside.display()
+            ));
+        }
+    }
+    for name in &entries {
+        let path = dir.join(name);
+        let removed = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        removed.map_err(|e| format!("cannot remove `{}` to replace it: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn list(names: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut out = names
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        out.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    out
+}
+
+/// A file the run read, for `sources/`.
+pub struct Source {
+    pub origin: Origin,
+    /// The text checked (a module), or `None` to copy the file as it is on disk (a CSV, a file
+    /// to replay: possibly large, never held in memory).
+    pub text: Option<String>,
+}
+
+/// What `write_start` did with the sources.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// Where the root workload went, relative to `sources/`.
+    pub workload: Option<PathBuf>,
+    /// Files not copied, and why.
+    pub left_out: Vec<String>,
+}
+
+/// Writes plan.json and `sources/` into a directory `prepare` accepted. `sources[0]` is the
+/// root workload. Files on disk keep their layout relative to the deepest folder that holds
+/// them all, so relative imports, CSV paths, hooks and files to replay resolve in the copy as
+/// they did in the original; stdlib files go under `sources/std/` for the record (a copied
+/// workload still imports the stdlib built into wlrun). Files that look like private keys or
+/// secrets are left out.
+pub fn write_start(dir: &Path, plan: &Plan, sources: &[Source]) -> Result<Written, String> {
     let fail =
         |what: &str, e: std::io::Error| format!("cannot write {what} in {}: {e}", dir.display());
-    std::fs::create_dir_all(dir).map_err(|e| fail("the directory", e))?;
-    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())? + "\n";
-    std::fs::write(dir.join("report.json"), json).map_err(|e| fail("report.json", e))?;
-    std::fs::write(dir.join("report.csv"), csv(report)?).map_err(|e| fail("report.csv", e))?;
     let plan_json = serde_json::to_string_pretty(plan).map_err(|e| e.to_string())? + "\n";
     std::fs::write(dir.join("plan.json"), plan_json).map_err(|e| fail("plan.json", e))?;
     let src = dir.join("sources");
-    for (name, text) in sources {
-        // Keep relative structure, but never escape the output directory.
-        let rel: std::path::PathBuf = Path::new(name)
-            .components()
-            .filter(|c| matches!(c, std::path::Component::Normal(_)))
-            .collect();
-        let path = src.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| fail("sources", e))?;
+    std::fs::create_dir_all(&src).map_err(|e| fail("sources/", e))?;
+    let mut written = Written::default();
+    let mut taken = std::collections::HashSet::new();
+    for (i, (source, rel)) in sources.iter().zip(layout(sources)).enumerate() {
+        let name = match &source.origin {
+            Origin::Disk(p) => p.display().to_string(),
+            Origin::Stdlib(rest) => format!("std/{rest}"),
+        };
+        if !taken.insert(rel.clone()) {
+            continue;
         }
-        std::fs::write(&path, text).map_err(|e| fail(name, e))?;
+        if i == 0 {
+            written.workload = Some(rel.clone());
+        }
+        if let (Origin::Disk(p), None) = (&source.origin, &source.text) {
+            if looks_secret(p) {
+                written
+                    .left_out
+                    .push(format!("{name} (it looks like a private key or a secret)"));
+                continue;
+            }
+        }
+        let path = src.join(&rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| fail("sources/", e))?;
+        }
+        let done = match (&source.text, &source.origin) {
+            (Some(text), _) => std::fs::write(&path, text),
+            (None, Origin::Disk(p)) => std::fs::copy(p, &path).map(|_| ()),
+            (None, Origin::Stdlib(rest)) => match crate::source::stdlib_file(rest) {
+                Some(bytes) => std::fs::write(&path, bytes),
+                None => continue,
+            },
+        };
+        done.map_err(|e| format!("cannot copy {name} into {}: {e}", src.display()))?;
     }
+    Ok(written)
+}
+
+/// Writes report.json and report.csv: at the end of the run, or when it was stopped.
+pub fn write_report(dir: &Path, report: &Report) -> Result<(), String> {
+    let fail =
+        |what: &str, e: std::io::Error| format!("cannot write {what} in {}: {e}", dir.display());
+    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())? + "\n";
+    std::fs::write(dir.join("report.json"), json).map_err(|e| fail("report.json", e))?;
+    std::fs::write(dir.join("report.csv"), csv(report)?).map_err(|e| fail("report.csv", e))?;
     Ok(())
+}
+
+/// Each source's path under `sources/`.
+fn layout(sources: &[Source]) -> Vec<PathBuf> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let absolute: Vec<Option<PathBuf>> = sources
+        .iter()
+        .map(|s| match &s.origin {
+            Origin::Disk(p) => Some(lexical(&cwd.join(p))),
+            Origin::Stdlib(_) => None,
+        })
+        .collect();
+    let mut base: Option<PathBuf> = None;
+    for parent in absolute.iter().flatten().filter_map(|p| p.parent()) {
+        base = Some(match base {
+            None => parent.to_path_buf(),
+            Some(b) => b
+                .components()
+                .zip(parent.components())
+                .take_while(|(a, b)| a == b)
+                .map(|(a, _)| a)
+                .collect(),
+        });
+    }
+    let base = base.unwrap_or_default();
+    sources
+        .iter()
+        .zip(absolute)
+        .map(|(s, abs)| match (&s.origin, abs) {
+            (Origin::Stdlib(rest), _) => Path::new("std").join(rest),
+            (_, Some(abs)) => abs
+                .strip_prefix(&base)
+                .map_or_else(|_| normal_only(&abs), Path::to_path_buf),
+            (Origin::Disk(p), None) => normal_only(p),
+        })
+        .collect()
+}
+
+/// `a/./b/../c` as `a/c`, without asking the file system: the layout the run's relative paths
+/// describe (`Path::join` of `..` means the same unless a symlink sits in between).
+fn lexical(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push(c);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The path's plain names only: never outside `sources/`.
+fn normal_only(p: &Path) -> PathBuf {
+    p.components()
+        .filter(|c| matches!(c, Component::Normal(_)))
+        .collect()
+}
+
+/// Private keys and credential files do not belong in a directory people share to show a
+/// result: judged by the name, and by a PEM private-key header at the start.
+fn looks_secret(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let by_name = [
+        ".pgpass",
+        ".netrc",
+        ".env",
+        "id_rsa",
+        "id_dsa",
+        "id_ecdsa",
+        "id_ed25519",
+    ]
+    .contains(&name.as_str())
+        || ["pem", "key", "p12", "pfx", "jks", "keystore"]
+            .iter()
+            .any(|ext| name.ends_with(&format!(".{ext}")));
+    by_name || starts_with_private_key(path)
+}
+
+fn starts_with_private_key(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let n = f.read(&mut head).unwrap_or(0);
+    let head = String::from_utf8_lossy(&head[..n]);
+    head.trim_start().starts_with("-----BEGIN") && head.contains("PRIVATE KEY-----")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_credentials_are_secrets_and_data_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        assert!(looks_secret(&write("client.key", "x")));
+        assert!(looks_secret(&write(".pgpass", "h:5432:db:u:pw")));
+        assert!(looks_secret(&write(
+            "tls.txt",
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n"
+        )));
+        assert!(!looks_secret(&write("params.csv", "host,ts\nh1,1\n")));
+        assert!(!looks_secret(&write("cpu.ilp", "cpu,host=a v=1i 1\n")));
+    }
+
+    #[test]
+    fn files_keep_their_layout_under_the_deepest_common_folder() {
+        let src = |p: &str| Source {
+            origin: Origin::Disk(p.into()),
+            text: None,
+        };
+        let sources = [
+            src("/w/bench/run.wl"),
+            src("/w/bench/../lib/m.wl"),
+            src("/w/bench/data/./p.csv"),
+            Source {
+                origin: Origin::Stdlib("tsbs/cpu-only.wl".into()),
+                text: None,
+            },
+        ];
+        let got = layout(&sources);
+        let want: Vec<PathBuf> = [
+            "bench/run.wl",
+            "lib/m.wl",
+            "bench/data/p.csv",
+            "std/tsbs/cpu-only.wl",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        assert_eq!(got, want);
+    }
 }

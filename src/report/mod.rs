@@ -53,6 +53,9 @@ pub struct Report {
     pub started: String,
     pub elapsed_s: f64,
     pub interrupted: bool,
+    /// `SIGINT` or `SIGTERM`: the signal that stopped the run; absent when none did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<&'static str>,
     pub cells: Vec<CellReport>,
 }
 

@@ -1,0 +1,359 @@
+//! A run's lifecycle seen from outside, as a container runtime, a CI runner or a user sees it:
+//! the signals that stop it, and the `--out` directory from before the first request is sent
+//! to after the last answer.
+
+#[path = "common/cli.rs"]
+mod cli;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use cli::wlrun;
+use serde_json::Value;
+
+/// A quick ingest into SQLite, then a query run that would go on for 30 s: a signal during the
+/// query run finds one finished phase and one in flight.
+const LONG_RUN: &str = r#"
+workload w { seed 1 }
+target local { sqlite "db.sqlite" }
+schema cpu { rows 10  field v: long = 1 }
+ingest make { into local via sqlite  rows cpu  batch 10 rows  teardown keep }
+query q { sql "SELECT count(*) FROM cpu" }
+run long { against local.sqlite  queries q  duration 30s  rate 200/s }
+"#;
+
+fn json_file(path: &Path) -> Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Starts `wlrun run w.wl --out res` on LONG_RUN, waits until the query run has reported
+/// progress (so the ingest phase is done and queries are being measured), sends `signal`, and
+/// returns the exit code, standard output and standard error.
+fn stopped_by(dir: &Path, signal: &str) -> (Option<i32>, String, String) {
+    std::fs::write(dir.join("w.wl"), LONG_RUN).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .current_dir(dir)
+        .args(["run", "w.wl", "--out", "res", "--progress-every", "0.2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    // A progress line of the query run; the deadline only bounds a run that never gets there.
+    let mut seen = false;
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
+        if line.contains("long:") && line.contains(" ok ") {
+            seen = true;
+            break;
+        }
+    }
+    if !seen {
+        let _ = child.kill();
+    }
+    assert!(seen, "the query run never reported progress");
+    std::thread::sleep(Duration::from_millis(300));
+    let killed = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    let err = reader.join().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        err,
+    )
+}
+
+/// What a stopped run must leave: the table on standard output, and in `--out` the plan, the
+/// finished ingest intact and the query run's measurements marked `interrupted`.
+fn assert_stopped_run_kept(dir: &Path, stdout: &str, err: &str) {
+    assert!(
+        stdout.contains("long"),
+        "no report printed:\n{stdout}\n{err}"
+    );
+    let res = dir.join("res");
+    let plan = json_file(&res.join("plan.json"));
+    assert_eq!(plan["format"], 1);
+    let r = json_file(&res.join("report.json"));
+    assert_eq!(r["interrupted"], true, "{r:#}");
+    let phases = r["cells"][0]["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2, "{r:#}");
+    assert_eq!(phases[0]["phase"], "ingest");
+    assert_eq!(phases[0]["status"], "ok", "{:#}", phases[0]);
+    assert_eq!(phases[0]["rows_acked"], 10);
+    assert_eq!(phases[1]["phase"], "queries");
+    assert_eq!(phases[1]["status"], "interrupted", "{:#}", phases[1]);
+    assert!(phases[1]["ok"].as_u64().unwrap() > 0, "{:#}", phases[1]);
+    assert!(phases[1]["elapsed_s"].as_f64().unwrap() < 30.0);
+    let csv = std::fs::read_to_string(res.join("report.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    assert!(res.join("sources/w.wl").exists());
+}
+
+#[test]
+fn sigterm_stops_the_run_and_keeps_what_was_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, err) = stopped_by(dir.path(), "TERM");
+    assert_eq!(code, Some(143), "{err}");
+    assert!(err.contains("SIGTERM"), "{err}");
+    assert_stopped_run_kept(dir.path(), &stdout, &err);
+    let r = json_file(&dir.path().join("res/report.json"));
+    assert_eq!(r["signal"], "SIGTERM");
+}
+
+#[test]
+fn sigint_stops_the_run_and_keeps_what_was_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, err) = stopped_by(dir.path(), "INT");
+    assert_eq!(code, Some(130), "{err}");
+    assert_stopped_run_kept(dir.path(), &stdout, &err);
+    let r = json_file(&dir.path().join("res/report.json"));
+    assert_eq!(r["signal"], "SIGINT");
+}
+
+/// A workload that reads a file of every kind, laid out over two folders: a module imported
+/// from `../lib`, a CSV of binds, a hook script and a line-protocol file to replay.
+fn spread_workload(root: &Path) {
+    let write = |rel: &str, text: &str| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write(
+        "bench/w.wl",
+        r#"
+import "../lib/m.wl" as m
+workload w { seed 1 }
+target local { sqlite "db.sqlite" }
+ingest load { into local via sqlite table "cpu"  rows from file "data/cpu.ilp"  batch 10 rows  teardown keep }
+query q {
+  sql "SELECT count(*) FROM cpu WHERE host = $1"
+  binds from csv "data/params.csv" (host text)
+}
+hook h from "hooks/h.rhai"
+run r { against local.sqlite  queries q, m.total  count 4 }
+"#,
+    );
+    write(
+        "lib/m.wl",
+        "query total { sql \"SELECT count(*) FROM cpu\" }\n",
+    );
+    write("bench/data/params.csv", "host\nh1\nh2\n");
+    let ilp: String = (1..=6)
+        .map(|i| format!("cpu,host=h{} v={i}i {i}000000000\n", i % 2 + 1))
+        .collect();
+    write("bench/data/cpu.ilp", &ilp);
+    write(
+        "bench/hooks/h.rhai",
+        "fn request(ctx) { #{ method: \"GET\", path: \"/\" } }\n",
+    );
+}
+
+fn files_under(dir: &Path) -> Vec<String> {
+    fn walk(dir: &Path, base: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, base, out);
+            } else {
+                out.push(p.strip_prefix(base).unwrap().display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn sources_hold_every_file_read_and_check_and_run_from_there() {
+    let dir = tempfile::tempdir().unwrap();
+    spread_workload(dir.path());
+    let out = wlrun(
+        dir.path(),
+        &["run", "bench/w.wl", "--quiet", "--out", "res"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let sources = dir.path().join("res/sources");
+    assert_eq!(
+        files_under(&sources),
+        [
+            "bench/data/cpu.ilp",
+            "bench/data/params.csv",
+            "bench/hooks/h.rhai",
+            "bench/w.wl",
+            "lib/m.wl"
+        ],
+    );
+    assert!(
+        stderr(&out).contains("the workload as it ran: res/sources/bench/w.wl"),
+        "{}",
+        stderr(&out)
+    );
+    // The copy is the workload: it checks and runs where it was written, reading only the copy.
+    std::fs::remove_dir_all(dir.path().join("bench")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("lib")).unwrap();
+    let check = wlrun(dir.path(), &["check", "res/sources/bench/w.wl"]);
+    assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+    let again = wlrun(&sources, &["run", "bench/w.wl", "--json", "--quiet"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    let r: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(r["cells"][0]["phases"][0]["rows_acked"], 6, "{r:#}");
+    assert_eq!(r["cells"][0]["phases"][1]["ok"], 4, "{r:#}");
+}
+
+/// An ingest into SQLite: whether anything was sent shows as the database file.
+const SMALL_RUN: &str = r#"
+workload w { seed 1 }
+target local { sqlite "db.sqlite" }
+schema cpu { rows 10  field v: long = 1 }
+ingest make { into local via sqlite  rows cpu  batch 10 rows }
+"#;
+
+#[test]
+fn an_out_that_is_a_file_is_refused_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.wl"), SMALL_RUN).unwrap();
+    std::fs::write(dir.path().join("res"), "not a directory").unwrap();
+    let out = wlrun(dir.path(), &["run", "w.wl", "--quiet", "--out", "res"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("`--out res` is a file, not a directory"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.path().join("db.sqlite").exists(), "the run went ahead");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("res")).unwrap(),
+        "not a directory"
+    );
+    // A directory that cannot be created is refused as early.
+    let out = wlrun(dir.path(), &["run", "w.wl", "--quiet", "--out", "res/sub"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot create the `--out` directory"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.path().join("db.sqlite").exists(), "the run went ahead");
+}
+
+#[test]
+fn an_earlier_run_is_replaced_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.wl"), SMALL_RUN).unwrap();
+    let seed_of = |dir: &Path| json_file(&dir.join("res/report.json"))["seed"].clone();
+    let first = wlrun(dir.path(), &["run", "w.wl", "-q", "--out", "res"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert_eq!(seed_of(dir.path()), 1);
+
+    let refused = wlrun(
+        dir.path(),
+        &["run", "w.wl", "-q", "--seed", "2", "--out", "res"],
+    );
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("is not empty") && stderr(&refused).contains("--replace"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(seed_of(dir.path()), 1, "the earlier run was overwritten");
+
+    let replaced = wlrun(
+        dir.path(),
+        &[
+            "run",
+            "w.wl",
+            "-q",
+            "--seed",
+            "2",
+            "--out",
+            "res",
+            "--replace",
+        ],
+    );
+    assert_eq!(replaced.status.code(), Some(0), "{}", stderr(&replaced));
+    assert_eq!(seed_of(dir.path()), 2);
+
+    // --replace removes what a run wrote, never anything else.
+    std::fs::write(dir.path().join("res/notes.txt"), "mine").unwrap();
+    let foreign = wlrun(
+        dir.path(),
+        &[
+            "run",
+            "w.wl",
+            "-q",
+            "--seed",
+            "3",
+            "--out",
+            "res",
+            "--replace",
+        ],
+    );
+    assert_eq!(foreign.status.code(), Some(2), "{}", stderr(&foreign));
+    assert!(
+        stderr(&foreign).contains("`notes.txt`"),
+        "{}",
+        stderr(&foreign)
+    );
+    assert_eq!(seed_of(dir.path()), 2);
+    std::fs::remove_file(dir.path().join("res/notes.txt")).unwrap();
+
+    // Nor the files of the workload being run, when it is the earlier run's copy.
+    let own = wlrun(
+        dir.path(),
+        &["run", "res/sources/w.wl", "-q", "--out", "res", "--replace"],
+    );
+    assert_eq!(own.status.code(), Some(2), "{}", stderr(&own));
+    assert!(
+        stderr(&own).contains("which this run reads"),
+        "{}",
+        stderr(&own)
+    );
+    assert!(dir.path().join("res/sources/w.wl").exists());
+}
+
+#[test]
+fn a_killed_run_leaves_its_plan_and_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.wl"), LONG_RUN).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .current_dir(dir.path())
+        .args(["run", "w.wl", "--out", "res", "--progress-every", "0.2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let running = lines.any(|l| l.is_ok_and(|l| l.contains("long:") && l.contains(" ok ")));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(running, "the query run never reported progress");
+    let res = dir.path().join("res");
+    assert_eq!(json_file(&res.join("plan.json"))["format"], 1);
+    assert!(res.join("sources/w.wl").exists());
+    assert!(!res.join("report.json").exists());
+}
