@@ -350,6 +350,52 @@ fn bare_file_behaves_like_run() {
     assert_eq!(keys(&bare.stdout), keys(&run.stdout));
 }
 
+/// A run that needs no server and passes: n rows into SQLite.
+const QUICK: &str = "workload quick { seed 1 }\nparam n = 10\ntarget db { sqlite \"bench.db\" }\nschema s {\n  rows n\n  field v: long = uniform(0, 10)\n}\ningest load { into db via sqlite  rows s }\n";
+
+#[test]
+fn options_before_a_bare_file_work_as_after_it() {
+    let rows_sent = |args: &[&str]| -> u64 {
+        let run = Test::new()
+            .file("q.wl", QUICK)
+            .args(args)
+            .run()
+            .no_panic()
+            .code(0);
+        run.json()["cells"][0]["phases"][0]["rows_sent"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(rows_sent(&["--json", "q.wl"]), 10);
+    assert_eq!(rows_sent(&["-q", "--json", "q.wl"]), 10);
+    assert_eq!(rows_sent(&["--color", "never", "--json", "q.wl"]), 10);
+    assert_eq!(
+        rows_sent(&["--color=never", "--quiet", "--json", "q.wl"]),
+        10
+    );
+    // An option's value is not taken for the file, whether it follows the flag or is part of
+    // a cluster of short flags.
+    assert_eq!(rows_sent(&["--param", "n=20", "--json", "q.wl"]), 20);
+    assert_eq!(rows_sent(&["-qp", "n=30", "--json", "q.wl"]), 30);
+    assert_eq!(rows_sent(&["-pn=40", "--json", "q.wl", "-q"]), 40);
+    // Options before a subcommand are still the global ones only.
+    Test::new()
+        .file("q.wl", QUICK)
+        .args(["--color", "never", "check", "q.wl"])
+        .run()
+        .code(0)
+        .stderr_has("q.wl: ok");
+    Test::new()
+        .file("bad.wl", BROKEN)
+        .args(["-q", "--color", "never", "bad.wl"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("bad.wl:4:19");
+    // Without a file it is still a usage error.
+    Test::new().args(["-q"]).run().code(2).stderr_has("Usage");
+}
+
 #[test]
 fn bare_file_with_errors_reports_them() {
     Test::new()
