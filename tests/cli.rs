@@ -502,6 +502,114 @@ fn param_of_the_wrong_type_is_an_error() {
         .stderr_has("error[");
 }
 
+/// MATRIX with its URLs in params, one written as a string and one declared `varchar`.
+fn matrix_with_url_params() -> String {
+    MATRIX
+        .replace(
+            "param hosts = 4",
+            "param hosts = 4\nparam qwp_url = \"ws://127.0.0.1:9000\"\nparam ilp_url: varchar = \"tcp://127.0.0.1:9009\"",
+        )
+        .replace("\"ws://127.0.0.1:9000\"\n  ilp", "\"${qwp_url}\"\n  ilp")
+        .replace("\"tcp://127.0.0.1:9009\"\n}", "\"${ilp_url}\"\n}")
+}
+
+fn plan_urls(args: &[&str]) -> Vec<String> {
+    let mut all = vec!["plan", "w.wl", "--json"];
+    all.extend(args);
+    let plan = Test::new()
+        .file("w.wl", &matrix_with_url_params())
+        .args(all)
+        .run()
+        .no_panic()
+        .code(0)
+        .json();
+    plan["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c["phases"][0]["endpoint"]["url"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_text_param_takes_its_value_without_inner_quotes() {
+    assert_eq!(
+        plan_urls(&[]),
+        ["ws://127.0.0.1:9000", "tcp://127.0.0.1:9009"]
+    );
+    assert_eq!(
+        plan_urls(&[
+            "--param",
+            "qwp_url=ws://127.0.0.1:19000",
+            "-p",
+            "ilp_url=tcp://127.0.0.1:19009"
+        ]),
+        ["ws://127.0.0.1:19000", "tcp://127.0.0.1:19009"]
+    );
+    // Quoted, it is a string literal as before: it may interpolate.
+    assert_eq!(
+        plan_urls(&["--param", "qwp_url=\"ws://127.0.0.1:${hosts}000\""]),
+        ["ws://127.0.0.1:4000", "tcp://127.0.0.1:9009"]
+    );
+    // Unquoted, it is the text as it stands: `${...}` and `\\` are not special.
+    let run = Test::new()
+        .file("w.wl", &matrix_with_url_params())
+        .args([
+            "plan",
+            "w.wl",
+            "--param",
+            "qwp_url=ws://127.0.0.1:9000/${hosts}\\n",
+        ])
+        .run()
+        .code(0);
+    assert!(
+        run.stdout.contains("ws://127.0.0.1:9000/${hosts}\\n"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_text_param_is_still_checked_where_it_is_used() {
+    Test::new()
+        .file("w.wl", &matrix_with_url_params())
+        .args(["plan", "w.wl", "--param", "qwp_url=http://127.0.0.1:9000"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("error[E0303]");
+    // A param that is not text parses its value as before: a URL there is a syntax error at
+    // the flag.
+    Test::new()
+        .file("w.wl", &matrix_with_url_params())
+        .args(["plan", "w.wl", "--param", "hosts=http://127.0.0.1:9000"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("error[E0001]")
+        .stderr_has("--> --param hosts=:1:5");
+}
+
+#[test]
+fn a_text_param_from_the_command_line_is_what_the_run_connects_to() {
+    let port = closed_port();
+    Test::new()
+        .file("w.wl", &matrix_with_url_params())
+        .args(["--quiet", "w.wl", "--only", "protocol=qwp"])
+        .args(["--param", &format!("qwp_url=ws://127.0.0.1:{port}")])
+        .run()
+        .no_panic()
+        .code(1)
+        .stderr_has(&format!(
+            "questdb.qwp: cannot connect to ws://127.0.0.1:{port}/write/v4"
+        ));
+}
+
 #[test]
 fn only_keeps_matching_cells() {
     let plan = plan_json(&["--only", "protocol=qwp"]);

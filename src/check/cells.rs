@@ -80,7 +80,11 @@ pub fn check_program(
         .flat_map(|m| m.axes.iter().map(|a| a.name.name.clone()))
         .collect();
     for (flag, raw) in opts.params.iter().map(|p| ("--param", p)) {
-        let Some((name, value)) = parse_assignment(map, flag, raw, diags) else {
+        let text_param = |name: &str| {
+            !axis_names.iter().any(|a| a == name)
+                && matches!(program.root().decls.get(name), Some(Decl::Param(p)) if declares_text(p))
+        };
+        let Some((name, value)) = parse_assignment(map, flag, raw, text_param, diags) else {
             continue;
         };
         let is_param = matches!(program.root().decls.get(&name.0), Some(Decl::Param(_)));
@@ -706,10 +710,21 @@ fn split_assignment(
     ))
 }
 
+/// Whether a param's value is text, so that `--param url=http://h:1` needs no inner quotes:
+/// declared `varchar` or `string`, or written as a string in the file.
+fn declares_text(p: &ast::Param) -> bool {
+    match p.ty.as_ref().map(|t| t.name.name.as_str()) {
+        Some("varchar" | "string") => true,
+        Some("symbol") | None => matches!(p.value.kind, ast::ExprKind::Str(_)),
+        Some(_) => false,
+    }
+}
+
 fn parse_assignment(
     map: &mut SourceMap,
     flag: &str,
     raw: &str,
+    text_param: impl Fn(&str) -> bool,
     diags: &mut Diagnostics,
 ) -> Option<((String, Span), ast::Expr)> {
     let ((name, span), _) = split_assignment(map, flag, raw, diags)?;
@@ -720,6 +735,25 @@ fn parse_assignment(
         format!("{flag} {name}="),
         value_text.to_string(),
     );
+    // A text param takes the value as it stands, the way a shell user writes a URL or a path.
+    // A value in quotes is still a string literal (`"${host}:9000"` interpolates), and an
+    // empty one still fails to parse: `--param url=$UNSET` is a mistake, not "".
+    let text = value_text.trim();
+    if text_param(&name) && !text.is_empty() && !text.starts_with('"') {
+        let start = value_text.len() - value_text.trim_start().len();
+        let at = Span::new(file, start, start + text.len());
+        let lit = ast::StrLit {
+            parts: vec![ast::StrPart::Text(text.to_string())],
+            span: at,
+        };
+        return Some((
+            (name, span),
+            ast::Expr {
+                kind: ast::ExprKind::Str(lit),
+                span: at,
+            },
+        ));
+    }
     match syntax::parse_value(map, file) {
         Ok(e) => Some(((name, span), e)),
         Err(d) => {
