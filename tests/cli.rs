@@ -582,7 +582,12 @@ fn a_text_param_is_still_checked_where_it_is_used() {
         .run()
         .no_panic()
         .code(2)
-        .stderr_has("error[E0303]");
+        .stderr_has("error[E0303]")
+        .stderr_has("w.wl:7:11")
+        // What was checked is the flag's value: the error shows it.
+        .stderr_has("--> --param qwp_url=:1:1")
+        .stderr_has("1 | http://127.0.0.1:9000")
+        .stderr_has("`qwp_url` is set here");
     // A param that is not text parses its value as before: a URL there is a syntax error at
     // the flag.
     Test::new()

@@ -72,6 +72,8 @@ pub fn check_program(
 
     // Command-line overrides, parsed as values in a file of their own so errors point at them.
     let mut overrides: IndexMap<String, ast::Expr> = IndexMap::new();
+    // The params set to text by a flag, and where: see `point_at_flags`.
+    let mut text_flags: Vec<(String, Span)> = Vec::new();
     let mut pins: IndexMap<String, ast::Expr> = IndexMap::new();
     let axis_names: Vec<String> = program
         .root()
@@ -118,6 +120,9 @@ pub fn check_program(
             pins.insert(name.0.clone(), value.clone());
         }
         if is_param {
+            if matches!(value.kind, ast::ExprKind::Str(_)) {
+                text_flags.push((name.0.clone(), value.span));
+            }
             overrides.insert(name.0, value);
         }
     }
@@ -366,7 +371,12 @@ pub fn check_program(
             phases::check_all_decls(&ev, &hook_info);
         }
         let params = root_params(&ev);
-        diags.extend(ev.diags.take());
+        let found = ev.diags.take();
+        diags.extend(
+            found
+                .into_iter()
+                .map(|d| point_at_flags(map, &text_flags, d)),
+        );
         used.extend(ev.used.take());
         lowered.push(Cell {
             index: cell.index,
@@ -708,6 +718,26 @@ fn split_assignment(
         (name_t.to_string(), Span::new(file, 0, name.len())),
         value.trim().to_string(),
     ))
+}
+
+/// A text param is checked where it is used (a URL where an endpoint reads it), so the error
+/// points at the file; when the text under the error names a param set by a flag, the flag is
+/// shown too, since what was checked is the flag's value, not the file's.
+fn point_at_flags(map: &SourceMap, flags: &[(String, Span)], mut d: Diagnostic) -> Diagnostic {
+    let at = d.primary.span;
+    let Some(text) = map.get(at.file).text.get(at.range()) else {
+        return d;
+    };
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    for (name, flag) in flags.iter().filter(|(_, f)| f.file != at.file) {
+        let named = text.match_indices(name.as_str()).any(|(i, _)| {
+            !text[..i].ends_with(ident) && !text[i + name.len()..].starts_with(ident)
+        });
+        if named {
+            d = d.also(*flag, format!("`{name}` is set here"));
+        }
+    }
+    d
 }
 
 /// Whether a param's value is text, so that `--param url=http://h:1` needs no inner quotes:
