@@ -72,8 +72,6 @@ pub fn check_program(
 
     // Command-line overrides, parsed as values in a file of their own so errors point at them.
     let mut overrides: IndexMap<String, ast::Expr> = IndexMap::new();
-    // The params set to text by a flag, and where: see `point_at_flags`.
-    let mut text_flags: Vec<(String, Span)> = Vec::new();
     let mut pins: IndexMap<String, ast::Expr> = IndexMap::new();
     let axis_names: Vec<String> = program
         .root()
@@ -120,9 +118,6 @@ pub fn check_program(
             pins.insert(name.0.clone(), value.clone());
         }
         if is_param {
-            if matches!(value.kind, ast::ExprKind::Str(_)) {
-                text_flags.push((name.0.clone(), value.span));
-            }
             overrides.insert(name.0, value);
         }
     }
@@ -361,6 +356,12 @@ pub fn check_program(
 
     let hook_info = hooks::check_hooks(map, &program, diags);
 
+    // The params set to text by a flag, and where: see `point_at_flags`.
+    let text_flags: Vec<(String, Span)> = overrides
+        .iter()
+        .filter(|(_, e)| matches!(e.kind, ast::ExprKind::Str(_)))
+        .map(|(name, e)| (name.clone(), e.span))
+        .collect();
     // Lower every cell; errors found in several cells are reported once.
     let mut lowered = Vec::new();
     let mut used = std::collections::HashSet::new();
@@ -371,12 +372,8 @@ pub fn check_program(
             phases::check_all_decls(&ev, &hook_info);
         }
         let params = root_params(&ev);
-        let found = ev.diags.take();
-        diags.extend(
-            found
-                .into_iter()
-                .map(|d| point_at_flags(map, &text_flags, d)),
-        );
+        let found = ev.diags.take().into_iter();
+        diags.extend(found.map(|d| point_at_flags(map, &text_flags, d)));
         used.extend(ev.used.take());
         lowered.push(Cell {
             index: cell.index,
