@@ -717,36 +717,6 @@ fn split_assignment(
     ))
 }
 
-/// A text param is checked where it is used (a URL where an endpoint reads it), so the error
-/// points at the file; when the text under the error names a param set by a flag, the flag is
-/// shown too, since what was checked is the flag's value, not the file's.
-fn point_at_flags(map: &SourceMap, flags: &[(String, Span)], mut d: Diagnostic) -> Diagnostic {
-    let at = d.primary.span;
-    let Some(text) = map.get(at.file).text.get(at.range()) else {
-        return d;
-    };
-    let ident = |c: char| c.is_alphanumeric() || c == '_';
-    for (name, flag) in flags.iter().filter(|(_, f)| f.file != at.file) {
-        let named = text.match_indices(name.as_str()).any(|(i, _)| {
-            !text[..i].ends_with(ident) && !text[i + name.len()..].starts_with(ident)
-        });
-        if named {
-            d = d.also(*flag, format!("`{name}` is set here"));
-        }
-    }
-    d
-}
-
-/// Whether a param's value is text, so that `--param url=http://h:1` needs no inner quotes:
-/// declared `varchar` or `string`, or written as a string in the file.
-fn declares_text(p: &ast::Param) -> bool {
-    match p.ty.as_ref().map(|t| t.name.name.as_str()) {
-        Some("varchar" | "string") => true,
-        Some("symbol") | None => matches!(p.value.kind, ast::ExprKind::Str(_)),
-        Some(_) => false,
-    }
-}
-
 fn parse_assignment(
     map: &mut SourceMap,
     flag: &str,
@@ -787,5 +757,35 @@ fn parse_assignment(
             diags.push(d);
             None
         }
+    }
+}
+
+/// A text param is checked where it is used (a URL where an endpoint reads it), so the error
+/// points at the file; when the text under the error names a param set by a flag, the flag is
+/// shown too, since what was checked is the flag's value, not the file's.
+fn point_at_flags(map: &SourceMap, flags: &[(String, Span)], mut d: Diagnostic) -> Diagnostic {
+    let at = d.primary.span;
+    let Some(text) = map.get(at.file).text.get(at.range()) else {
+        return d;
+    };
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    for (name, flag) in flags.iter().filter(|(_, f)| f.file != at.file) {
+        let named = text.match_indices(name.as_str()).any(|(i, _)| {
+            !text[..i].ends_with(ident) && !text[i + name.len()..].starts_with(ident)
+        });
+        if named {
+            d = d.also(*flag, format!("`{name}` is set here"));
+        }
+    }
+    d
+}
+
+/// Whether a param's value is text, so that `--param url=http://h:1` needs no inner quotes:
+/// declared `varchar` or `string`, or written as a string in the file.
+fn declares_text(p: &ast::Param) -> bool {
+    match p.ty.as_ref().map(|t| t.name.name.as_str()) {
+        Some("varchar" | "string") => true,
+        Some("symbol") | None => matches!(p.value.kind, ast::ExprKind::Str(_)),
+        Some(_) => false,
     }
 }
