@@ -27,16 +27,57 @@ pub const EXIT_TERMINATED: i32 = 143;
 
 const SUBCOMMANDS: &[&str] = &["check", "plan", "gen", "run", "help"];
 
-/// `wlrun FILE.wl` is `wlrun run FILE.wl`: insert the subcommand when the first argument is not
-/// one and not a flag.
+/// `wlrun FILE.wl` is `wlrun run FILE.wl`: when the first argument that is not an option (nor
+/// an option's value) is not a subcommand, insert `run` before the options, so `wlrun -q f.wl`
+/// and `wlrun --color never f.wl` mean what they mean after the file. Which options take a
+/// value comes from clap's own definition of `run`, so `--param a=b f.wl` does not take `a=b`
+/// for the file.
 fn with_default_subcommand(args: Vec<OsString>) -> Vec<OsString> {
-    let first = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
-    if args.len() > 1 && !first.starts_with('-') && !SUBCOMMANDS.contains(&first) {
-        let mut out = vec![args[0].clone(), OsString::from("run")];
-        out.extend(args.into_iter().skip(1));
-        out
-    } else {
-        args
+    let cli = <Cli as clap::CommandFactory>::command();
+    let run = cli.find_subcommand("run").expect("`run` is a subcommand");
+    let known = || cli.get_arguments().chain(run.get_arguments());
+    let takes_value = |arg: Option<&clap::Arg>| arg.is_some_and(|a| a.get_action().takes_values());
+    let mut i = 1;
+    let file = loop {
+        let Some(arg) = args.get(i) else {
+            break None;
+        };
+        // Not UTF-8: not one of our options, so a path.
+        let Some(a) = arg.to_str() else { break Some(i) };
+        if a == "--" {
+            break (i + 1 < args.len()).then_some(i + 1);
+        } else if let Some(long) = a.strip_prefix("--") {
+            let value_attached = long.contains('=');
+            let arg = known().find(|x| x.get_long() == Some(long));
+            i += if !value_attached && takes_value(arg) {
+                2
+            } else {
+                1
+            };
+        } else if let Some(shorts) = a.strip_prefix('-').filter(|s| !s.is_empty()) {
+            // A cluster such as `-qp hosts=1`: the first short that takes a value takes the rest
+            // of the cluster, or else the next argument.
+            let mut skip = 1;
+            for (at, c) in shorts.char_indices() {
+                if takes_value(known().find(|x| x.get_short() == Some(c))) {
+                    if at + c.len_utf8() == shorts.len() {
+                        skip = 2;
+                    }
+                    break;
+                }
+            }
+            i += skip;
+        } else {
+            break Some(i);
+        }
+    };
+    match file {
+        Some(at) if !SUBCOMMANDS.contains(&args[at].to_str().unwrap_or("")) => {
+            let mut out = args;
+            out.insert(1, OsString::from("run"));
+            out
+        }
+        _ => args,
     }
 }
 

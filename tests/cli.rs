@@ -24,6 +24,23 @@ schema s {
 ingest load { into questdb via protocol  rows s  batch 10 rows }
 "#;
 
+/// A local port nothing listens on: bound by us, then closed. QuestDB's own 9000 and 9009 are
+/// not that on the machine of a user who benchmarks QuestDB.
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// MATRIX with its endpoints on closed ports, for the runs that must fail to connect; and the
+/// two ports, qwp's first.
+fn matrix_on_closed_ports() -> (String, u16, u16) {
+    let (qwp, ilp) = (closed_port(), closed_port());
+    let text = MATRIX
+        .replace("127.0.0.1:9000", &format!("127.0.0.1:{qwp}"))
+        .replace("127.0.0.1:9009", &format!("127.0.0.1:{ilp}"));
+    (text, qwp, ilp)
+}
+
 /// Line 4 has an unknown function.
 const BROKEN: &str = "target db { sqlite \"bench.db\" }\nschema s {\n  rows 10\n  field v: long = unifrom(0, 10)\n}\ningest load { into db via sqlite  rows s }\n";
 
@@ -295,23 +312,29 @@ fn version_exits_0() {
 fn run_reports_every_cell_and_fails_when_a_server_is_missing() {
     // Nothing listens on these loopback ports: both cells fail to connect, naming the
     // endpoint, and both are in the table.
+    let (text, qwp, ilp) = matrix_on_closed_ports();
     let run = Test::new()
-        .file("w.wl", MATRIX)
+        .file("w.wl", &text)
         .args(["run", "w.wl", "--quiet"])
         .run()
         .no_panic()
         .code(1)
-        .stderr_has("cannot connect to questdb.ilp_tcp (tcp://127.0.0.1:9009)")
-        .stderr_has("questdb.qwp: cannot connect to ws://127.0.0.1:9000/write/v4");
+        .stderr_has(&format!(
+            "cannot connect to questdb.ilp_tcp (tcp://127.0.0.1:{ilp})"
+        ))
+        .stderr_has(&format!(
+            "questdb.qwp: cannot connect to ws://127.0.0.1:{qwp}/write/v4"
+        ));
     assert!(run.stdout.contains("2 cells, 2 not ok"), "{}", run.stdout);
     assert!(run.stdout.contains("protocol=ilp_tcp"), "{}", run.stdout);
 }
 
 #[test]
 fn bare_file_behaves_like_run() {
-    let t = Test::new().file("w.wl", MATRIX);
+    let (text, _, _) = matrix_on_closed_ports();
+    let t = Test::new().file("w.wl", &text);
     let run = t.args(["run", "w.wl", "--quiet", "--json"]).run();
-    let t = Test::new().file("w.wl", MATRIX);
+    let t = Test::new().file("w.wl", &text);
     let bare = t.args(["w.wl", "--quiet", "--json"]).run();
     assert_eq!(bare.code, run.code);
     assert_eq!(bare.code, 1);
@@ -325,6 +348,52 @@ fn bare_file_behaves_like_run() {
             .collect()
     };
     assert_eq!(keys(&bare.stdout), keys(&run.stdout));
+}
+
+/// A run that needs no server and passes: n rows into SQLite.
+const QUICK: &str = "workload quick { seed 1 }\nparam n = 10\ntarget db { sqlite \"bench.db\" }\nschema s {\n  rows n\n  field v: long = uniform(0, 10)\n}\ningest load { into db via sqlite  rows s }\n";
+
+#[test]
+fn options_before_a_bare_file_work_as_after_it() {
+    let rows_sent = |args: &[&str]| -> u64 {
+        let run = Test::new()
+            .file("q.wl", QUICK)
+            .args(args)
+            .run()
+            .no_panic()
+            .code(0);
+        run.json()["cells"][0]["phases"][0]["rows_sent"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(rows_sent(&["--json", "q.wl"]), 10);
+    assert_eq!(rows_sent(&["-q", "--json", "q.wl"]), 10);
+    assert_eq!(rows_sent(&["--color", "never", "--json", "q.wl"]), 10);
+    assert_eq!(
+        rows_sent(&["--color=never", "--quiet", "--json", "q.wl"]),
+        10
+    );
+    // An option's value is not taken for the file, whether it follows the flag or is part of
+    // a cluster of short flags.
+    assert_eq!(rows_sent(&["--param", "n=20", "--json", "q.wl"]), 20);
+    assert_eq!(rows_sent(&["-qp", "n=30", "--json", "q.wl"]), 30);
+    assert_eq!(rows_sent(&["-pn=40", "--json", "q.wl", "-q"]), 40);
+    // Options before a subcommand are still the global ones only.
+    Test::new()
+        .file("q.wl", QUICK)
+        .args(["--color", "never", "check", "q.wl"])
+        .run()
+        .code(0)
+        .stderr_has("q.wl: ok");
+    Test::new()
+        .file("bad.wl", BROKEN)
+        .args(["-q", "--color", "never", "bad.wl"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("bad.wl:4:19");
+    // Without a file it is still a usage error.
+    Test::new().args(["-q"]).run().code(2).stderr_has("Usage");
 }
 
 #[test]
@@ -431,6 +500,119 @@ fn param_of_the_wrong_type_is_an_error() {
         .no_panic()
         .code(2)
         .stderr_has("error[");
+}
+
+/// MATRIX with its URLs in params, one written as a string and one declared `varchar`.
+fn matrix_with_url_params() -> String {
+    MATRIX
+        .replace(
+            "param hosts = 4",
+            "param hosts = 4\nparam qwp_url = \"ws://127.0.0.1:9000\"\nparam ilp_url: varchar = \"tcp://127.0.0.1:9009\"",
+        )
+        .replace("\"ws://127.0.0.1:9000\"\n  ilp", "\"${qwp_url}\"\n  ilp")
+        .replace("\"tcp://127.0.0.1:9009\"\n}", "\"${ilp_url}\"\n}")
+}
+
+fn plan_urls(args: &[&str]) -> Vec<String> {
+    let mut all = vec!["plan", "w.wl", "--json"];
+    all.extend(args);
+    let plan = Test::new()
+        .file("w.wl", &matrix_with_url_params())
+        .args(all)
+        .run()
+        .no_panic()
+        .code(0)
+        .json();
+    plan["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c["phases"][0]["endpoint"]["url"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_text_param_takes_its_value_without_inner_quotes() {
+    assert_eq!(
+        plan_urls(&[]),
+        ["ws://127.0.0.1:9000", "tcp://127.0.0.1:9009"]
+    );
+    assert_eq!(
+        plan_urls(&[
+            "--param",
+            "qwp_url=ws://127.0.0.1:19000",
+            "-p",
+            "ilp_url=tcp://127.0.0.1:19009"
+        ]),
+        ["ws://127.0.0.1:19000", "tcp://127.0.0.1:19009"]
+    );
+    // Quoted, it is a string literal as before: it may interpolate.
+    assert_eq!(
+        plan_urls(&["--param", "qwp_url=\"ws://127.0.0.1:${hosts}000\""]),
+        ["ws://127.0.0.1:4000", "tcp://127.0.0.1:9009"]
+    );
+    // Unquoted, it is the text as it stands: `${...}` and `\\` are not special.
+    let run = Test::new()
+        .file("w.wl", &matrix_with_url_params())
+        .args([
+            "plan",
+            "w.wl",
+            "--param",
+            "qwp_url=ws://127.0.0.1:9000/${hosts}\\n",
+        ])
+        .run()
+        .code(0);
+    assert!(
+        run.stdout.contains("ws://127.0.0.1:9000/${hosts}\\n"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_text_param_is_still_checked_where_it_is_used() {
+    Test::new()
+        .file("w.wl", &matrix_with_url_params())
+        .args(["plan", "w.wl", "--param", "qwp_url=http://127.0.0.1:9000"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("error[E0303]")
+        .stderr_has("w.wl:7:11")
+        // What was checked is the flag's value: the error shows it.
+        .stderr_has("--> --param qwp_url=:1:1")
+        .stderr_has("1 | http://127.0.0.1:9000")
+        .stderr_has("`qwp_url` is set here");
+    // A param that is not text parses its value as before: a URL there is a syntax error at
+    // the flag.
+    Test::new()
+        .file("w.wl", &matrix_with_url_params())
+        .args(["plan", "w.wl", "--param", "hosts=http://127.0.0.1:9000"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("error[E0001]")
+        .stderr_has("--> --param hosts=:1:5");
+}
+
+#[test]
+fn a_text_param_from_the_command_line_is_what_the_run_connects_to() {
+    let port = closed_port();
+    Test::new()
+        .file("w.wl", &matrix_with_url_params())
+        .args(["--quiet", "w.wl", "--only", "protocol=qwp"])
+        .args(["--param", &format!("qwp_url=ws://127.0.0.1:{port}")])
+        .run()
+        .no_panic()
+        .code(1)
+        .stderr_has(&format!(
+            "questdb.qwp: cannot connect to ws://127.0.0.1:{port}/write/v4"
+        ));
 }
 
 #[test]

@@ -543,10 +543,11 @@ async fn connecting_to_nothing_is_a_connection_error() {
     assert_eq!(e.class, QueryErrorClass::Connection, "{e}");
     assert!(e.broken);
 
+    // The closed port, not QuestDB's 9000: where QuestDB runs, qwp would connect there.
     for kind in ["qwp", "ilp_tcp"] {
         let Err(e) = Transport::connect(
             &endpoint(kind, "questdb", &[]),
-            "ws://127.0.0.1:9000",
+            &format!("ws://127.0.0.1:{port}"),
             Path::new("."),
         )
         .await

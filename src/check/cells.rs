@@ -80,7 +80,11 @@ pub fn check_program(
         .flat_map(|m| m.axes.iter().map(|a| a.name.name.clone()))
         .collect();
     for (flag, raw) in opts.params.iter().map(|p| ("--param", p)) {
-        let Some((name, value)) = parse_assignment(map, flag, raw, diags) else {
+        let text_param = |name: &str| {
+            !axis_names.iter().any(|a| a == name)
+                && matches!(program.root().decls.get(name), Some(Decl::Param(p)) if declares_text(p))
+        };
+        let Some((name, value)) = parse_assignment(map, flag, raw, text_param, diags) else {
             continue;
         };
         let is_param = matches!(program.root().decls.get(&name.0), Some(Decl::Param(_)));
@@ -352,6 +356,12 @@ pub fn check_program(
 
     let hook_info = hooks::check_hooks(map, &program, diags);
 
+    // The params set to text by a flag, and where: see `point_at_flags`.
+    let text_flags: Vec<(String, Span)> = overrides
+        .iter()
+        .filter(|(_, e)| matches!(e.kind, ast::ExprKind::Str(_)))
+        .map(|(name, e)| (name.clone(), e.span))
+        .collect();
     // Lower every cell; errors found in several cells are reported once.
     let mut lowered = Vec::new();
     let mut used = std::collections::HashSet::new();
@@ -362,7 +372,8 @@ pub fn check_program(
             phases::check_all_decls(&ev, &hook_info);
         }
         let params = root_params(&ev);
-        diags.extend(ev.diags.take());
+        let found = ev.diags.take().into_iter();
+        diags.extend(found.map(|d| point_at_flags(map, &text_flags, d)));
         used.extend(ev.used.take());
         lowered.push(Cell {
             index: cell.index,
@@ -710,6 +721,7 @@ fn parse_assignment(
     map: &mut SourceMap,
     flag: &str,
     raw: &str,
+    text_param: impl Fn(&str) -> bool,
     diags: &mut Diagnostics,
 ) -> Option<((String, Span), ast::Expr)> {
     let ((name, span), _) = split_assignment(map, flag, raw, diags)?;
@@ -720,11 +732,60 @@ fn parse_assignment(
         format!("{flag} {name}="),
         value_text.to_string(),
     );
+    // A text param takes the value as it stands, the way a shell user writes a URL or a path.
+    // A value in quotes is still a string literal (`"${host}:9000"` interpolates), and an
+    // empty one still fails to parse: `--param url=$UNSET` is a mistake, not "".
+    let text = value_text.trim();
+    if text_param(&name) && !text.is_empty() && !text.starts_with('"') {
+        let start = value_text.len() - value_text.trim_start().len();
+        let at = Span::new(file, start, start + text.len());
+        let lit = ast::StrLit {
+            parts: vec![ast::StrPart::Text(text.to_string())],
+            span: at,
+        };
+        return Some((
+            (name, span),
+            ast::Expr {
+                kind: ast::ExprKind::Str(lit),
+                span: at,
+            },
+        ));
+    }
     match syntax::parse_value(map, file) {
         Ok(e) => Some(((name, span), e)),
         Err(d) => {
             diags.push(d);
             None
         }
+    }
+}
+
+/// A text param is checked where it is used (a URL where an endpoint reads it), so the error
+/// points at the file; when the text under the error names a param set by a flag, the flag is
+/// shown too, since what was checked is the flag's value, not the file's.
+fn point_at_flags(map: &SourceMap, flags: &[(String, Span)], mut d: Diagnostic) -> Diagnostic {
+    let at = d.primary.span;
+    let Some(text) = map.get(at.file).text.get(at.range()) else {
+        return d;
+    };
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    for (name, flag) in flags.iter().filter(|(_, f)| f.file != at.file) {
+        let named = text.match_indices(name.as_str()).any(|(i, _)| {
+            !text[..i].ends_with(ident) && !text[i + name.len()..].starts_with(ident)
+        });
+        if named {
+            d = d.also(*flag, format!("`{name}` is set here"));
+        }
+    }
+    d
+}
+
+/// Whether a param's value is text, so that `--param url=http://h:1` needs no inner quotes:
+/// declared `varchar` or `string`, or written as a string in the file.
+fn declares_text(p: &ast::Param) -> bool {
+    match p.ty.as_ref().map(|t| t.name.name.as_str()) {
+        Some("varchar" | "string") => true,
+        Some("symbol") | None => matches!(p.value.kind, ast::ExprKind::Str(_)),
+        Some(_) => false,
     }
 }
