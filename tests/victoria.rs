@@ -18,7 +18,7 @@ use tokio::net::TcpListener;
 
 use wlrun::check::{check_text, schema_plan, Options};
 use wlrun::client::http_sql::HttpSql;
-use wlrun::client::metrics::{self, MetricsClient};
+use wlrun::client::metrics::{self, InfluxColumns, MetricsClient};
 use wlrun::driver::ilp_http::IlpHttp;
 use wlrun::driver::{Chunk, DriverConfig, DriverError, ErrorClass};
 use wlrun::encode::IlpEncoder;
@@ -843,14 +843,21 @@ async fn influxql_counts_sum_series() {
         .expect("connects");
     let q = "SELECT count(usage_user) FROM cpu GROUP BY hostname";
     assert_eq!(
-        metrics::influxql_count(&mut m, q).await.expect("a count"),
+        metrics::influxql_count(&mut m, q, InfluxColumns::One)
+            .await
+            .expect("a count"),
         42
     );
     assert_eq!(
-        metrics::influxql_count(&mut m, q).await.expect("no series"),
+        metrics::influxql_count(&mut m, q, InfluxColumns::One)
+            .await
+            .expect("no series"),
         0
     );
-    let e = expect_err(metrics::influxql_count(&mut m, q).await, "an error result");
+    let e = expect_err(
+        metrics::influxql_count(&mut m, q, InfluxColumns::One).await,
+        "an error result",
+    );
     assert_eq!(e.class, ErrorClass::Server);
     assert!(
         e.message.contains("database not found: nope"),
@@ -861,6 +868,71 @@ async fn influxql_counts_sum_series() {
     assert!(seen[0]
         .target()
         .starts_with("/query?db=bench&q=SELECT%20count"));
+}
+
+/// InfluxQL's `count(*)` answers one column per field; where fields are sparse they differ,
+/// and taking the first (as wlrun once did) reported 73 of 7,200 rows visible.
+#[tokio::test]
+async fn influxql_counts_with_several_value_columns() {
+    const SPARSE: &str = r#"{"results":[{"statement_id":0,"series":[{"name":"cpu","columns":["time","count_a","count_b"],"values":[["1970-01-01T00:00:00Z",73,7200]]}]}]}"#;
+    let (url, _seen) = fake_server(vec![
+        answer(200, SPARSE),
+        answer(200, SPARSE),
+        answer(
+            200,
+            r#"{"results":[{"statement_id":0,"series":[{"name":"cpu","columns":["time"],"values":[["1970-01-01T00:00:00Z"]]}]}]}"#,
+        ),
+        answer(
+            200,
+            r#"{"results":[{"statement_id":0,"series":[{"name":"cpu","columns":["count"],"values":[[5]]}]}]}"#,
+        ),
+    ])
+    .await;
+    let ep = endpoint(
+        "http",
+        &url,
+        &[("path", Value::Str(Text::lit("/query?db=b")))],
+    );
+    let mut m = MetricsClient::connect(&ep, &url, Duration::from_secs(5))
+        .await
+        .expect("connects");
+    let q = "SELECT count(*) FROM cpu";
+    let e = expect_err(
+        metrics::influxql_count(&mut m, q, InfluxColumns::One).await,
+        "two value columns for a row count",
+    );
+    assert_eq!(e.class, ErrorClass::Server);
+    assert!(e.fatal, "asking again gets the same columns");
+    assert!(
+        e.message
+            .contains("returned 2 value columns (count_a, count_b), and a row count needs one"),
+        "{}",
+        e.message
+    );
+    assert!(e.message.contains(r#"SELECT count("a")"#), "{}", e.message);
+    // Samples: every column counts the values of one field.
+    assert_eq!(
+        metrics::influxql_count(&mut m, q, InfluxColumns::All)
+            .await
+            .expect("a sample count"),
+        7273
+    );
+    let e = expect_err(
+        metrics::influxql_count(&mut m, q, InfluxColumns::All).await,
+        "no value column",
+    );
+    assert!(
+        e.message.contains("without a value column"),
+        "{}",
+        e.message
+    );
+    // A column is found by its name, not its place: an answer without `time` still counts.
+    assert_eq!(
+        metrics::influxql_count(&mut m, q, InfluxColumns::One)
+            .await
+            .expect("one column"),
+        5
+    );
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{ddl, resolve_url, timeouts, RunEnv};
-use crate::client::metrics::{self, MetricsClient};
+use crate::client::metrics::{self, InfluxColumns, MetricsClient};
 use crate::client::SqlClient;
 use crate::driver::{DriverError, ErrorClass};
 use crate::gen::batch::BatchSchema;
@@ -32,6 +32,7 @@ enum Counter {
         client: MetricsClient,
         query: String,
         fields: u64,
+        columns: InfluxColumns,
     },
 }
 
@@ -56,7 +57,8 @@ impl Visibility {
                 client,
                 query,
                 fields,
-            } => metrics::influxql_count(client, query).await? / (*fields).max(1),
+                columns,
+            } => metrics::influxql_count(client, query, *columns).await? / (*fields).max(1),
         };
         Ok(raw.saturating_sub(self.baseline))
     }
@@ -160,6 +162,11 @@ pub async fn prepare(
             client: metrics_client(&v.endpoint).await?,
             query: v.query.clone(),
             fields: if v.unit == "samples" { fields } else { 1 },
+            columns: if v.unit == "samples" {
+                InfluxColumns::All
+            } else {
+                InfluxColumns::One
+            },
         },
         other => {
             return Err(DriverError::new(
