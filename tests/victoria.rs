@@ -323,6 +323,76 @@ async fn ilp_http_chunks_become_samples() {
     assert_eq!(after, 0);
 }
 
+/// `wlrun run` of the same file twice: `setup recreate` deletes the table's series first, so
+/// each run counts from 0, and `teardown drop` deletes them after. Both touch exactly the
+/// table's `<table>_<field>` series: `cpu_extra`'s survive, although `cpu_.*` matches them.
+#[tokio::test]
+async fn setup_and_teardown_delete_exactly_the_tables_series() {
+    let Some(bin) = victoria_binary() else { return };
+    let vm = Victoria::start(&bin).await;
+    let (schema, _) = tsbs_chunks(1, 1, 10);
+    let mut driver = IlpHttp::connect(&config(&vm.url(), schema.clone(), &[]))
+        .await
+        .expect("the driver connects");
+    let neighbour = raw_chunk(
+        &schema,
+        1,
+        "cpu_extra,hostname=x note=1i 1451606400000000000\n",
+    );
+    assert!(driver.send(&neighbour).await.expect("a 204").acked);
+    let mut m = metrics_client(&vm.url()).await;
+    // Searchable before the setup's delete, which sees only what is.
+    metrics::victoria_force_flush(&mut m)
+        .await
+        .expect("force_flush");
+
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let text = format!(
+        r#"import "std/tsbs/cpu-only.wl" as tsbs (hosts = 3, end = 2016-01-01T00:10:00Z)
+target victoria {{
+  dialect victoriametrics
+  ilp_http "{url}"
+  http     "{url}" as api
+  count rows via api promql "sum(count_over_time(${{table}}_usage_user[${{end - start}}]))"
+}}
+ingest load {{
+  into victoria via ilp_http
+  rows tsbs.cpu
+  verify visible within 30s
+  teardown drop
+}}
+"#,
+        url = vm.url()
+    );
+    std::fs::write(dir.path().join("w.wl"), text).expect("the workload");
+    let at = START_MS + 10 * 60_000 - 1;
+    for round in 1..=2 {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_wlrun"))
+            .current_dir(dir.path())
+            .args(["run", "w.wl", "--json", "--quiet"])
+            .output()
+            .expect("wlrun runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "round {round}: {err}");
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+        let p = &r["cells"][0]["phases"][0];
+        // 3 hosts x 60 timestamps.
+        assert_eq!(p["rows_visible"], 180, "round {round}: {p}");
+        assert_eq!(p["visible_baseline"], 0, "round {round}: {p}");
+        metrics::victoria_force_flush(&mut m)
+            .await
+            .expect("force_flush");
+        let left = metrics::promql_count(
+            &mut m,
+            r#"sum(count_over_time({__name__=~"cpu_.*"}[1h]))"#,
+            at,
+        )
+        .await
+        .expect("the count");
+        assert_eq!(left, 1, "round {round}: only cpu_extra's sample is left");
+    }
+}
+
 /// VictoriaMetrics answers 204 to a body it cannot parse and stores nothing: an ack is no
 /// proof of storage, which is why ingest phases count visible rows.
 #[tokio::test]
