@@ -140,3 +140,39 @@ fn a_sample_count_adds_every_field_column() {
     assert_eq!(p["rows_visible"], 7200, "{p}");
     assert_eq!(p["visible_baseline"], 0, "{p}");
 }
+
+#[test]
+fn without_a_count_setup_goes_through_the_ingest_endpoint() {
+    let Some(server) = Influx::start() else {
+        return;
+    };
+    // A point of an earlier run, at a time this run does not write: `setup recreate` must
+    // drop it although no `http` endpoint is declared (`/query` is on the `/write` server).
+    server.influxql("", "CREATE DATABASE bench");
+    server.write(
+        "bench",
+        "diagnostics,hostname=old usage_user=1i 1420070400000000000\n",
+    );
+    let url = server.url();
+    let text = format!(
+        r#"{TSBS}
+target influx {{
+  dialect influxdb
+  ilp_http "{url}" {{ path "/write?db=bench" }}
+}}
+ingest load {{
+  into influx via ilp_http table "diagnostics"
+  rows tsbs.cpu
+  batch 1000 rows
+}}
+"#
+    );
+    let (code, r, err) = run(&text);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(phase(&r)["rows_acked"], 7200);
+    let json = server.influxql("bench", r#"SELECT count("usage_user") FROM "diagnostics""#);
+    assert_eq!(
+        json["results"][0]["series"][0]["values"][0][1], 7200,
+        "{json}"
+    );
+}
