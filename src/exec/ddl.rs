@@ -175,7 +175,7 @@ pub enum Store {
 /// The store whose API setup and teardown use for this phase, if any. Only line-protocol
 /// ingest lands in such a store: a `null` sink has no table, and SQL endpoints take DDL.
 pub fn store(phase: &IngestPhase) -> Option<Store> {
-    if !matches!(phase.endpoint.kind.as_str(), "ilp_http" | "ilp_tcp" | "qwp") {
+    if !matches!(phase.endpoint.kind.as_str(), "ilp_http" | "ilp_tcp") {
         return None;
     }
     match phase.endpoint.dialect.as_str() {
