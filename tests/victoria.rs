@@ -18,7 +18,7 @@ use tokio::net::TcpListener;
 
 use wlrun::check::{check_text, schema_plan, Options};
 use wlrun::client::http_sql::HttpSql;
-use wlrun::client::metrics::{self, MetricsClient};
+use wlrun::client::metrics::{self, InfluxColumns, MetricsClient};
 use wlrun::driver::ilp_http::IlpHttp;
 use wlrun::driver::{Chunk, DriverConfig, DriverError, ErrorClass};
 use wlrun::encode::IlpEncoder;
@@ -321,6 +321,76 @@ async fn ilp_http_chunks_become_samples() {
         .await
         .expect("the count");
     assert_eq!(after, 0);
+}
+
+/// `wlrun run` of the same file twice: `setup recreate` deletes the table's series first, so
+/// each run counts from 0, and `teardown drop` deletes them after. Both touch exactly the
+/// table's `<table>_<field>` series: `cpu_extra`'s survive, although `cpu_.*` matches them.
+#[tokio::test]
+async fn setup_and_teardown_delete_exactly_the_tables_series() {
+    let Some(bin) = victoria_binary() else { return };
+    let vm = Victoria::start(&bin).await;
+    let (schema, _) = tsbs_chunks(1, 1, 10);
+    let mut driver = IlpHttp::connect(&config(&vm.url(), schema.clone(), &[]))
+        .await
+        .expect("the driver connects");
+    let neighbour = raw_chunk(
+        &schema,
+        1,
+        "cpu_extra,hostname=x note=1i 1451606400000000000\n",
+    );
+    assert!(driver.send(&neighbour).await.expect("a 204").acked);
+    let mut m = metrics_client(&vm.url()).await;
+    // Searchable before the setup's delete, which sees only what is.
+    metrics::victoria_force_flush(&mut m)
+        .await
+        .expect("force_flush");
+
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let text = format!(
+        r#"import "std/tsbs/cpu-only.wl" as tsbs (hosts = 3, end = 2016-01-01T00:10:00Z)
+target victoria {{
+  dialect victoriametrics
+  ilp_http "{url}"
+  http     "{url}" as api
+  count rows via api promql "sum(count_over_time(${{table}}_usage_user[${{end - start}}]))"
+}}
+ingest load {{
+  into victoria via ilp_http
+  rows tsbs.cpu
+  verify visible within 30s
+  teardown drop
+}}
+"#,
+        url = vm.url()
+    );
+    std::fs::write(dir.path().join("w.wl"), text).expect("the workload");
+    let at = START_MS + 10 * 60_000 - 1;
+    for round in 1..=2 {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_wlrun"))
+            .current_dir(dir.path())
+            .args(["run", "w.wl", "--json", "--quiet"])
+            .output()
+            .expect("wlrun runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "round {round}: {err}");
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+        let p = &r["cells"][0]["phases"][0];
+        // 3 hosts x 60 timestamps.
+        assert_eq!(p["rows_visible"], 180, "round {round}: {p}");
+        assert_eq!(p["visible_baseline"], 0, "round {round}: {p}");
+        metrics::victoria_force_flush(&mut m)
+            .await
+            .expect("force_flush");
+        let left = metrics::promql_count(
+            &mut m,
+            r#"sum(count_over_time({__name__=~"cpu_.*"}[1h]))"#,
+            at,
+        )
+        .await
+        .expect("the count");
+        assert_eq!(left, 1, "round {round}: only cpu_extra's sample is left");
+    }
 }
 
 /// VictoriaMetrics answers 204 to a body it cannot parse and stores nothing: an ack is no
@@ -843,14 +913,21 @@ async fn influxql_counts_sum_series() {
         .expect("connects");
     let q = "SELECT count(usage_user) FROM cpu GROUP BY hostname";
     assert_eq!(
-        metrics::influxql_count(&mut m, q).await.expect("a count"),
+        metrics::influxql_count(&mut m, q, InfluxColumns::One)
+            .await
+            .expect("a count"),
         42
     );
     assert_eq!(
-        metrics::influxql_count(&mut m, q).await.expect("no series"),
+        metrics::influxql_count(&mut m, q, InfluxColumns::One)
+            .await
+            .expect("no series"),
         0
     );
-    let e = expect_err(metrics::influxql_count(&mut m, q).await, "an error result");
+    let e = expect_err(
+        metrics::influxql_count(&mut m, q, InfluxColumns::One).await,
+        "an error result",
+    );
     assert_eq!(e.class, ErrorClass::Server);
     assert!(
         e.message.contains("database not found: nope"),
@@ -861,6 +938,71 @@ async fn influxql_counts_sum_series() {
     assert!(seen[0]
         .target()
         .starts_with("/query?db=bench&q=SELECT%20count"));
+}
+
+/// InfluxQL's `count(*)` answers one column per field; where fields are sparse they differ,
+/// and taking the first (as wlrun once did) reported 73 of 7,200 rows visible.
+#[tokio::test]
+async fn influxql_counts_with_several_value_columns() {
+    const SPARSE: &str = r#"{"results":[{"statement_id":0,"series":[{"name":"cpu","columns":["time","count_a","count_b"],"values":[["1970-01-01T00:00:00Z",73,7200]]}]}]}"#;
+    let (url, _seen) = fake_server(vec![
+        answer(200, SPARSE),
+        answer(200, SPARSE),
+        answer(
+            200,
+            r#"{"results":[{"statement_id":0,"series":[{"name":"cpu","columns":["time"],"values":[["1970-01-01T00:00:00Z"]]}]}]}"#,
+        ),
+        answer(
+            200,
+            r#"{"results":[{"statement_id":0,"series":[{"name":"cpu","columns":["count"],"values":[[5]]}]}]}"#,
+        ),
+    ])
+    .await;
+    let ep = endpoint(
+        "http",
+        &url,
+        &[("path", Value::Str(Text::lit("/query?db=b")))],
+    );
+    let mut m = MetricsClient::connect(&ep, &url, Duration::from_secs(5))
+        .await
+        .expect("connects");
+    let q = "SELECT count(*) FROM cpu";
+    let e = expect_err(
+        metrics::influxql_count(&mut m, q, InfluxColumns::One).await,
+        "two value columns for a row count",
+    );
+    assert_eq!(e.class, ErrorClass::Server);
+    assert!(e.fatal, "asking again gets the same columns");
+    assert!(
+        e.message
+            .contains("returned 2 value columns (count_a, count_b), and a row count needs one"),
+        "{}",
+        e.message
+    );
+    assert!(e.message.contains(r#"SELECT count("a")"#), "{}", e.message);
+    // Samples: every column counts the values of one field.
+    assert_eq!(
+        metrics::influxql_count(&mut m, q, InfluxColumns::All)
+            .await
+            .expect("a sample count"),
+        7273
+    );
+    let e = expect_err(
+        metrics::influxql_count(&mut m, q, InfluxColumns::All).await,
+        "no value column",
+    );
+    assert!(
+        e.message.contains("without a value column"),
+        "{}",
+        e.message
+    );
+    // A column is found by its name, not its place: an answer without `time` still counts.
+    assert_eq!(
+        metrics::influxql_count(&mut m, q, InfluxColumns::One)
+            .await
+            .expect("one column"),
+        5
+    );
 }
 
 #[tokio::test]

@@ -1957,7 +1957,7 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         );
         return None;
     }
-    Some(IngestPhase {
+    let phase = IngestPhase {
         name: i.name.name.clone(),
         endpoint,
         table,
@@ -1974,7 +1974,15 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         calibrate: !i.calibrate.is_empty(),
         replay_budget: replay_budget?,
         duration: ingest_duration,
-    })
+    };
+    targets::check_store_admin(
+        ev,
+        &phase,
+        i.setup.first().map(|c| c.value.span),
+        i.teardown.first().map(|c| c.value.span),
+        into.span,
+    )?;
+    Some(phase)
 }
 
 fn default_ack(kind: ast::EndpointKind) -> Ack {

@@ -6,7 +6,8 @@ use indexmap::IndexMap;
 use super::eval::{suggest, Ev, Eval, Scope};
 use super::program::{Decl, InstanceId};
 use crate::diag::{Code, Diagnostic};
-use crate::plan::EndpointPlan;
+use crate::exec::ddl::{self, Store};
+use crate::plan::{EndpointPlan, IngestPhase, Setup, Teardown};
 use crate::span::{Ident, Span};
 use crate::syntax::ast::{self, EndpointKind};
 use crate::value::{Text, TextPart, Value};
@@ -460,6 +461,101 @@ fn check_url(ev: &Eval<'_>, kind: EndpointKind, url: &Text, span: Span) -> Ev<()
                 )
                 .label(format!("expected e.g. \"{}\"", example_url(kind))),
             );
+        }
+    }
+    Some(())
+}
+
+/// Setup and teardown on InfluxDB and VictoriaMetrics act through the store's HTTP API
+/// (`ddl::store_endpoint`). Where the phase gives no way to it, or (InfluxDB) names no
+/// database, they are refused here: skipped at run time, a second run would count the rows
+/// of the first as its baseline and see none of its own arrive. `setup` and `teardown` are
+/// the spans of the clauses when written, `into` stands for the default `setup recreate`.
+pub fn check_store_admin(
+    ev: &Eval<'_>,
+    phase: &IngestPhase,
+    setup: Option<Span>,
+    teardown: Option<Span>,
+    into: Span,
+) -> Ev<()> {
+    let Some(store) = ddl::store(phase) else {
+        return Some(());
+    };
+    let (what, span, default) = if phase.setup != Setup::Shared {
+        (
+            format!("setup {}", phase.setup),
+            setup.unwrap_or(into),
+            setup.is_none(),
+        )
+    } else if phase.teardown == Teardown::Drop {
+        ("teardown drop".to_string(), teardown.unwrap_or(into), false)
+    } else {
+        return Some(());
+    };
+    let dialect = &phase.endpoint.dialect;
+    let leave = match (what.as_str(), phase.teardown) {
+        ("teardown drop", _) => "or keep the data: `teardown keep`",
+        (_, Teardown::Drop) => {
+            "or leave the data alone: `setup shared` (counts only rows inside the cell's time \
+             range) and `teardown keep`"
+        }
+        _ => {
+            "or leave the data alone: `setup shared` (counts only rows inside the cell's time \
+             range)"
+        }
+    };
+    let default_note = |d: Diagnostic| {
+        if default {
+            d.note("`setup recreate` is the default")
+        } else {
+            d
+        }
+    };
+    if ddl::store_endpoint(phase).is_none() {
+        let (label, api) = match store {
+            Store::Influx => ("nothing to send InfluxQL to", "InfluxQL"),
+            Store::Victoria => (
+                "nothing to send the series delete to",
+                "/api/v1/admin/tsdb/delete_series",
+            ),
+        };
+        let d = Diagnostic::error(
+            Code::E0302,
+            span,
+            format!(
+                "`{what}` on `{dialect}` needs the server's HTTP API, which endpoint `{}` ({}) \
+                 does not reach",
+                phase.endpoint.name, phase.endpoint.kind
+            ),
+        )
+        .label(label)
+        .note(format!(
+            "{api} goes to the `http` endpoint of the target's count \
+             (`count rows via api ...` with `verify visible`), else to an `ilp_http` ingest \
+             endpoint"
+        ))
+        .note(leave);
+        return ev.fail(default_note(d));
+    }
+    if store == Store::Influx {
+        let literal = |v: &Value| match v {
+            Value::Str(t) => t.as_lit(),
+            _ => None,
+        };
+        if ddl::influx_database(phase, literal) == ddl::InfluxDatabase::Missing {
+            let d = Diagnostic::error(
+                Code::E0302,
+                span,
+                format!("`{what}` on `influxdb` needs the name of the database"),
+            )
+            .label("no database named")
+            .note(
+                "InfluxDB 1.x names it in the path: \
+                 `ilp_http \"http://127.0.0.1:8086\" { path \"/write?db=bench\" }`, \
+                 `http \"http://127.0.0.1:8086\" as api { path \"/query?db=bench\" }`",
+            )
+            .note(leave);
+            return ev.fail(default_note(d));
         }
     }
     Some(())

@@ -2,9 +2,11 @@
 //!
 //! - PromQL (`/api/v1/query`, Prometheus and VictoriaMetrics): an instant query whose vector's
 //!   values are summed; an empty vector is 0.
-//! - InfluxQL (`/query`, InfluxDB v1): the second column of every row of every series of the
+//! - InfluxQL (`/query`, InfluxDB v1): the value column of every row of every series of the
 //!   first statement's result is summed (`SELECT count(f) ... GROUP BY ...` gives one row per
-//!   group); no series is 0.
+//!   group); no series is 0. `count(*)` answers one column per field (`count_usage_user`,
+//!   ...), which may differ where fields are sparse: a row count refuses an answer with more
+//!   than one value column, a sample count adds them all ([`InfluxColumns`]).
 //!
 //! The endpoint's `path` option, when set, replaces the query path (`/api/v1/query` or
 //! `/query`), e.g. `path "/query?db=benchmark"`; the URL's own path is a prefix of every path
@@ -190,9 +192,23 @@ fn promql_value(sample: &Json) -> Result<u64, String> {
     float_count(f).ok_or_else(|| format!("the value {text}, which is not a whole count"))
 }
 
-/// Runs an InfluxQL query and returns the sum of the second column over every row of every
-/// series of the first statement.
-pub async fn influxql_count(client: &mut MetricsClient, query: &str) -> Result<u64, DriverError> {
+/// How an InfluxQL count reads the value columns (every column but `time`) of its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InfluxColumns {
+    /// Rows: the answer must have exactly one value column. Which of `count(*)`'s columns
+    /// counts rows is not something wlrun can know, so several are an error, never a guess.
+    One,
+    /// Samples: every value column is added (each counts the values of one field).
+    All,
+}
+
+/// Runs an InfluxQL query and returns the sum of its value columns (see [`InfluxColumns`])
+/// over every row of every series of the first statement.
+pub async fn influxql_count(
+    client: &mut MetricsClient,
+    query: &str,
+    columns: InfluxColumns,
+) -> Result<u64, DriverError> {
     let path = client.path.as_deref().unwrap_or(INFLUXQL_PATH).to_string();
     let target = with_query(&path, &format!("q={}", url_encode(query)));
     let answer = client.get(&target).await?;
@@ -243,26 +259,96 @@ pub async fn influxql_count(client: &mut MetricsClient, query: &str) -> Result<u
     };
     let mut total: u64 = 0;
     for s in series {
+        let names: Vec<&str> = s
+            .get("columns")
+            .and_then(Json::as_array)
+            .map(|c| c.iter().map(|n| n.as_str().unwrap_or("")).collect())
+            .unwrap_or_default();
+        let value_columns: Vec<usize> = (0..names.len()).filter(|&i| names[i] != "time").collect();
+        // Asking again gets the same columns: these are fatal, so a verify stops at once
+        // instead of retrying for its whole `within`.
+        let unreadable = |why: String| {
+            DriverError::new(
+                ErrorClass::Server,
+                format!("{}: {what} {why}", client.http.endpoint()),
+                true,
+            )
+        };
+        if value_columns.is_empty() {
+            return Err(unreadable(format!(
+                "returned a series without a value column: {}",
+                quote_server_text(&s.to_string())
+            )));
+        }
+        if columns == InfluxColumns::One && value_columns.len() > 1 {
+            let listed: Vec<&str> = value_columns.iter().map(|&i| names[i]).collect();
+            return Err(unreadable(format!(
+                "returned {} value columns ({}), and a row count needs one: count one field, \
+                 e.g. `SELECT count(\"{}\") FROM ...`, or count samples (`count samples via \
+                 ... influxql`), which adds every column and divides by the fields",
+                listed.len(),
+                quote_server_text(&listed.join(", ")),
+                quote_server_text(listed[0].strip_prefix("count_").unwrap_or(listed[0])),
+            )));
+        }
         let rows = s.get("values").and_then(Json::as_array);
         for row in rows.into_iter().flatten() {
-            let n = match row.as_array().and_then(|r| r.get(1)) {
-                // `count` over a group with no points in it, with `fill(null)`.
-                Some(Json::Null) => 0,
-                Some(v) => crate::client::http_sql::json_count(v)
-                    .map_err(|why| client.error(format!("{what} {why}")))?,
-                None => {
-                    return Err(client.error(format!(
-                        "{what} returned a row without a second column: {}",
-                        quote_server_text(&row.to_string())
-                    )))
-                }
-            };
-            total = total.checked_add(n).ok_or_else(|| {
-                client.error(format!("{what} returned counts whose sum overflows"))
-            })?;
+            let cells = row.as_array();
+            for &i in &value_columns {
+                let n = match cells.and_then(|r| r.get(i)) {
+                    // `count` over a group with no points in it, with `fill(null)`.
+                    Some(Json::Null) => 0,
+                    Some(v) => crate::client::http_sql::json_count(v)
+                        .map_err(|why| client.error(format!("{what} {why}")))?,
+                    None => {
+                        return Err(unreadable(format!(
+                            "returned a row without its column `{}`: {}",
+                            quote_server_text(names[i]),
+                            quote_server_text(&row.to_string())
+                        )))
+                    }
+                };
+                total = total.checked_add(n).ok_or_else(|| {
+                    client.error(format!("{what} returned counts whose sum overflows"))
+                })?;
+            }
         }
     }
     Ok(total)
+}
+
+/// Runs one InfluxQL statement that changes something (`CREATE DATABASE`, `DROP MEASUREMENT`)
+/// at `path` (`/query?db=bench`). A POST: InfluxDB 1.x takes such statements over GET only
+/// with a deprecation warning.
+pub async fn influxql_execute(
+    client: &mut MetricsClient,
+    path: &str,
+    statement: &str,
+) -> Result<(), DriverError> {
+    let target = with_query(path, &format!("q={}", url_encode(statement)));
+    let answer = client
+        .http
+        .request(Method::POST, &target, &HeaderMap::new(), Bytes::new())
+        .await?;
+    let what = format!("InfluxQL `{}`", quote_server_text(statement));
+    let json = serde_json::from_slice::<Json>(&answer.body).unwrap_or(Json::Null);
+    let error = json.get("error").or_else(|| {
+        json.get("results")
+            .and_then(Json::as_array)
+            .and_then(|r| r.iter().find_map(|r| r.get("error")))
+    });
+    if let Some(e) = error {
+        let text = e.as_str().map_or_else(|| e.to_string(), str::to_string);
+        return Err(client.error(format!(
+            "{what} failed (HTTP {}): {}",
+            answer.status,
+            quote_server_text(&text)
+        )));
+    }
+    if !answer.is_success() {
+        return Err(answer.server_error(&client_what(client, &what)));
+    }
+    Ok(())
 }
 
 /// Deletes every series `match_selector` matches (`{__name__=~"cpu_.*"}`).

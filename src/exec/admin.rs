@@ -1,13 +1,18 @@
 //! Around the measured part of an ingest phase: the table's setup and teardown, and the count
 //! that says how many rows the server shows. Which endpoint does each is decided here.
+//!
+//! On InfluxDB and VictoriaMetrics setup and teardown go through the store's HTTP API
+//! (`ddl::store`): the check refuses them where the phase gives no way to it, so a second run
+//! never silently starts from the first run's rows.
 
 use std::time::Duration;
 
 use super::{ddl, resolve_url, timeouts, RunEnv};
-use crate::client::metrics::{self, MetricsClient};
+use crate::client::metrics::{self, InfluxColumns, MetricsClient};
 use crate::client::SqlClient;
 use crate::driver::{DriverError, ErrorClass};
 use crate::gen::batch::BatchSchema;
+use crate::http::{option_text, url_encode, with_query};
 use crate::plan::{EndpointPlan, IngestPhase, Setup, Teardown};
 use crate::value::Value;
 
@@ -32,6 +37,7 @@ enum Counter {
         client: MetricsClient,
         query: String,
         fields: u64,
+        columns: InfluxColumns,
     },
 }
 
@@ -56,7 +62,8 @@ impl Visibility {
                 client,
                 query,
                 fields,
-            } => metrics::influxql_count(client, query).await? / (*fields).max(1),
+                columns,
+            } => metrics::influxql_count(client, query, *columns).await? / (*fields).max(1),
         };
         Ok(raw.saturating_sub(self.baseline))
     }
@@ -111,7 +118,11 @@ pub async fn prepare(
     layout: &BatchSchema,
     end_ms: Option<i64>,
 ) -> Result<Option<Visibility>, DriverError> {
-    if let Some(ep) = ddl_endpoint(phase) {
+    if let Some(store) = ddl::store(phase) {
+        if phase.setup != Setup::Shared {
+            store_admin(phase, store, layout, false).await?;
+        }
+    } else if let Some(ep) = ddl_endpoint(phase) {
         let dialect = ddl_dialect(ep);
         let statements: Vec<String> = match phase.setup {
             Setup::Recreate => ddl::drop_table(dialect, &phase.table)
@@ -128,13 +139,6 @@ pub async fn prepare(
             for s in &statements {
                 client.execute(s).await?;
             }
-        }
-    } else if phase.setup != Setup::Shared && phase.endpoint.dialect == "victoriametrics" {
-        // A metric store has no tables: "a fresh table" is deleting the measurement's series.
-        if let Some(v) = phase.verify.as_ref().filter(|v| v.endpoint.kind == "http") {
-            let mut client = metrics_client(&v.endpoint).await?;
-            let selector = format!("{{__name__=~\"{}_.*\"}}", escape_regex(&phase.table));
-            metrics::victoria_delete_series(&mut client, &selector).await?;
         }
     }
     let Some(v) = &phase.verify else {
@@ -160,6 +164,11 @@ pub async fn prepare(
             client: metrics_client(&v.endpoint).await?,
             query: v.query.clone(),
             fields: if v.unit == "samples" { fields } else { 1 },
+            columns: if v.unit == "samples" {
+                InfluxColumns::All
+            } else {
+                InfluxColumns::One
+            },
         },
         other => {
             return Err(DriverError::new(
@@ -184,25 +193,86 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-fn escape_regex(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if "\\.+*?()|[]{}^$".contains(c) {
-            out.push('\\');
+/// Setup (`teardown` false) or `teardown drop` on InfluxDB or VictoriaMetrics, over the
+/// endpoint `ddl::store_endpoint` picks.
+async fn store_admin(
+    phase: &IngestPhase,
+    store: ddl::Store,
+    layout: &BatchSchema,
+    teardown: bool,
+) -> Result<(), DriverError> {
+    let Some(ep) = ddl::store_endpoint(phase) else {
+        // The check refuses such a phase; only a plan built by other means gets here.
+        return Err(DriverError::new(
+            ErrorClass::Connect,
+            format!(
+                "{} on `{}` needs an `http` count or an `ilp_http` ingest endpoint to reach the \
+                 server's API",
+                if teardown { "teardown drop" } else { "setup" },
+                phase.endpoint.dialect
+            ),
+            true,
+        ));
+    };
+    let mut client = metrics_client(ep).await?;
+    match store {
+        ddl::Store::Victoria => {
+            let fields: Vec<&str> = layout
+                .columns
+                .iter()
+                .filter(|c| c.role == "field")
+                .map(|c| c.name.as_str())
+                .collect();
+            let selector = ddl::victoria_selector(&phase.table, &fields);
+            metrics::victoria_delete_series(&mut client, &selector).await
         }
-        out.push(c);
+        ddl::Store::Influx => {
+            let resolve = |v: &Value| match v {
+                Value::Str(t) => t.resolve(|n| std::env::var(n).ok()).ok(),
+                _ => None,
+            };
+            let db = match ddl::influx_database(phase, resolve) {
+                ddl::InfluxDatabase::Named(db) => db,
+                _ => {
+                    return Err(crate::http::config_error(
+                        &phase.endpoint,
+                        "no database: InfluxDB names it in the path, \
+                         `path \"/write?db=NAME\"`",
+                    ))
+                }
+            };
+            // An `http` endpoint's path is InfluxDB's `/query` (maybe behind a prefix); the
+            // line-protocol endpoint's is `/write`, on the same server as `/query`.
+            let base = match option_text(ep, "path")? {
+                Some(p) if ep.kind == "http" => p.split('?').next().unwrap_or("").to_string(),
+                _ => "/query".to_string(),
+            };
+            let path = with_query(&base, &format!("db={}", url_encode(&db)));
+            let statements = if teardown {
+                vec![ddl::influx_drop(&phase.table)]
+            } else {
+                ddl::influx_setup(&db, &phase.table, phase.setup == Setup::Truncate)
+            };
+            for s in &statements {
+                metrics::influxql_execute(&mut client, &path, s).await?;
+            }
+            Ok(())
+        }
     }
-    out
 }
 
 /// Drops the table when the phase says so.
 pub async fn teardown(
     env: &RunEnv,
     phase: &IngestPhase,
+    layout: &BatchSchema,
     _vis: Option<&mut Visibility>,
 ) -> Result<(), DriverError> {
     if phase.teardown != Teardown::Drop {
         return Ok(());
+    }
+    if let Some(store) = ddl::store(phase) {
+        return store_admin(phase, store, layout, true).await;
     }
     if let Some(ep) = ddl_endpoint(phase) {
         if let Some(sql) = ddl::drop_table(ddl_dialect(ep), &phase.table) {

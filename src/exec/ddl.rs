@@ -6,9 +6,13 @@
 //! the benchmark measures ingest into a plain table, and every engine would index differently.
 //!
 //! Dialects without SQL DDL (`victoriametrics`, `influxdb`, `ksqldb`, anything unknown) get
-//! `None`: their tables appear when the first row arrives.
+//! `None`: their tables appear when the first row arrives. Two of them can still start a
+//! phase from nothing and clean up after it, through their HTTP APIs ([`store`]): InfluxDB 1.x
+//! with InfluxQL statements, VictoriaMetrics by deleting the table's series.
 
 use crate::gen::batch::{BatchSchema, ColumnMeta, Physical};
+use crate::plan::{EndpointPlan, IngestPhase};
+use crate::value::Value;
 
 /// The dialects that take the DDL below.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,6 +160,188 @@ pub fn truncate_table(dialect_name: &str, table: &str) -> Option<String> {
             format!("TRUNCATE TABLE {}", quote_ident(table))
         }
     })
+}
+
+/// A store whose "tables" are managed through its HTTP API rather than SQL DDL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Store {
+    /// InfluxDB 1.x: a measurement in a database, both managed with InfluxQL over `/query`.
+    Influx,
+    /// VictoriaMetrics: a table is the series `<table>_<field>` of each field, deleted with
+    /// `/api/v1/admin/tsdb/delete_series`.
+    Victoria,
+}
+
+/// The store whose API setup and teardown use for this phase, if any. Only line-protocol
+/// ingest lands in such a store: a `null` sink has no table, and SQL endpoints take DDL.
+pub fn store(phase: &IngestPhase) -> Option<Store> {
+    if !matches!(phase.endpoint.kind.as_str(), "ilp_http" | "ilp_tcp") {
+        return None;
+    }
+    match phase.endpoint.dialect.as_str() {
+        "influxdb" => Some(Store::Influx),
+        "victoriametrics" => Some(Store::Victoria),
+        _ => None,
+    }
+}
+
+/// The endpoint through which setup and teardown reach a store: the count's `http` endpoint
+/// when it is on the ingest target, else the ingest endpoint itself when it is `ilp_http`
+/// (InfluxDB 1.x and single-node VictoriaMetrics serve their whole API on one port). `None`
+/// when the phase gives no way to the API (`ilp_tcp` without an `http` count).
+pub fn store_endpoint(phase: &IngestPhase) -> Option<&EndpointPlan> {
+    let counted = phase
+        .verify
+        .as_ref()
+        .map(|v| &v.endpoint)
+        .filter(|e| e.kind == "http" && e.target == phase.endpoint.target);
+    counted.or_else(|| (phase.endpoint.kind == "ilp_http").then_some(&phase.endpoint))
+}
+
+/// Where a phase's InfluxDB database is named, as far as can be told.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InfluxDatabase {
+    Named(String),
+    /// A path that cannot be read yet (an `env(...)` part at check time).
+    Unknown,
+    /// No path names one.
+    Missing,
+}
+
+/// The InfluxDB database a phase's rows go to: the `db` of the ingest endpoint's `path`
+/// (`/write?db=bench`), else of the path of the endpoint `store_endpoint` picked
+/// (`/query?db=bench`). `resolve` reads a path option's text, `None` when it cannot yet.
+pub fn influx_database(
+    phase: &IngestPhase,
+    resolve: impl Fn(&Value) -> Option<String>,
+) -> InfluxDatabase {
+    let mut unknown = false;
+    let others = store_endpoint(phase).filter(|e| !std::ptr::eq(*e, &phase.endpoint));
+    for ep in std::iter::once(&phase.endpoint).chain(others) {
+        let Some(path) = ep.options.get("path") else {
+            continue;
+        };
+        match resolve(path) {
+            Some(text) => {
+                if let Some(db) = influx_db(&text) {
+                    return InfluxDatabase::Named(db);
+                }
+            }
+            None => unknown = true,
+        }
+    }
+    if unknown {
+        InfluxDatabase::Unknown
+    } else {
+        InfluxDatabase::Missing
+    }
+}
+
+/// The `db` parameter of an InfluxDB 1.x path (`/write?db=bench&precision=ns`), decoded as
+/// InfluxDB decodes it (percent escapes, `+` for a space); `None` without one.
+pub fn influx_db(path: &str) -> Option<String> {
+    let (_, query) = path.split_once('?')?;
+    let value = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("db="))
+        .filter(|v| !v.is_empty())?;
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// `name` as a double-quoted InfluxQL identifier. Quoting is what lets a measurement be
+/// named like a keyword (`diagnostics`, `time`); InfluxQL reads `\"`, `\\` and `\n` inside.
+pub fn influx_ident(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 2);
+    out.push('"');
+    for ch in name.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The InfluxQL statements of a setup: the database is created (a no-op when it exists) so
+/// the first write finds it, then the measurement is dropped (`recreate`) or emptied
+/// (`truncate`); InfluxDB 1.x accepts both for a measurement that does not exist.
+pub fn influx_setup(db: &str, measurement: &str, truncate: bool) -> Vec<String> {
+    vec![
+        format!("CREATE DATABASE {}", influx_ident(db)),
+        if truncate {
+            format!("DELETE FROM {}", influx_ident(measurement))
+        } else {
+            format!("DROP MEASUREMENT {}", influx_ident(measurement))
+        },
+    ]
+}
+
+/// `teardown drop` on InfluxDB.
+pub fn influx_drop(measurement: &str) -> String {
+    format!("DROP MEASUREMENT {}", influx_ident(measurement))
+}
+
+/// The series selector of a table on VictoriaMetrics: exactly `<table>_<field>` for each of
+/// its fields, so that `cpu` does not take the series of a measurement `cpu_x` with it. Without
+/// known fields (an empty layout), every `<table>_...` series.
+pub fn victoria_selector(table: &str, fields: &[&str]) -> String {
+    let mut re = escape_regex(table);
+    re.push('_');
+    if fields.is_empty() {
+        re.push_str(".+");
+    } else {
+        re.push('(');
+        for (i, f) in fields.iter().enumerate() {
+            if i > 0 {
+                re.push('|');
+            }
+            re.push_str(&escape_regex(f));
+        }
+        re.push(')');
+    }
+    let mut out = String::from("{__name__=~\"");
+    // A PromQL string literal: `\` and `"` escaped.
+    for ch in re.chars() {
+        if matches!(ch, '\\' | '"') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out.push_str("\"}");
+    out
+}
+
+/// `s` as a literal in a (RE2) regular expression.
+fn escape_regex(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 const NS_PER_US: i64 = 1_000;
@@ -327,6 +513,51 @@ mod tests {
             truncate_table("sqlite", "t").as_deref(),
             Some("DELETE FROM \"t\"")
         );
+    }
+
+    #[test]
+    fn influx_database_names_from_paths() {
+        assert_eq!(influx_db("/write?db=bench").as_deref(), Some("bench"));
+        assert_eq!(
+            influx_db("/query?rp=x&db=my%20db+2&precision=ns").as_deref(),
+            Some("my db 2")
+        );
+        assert_eq!(influx_db("/write?db=a%2"), Some("a%2".to_string()));
+        assert_eq!(influx_db("/write"), None);
+        assert_eq!(influx_db("/write?db="), None);
+        assert_eq!(influx_db("/write?mydb=x"), None);
+    }
+
+    #[test]
+    fn influxql_identifiers_are_quoted() {
+        // `diagnostics` is an InfluxQL keyword: unquoted, `DROP MEASUREMENT diagnostics` is a
+        // syntax error.
+        assert_eq!(
+            influx_drop("diagnostics"),
+            "DROP MEASUREMENT \"diagnostics\""
+        );
+        assert_eq!(influx_ident("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
+        assert_eq!(
+            influx_setup("bench", "cpu", false),
+            ["CREATE DATABASE \"bench\"", "DROP MEASUREMENT \"cpu\""]
+        );
+        assert_eq!(
+            influx_setup("bench", "cpu", true),
+            ["CREATE DATABASE \"bench\"", "DELETE FROM \"cpu\""]
+        );
+    }
+
+    #[test]
+    fn victoria_selectors_name_exactly_the_fields() {
+        assert_eq!(
+            victoria_selector("cpu", &["usage_user", "usage_system"]),
+            r#"{__name__=~"cpu_(usage_user|usage_system)"}"#
+        );
+        assert_eq!(
+            victoria_selector("a.b\"c", &["x+y"]),
+            r#"{__name__=~"a\\.b\"c_(x\\+y)"}"#
+        );
+        assert_eq!(victoria_selector("cpu", &[]), r#"{__name__=~"cpu_.+"}"#);
     }
 
     fn ts_text(ns: i64) -> String {

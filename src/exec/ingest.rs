@@ -170,7 +170,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &IngestPhase) -> IngestReport
             verify(env, v, &mut report).await;
         }
     }
-    if let Err(e) = admin::teardown(env, phase, visibility.as_mut()).await {
+    if let Err(e) = admin::teardown(env, phase, &schema.layout(), visibility.as_mut()).await {
         report.failures.push(format!("teardown: {e}"));
     }
     judge(&mut report, phase, workers, interrupted);
