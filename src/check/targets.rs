@@ -196,6 +196,8 @@ const OPTIONS: &[(&str, &[EndpointKind], Want)] = &[
         &[EndpointKind::Http, EndpointKind::IlpHttp],
         Want::Headers,
     ),
+    // A safety valve only: query answers are read as a stream, in bounded memory.
+    ("max_answer", &[EndpointKind::Http], Want::Size),
     (
         "precision",
         &[EndpointKind::IlpHttp, EndpointKind::IlpTcp],
