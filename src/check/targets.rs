@@ -39,7 +39,7 @@ impl Operation {
             Operation::Ingest => matches!(k, IlpTcp | IlpHttp | Qwp | Pg | Sqlite | Null),
             Operation::Queries => matches!(k, Pg | Http | Qwp | Sqlite),
             Operation::Requests => matches!(k, Http | Pg | Sqlite),
-            Operation::CountSql => matches!(k, Pg | Sqlite | Http),
+            Operation::CountSql => matches!(k, Pg | Sqlite | Http | Qwp),
             Operation::CountMetrics => matches!(k, Http),
         }
     }
@@ -49,7 +49,7 @@ impl Operation {
             Operation::Ingest => "ingest: ilp_tcp, ilp_http, qwp, pg, sqlite or null",
             Operation::Queries => "query runs: pg, http, qwp or sqlite",
             Operation::Requests => "request runs: http, pg or sqlite",
-            Operation::CountSql => "SQL counts: pg, sqlite or http",
+            Operation::CountSql => "SQL counts: pg, sqlite, http or qwp",
             Operation::CountMetrics => "PromQL and InfluxQL counts: http",
         }
     }
