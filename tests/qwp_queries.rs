@@ -8,7 +8,10 @@
 //! request, no SERVER_INFO) as errors rather than hangs, flow control (`credit`: the server,
 //! strict about its budget, never runs more than one batch past the credit the client has
 //! given back, and a 1-byte credit still completes; a raw client that gives none stalls the
-//! server), and one `wlrun run` cross-checking pg, http and qwp endpoints.
+//! server), and one `wlrun run` cross-checking pg, http and qwp endpoints. Then the statements
+//! wlrun runs itself over qwp: DDL and counts, `require` on every endpoint of a run (and in
+//! the shipped workloads/questdb-queries.wl, pointed at these servers with `--param`), and an
+//! ingest phase's `verify visible` counted over qwp.
 //!
 //! The PostgreSQL server is `postgres://wlrun:wlrun@127.0.0.1:5432/wlrun`, or `WLRUN_TEST_PG`;
 //! tests that need it are skipped without it, except under `CI=true` (see `common/servers.rs`).
@@ -1031,4 +1034,45 @@ async fn the_shipped_queries_workload_checks_require_on_every_endpoint() {
         .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
         .await
         .unwrap();
+}
+
+/// `verify visible` counts over a `qwp` endpoint: rows written over PostgreSQL wire, counted
+/// back through the QWP query server on the same database. Before, the check refused a SQL
+/// count over `qwp`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ingest_rows_are_counted_over_qwp() {
+    let Some(url) = servers::pg_server().await else {
+        return;
+    };
+    let qwp = QwpQueryServer::start(Some(url.clone()), Options::default()).await;
+    let table = unique("vis");
+    let text = format!(
+        r#"import "std/tsbs/cpu-only.wl" as tsbs (hosts = 10, end = 2016-01-01T00:10:00Z)
+workload w {{ seed 3 }}
+target db {{
+  dialect postgres
+  pg "{url}"
+  qwp "{ws}"
+}}
+ingest load {{
+  into db via pg table "{table}"
+  rows tsbs.cpu
+  batch 500 rows
+  teardown drop
+  verify visible via db.qwp within 10s
+}}
+"#,
+        ws = qwp.url(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.wl"), text).unwrap();
+    let args = ["run", "w.wl", "--json", "--quiet"]
+        .map(String::from)
+        .to_vec();
+    let (code, report, err) = wlrun_json(dir.path(), args).await;
+    let p = &report["cells"][0]["phases"][0];
+    assert_eq!(code, Some(0), "{err}\n{p:#}");
+    // 10 hosts x 60 timestamps, every one counted back over qwp.
+    assert_eq!(p["rows_visible"].as_u64(), Some(600), "{p:#}");
+    assert!(qwp.connections() >= 1);
 }
