@@ -42,7 +42,8 @@ use crate::value::Value;
 /// something to buffer. Query results are read as a stream instead (`request_streamed`).
 pub const MAX_ANSWER_BYTES: usize = 16 << 20;
 
-/// Bytes read from the socket per `poll_read`. Answers are small; see `Io`.
+/// Bytes read from the socket per `poll_read` (see `Io`): most answers fit in one, and a
+/// streamed query result is read in as many as it takes.
 const READ_CHUNK: usize = 16 << 10;
 
 /// Server text quoted in error messages is cut to this many characters.
@@ -900,7 +901,7 @@ fn transport_error(endpoint: &str, e: &hyper::Error) -> DriverError {
 /// tokio's `TcpStream` as hyper's IO traits, counting the bytes written.
 ///
 /// Reads go through a scratch buffer: filling hyper's cursor in place needs `unsafe`, which
-/// this crate forbids, and the answers read here are small.
+/// this crate forbids; the extra copy costs little next to parsing what is read.
 struct Io {
     stream: TcpStream,
     written: Arc<AtomicU64>,
