@@ -1076,3 +1076,65 @@ ingest load {{
     assert_eq!(p["rows_visible"].as_u64(), Some(600), "{p:#}");
     assert!(qwp.connections() >= 1);
 }
+
+/// The shipped ingest workload takes its URLs as params too, with QuestDB's usual addresses
+/// as defaults: `--param` points each endpoint elsewhere.
+#[test]
+fn the_shipped_ingest_workload_takes_its_urls_as_params() {
+    let plan = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "plan",
+            "workloads/questdb-ingest.wl",
+            "--json",
+            "--only",
+            "protocol=qwp",
+            "--only",
+            "hosts=1000",
+            "--only",
+            "workers=4",
+            "--only",
+            "ack=publish",
+        ];
+        args.extend_from_slice(extra);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_wlrun"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let urls = |p: &serde_json::Value| {
+        let phase = &p["cells"][0]["phases"][0];
+        (
+            phase["endpoint"]["url"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            phase["verify"]["endpoint"]["url"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        )
+    };
+    assert_eq!(
+        urls(&plan(&[])),
+        (
+            "ws://127.0.0.1:9000".to_string(),
+            "postgres://admin:${env:QDB_PASSWORD}@127.0.0.1:8812/qdb".to_string()
+        )
+    );
+    assert_eq!(
+        urls(&plan(&[
+            "--param",
+            "qwp_url=\"ws://127.0.0.1:1\"",
+            "--param",
+            "pg_url=\"postgres://u@127.0.0.1:2/db\"",
+        ])),
+        (
+            "ws://127.0.0.1:1".to_string(),
+            "postgres://u@127.0.0.1:2/db".to_string()
+        )
+    );
+}
