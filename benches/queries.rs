@@ -9,6 +9,13 @@
 //!
 //! Needs the local server (`WLRUN_TEST_PG`, default postgres://wlrun:wlrun@127.0.0.1:5432/wlrun)
 //! and `pgbench` on the PATH; says so and stops without them.
+//!
+//! First, one large HTTP `/exec` answer: a 1.6 M-row result shaped like TSBS high-cpu-all's
+//! (10 tags, 10 doubles, a timestamp; about 500 MB of JSON), served by the PostgreSQL-backed
+//! `/exec` test server in this process (which streams it), read by the HTTP transport without
+//! and with checksums. It prints the process's peak resident memory (VmHWM) before and after
+//! each read: flat, since the answer is read as it arrives (it used to be held whole, and
+//! failed past 16 MiB).
 
 #[path = "common/run.rs"]
 mod run;
@@ -16,6 +23,9 @@ mod run;
 #[path = "common/stats.rs"]
 mod stats;
 use stats::median;
+
+#[path = "../tests/common/exec_server.rs"]
+mod exec_server;
 
 use std::process::Command;
 
@@ -98,11 +108,105 @@ run s {{ against db.pg  queries select_only  workers 4  {stop}  require rows(pgb
     )
 }
 
+/// A result shaped like high-cpu-all's on the TSBS cpu table.
+const LARGE_ROWS: u64 = 1_600_000;
+
+fn large_answer_sql() -> String {
+    let usage: Vec<String> = (0..10)
+        .map(|i| format!("((k * {}) % 10007) / 100.0::float8 AS usage_{i}", 7 + 2 * i))
+        .collect();
+    format!(
+        "SELECT 'host_' || (k % 4000) AS hostname, 'eu-west-1' AS region, 'eu-west-1a' AS datacenter, \
+                (k % 100)::text AS rack, 'Ubuntu16.04LTS' AS os, 'x64' AS arch, 'NYC' AS team, \
+                (k % 20)::text AS service, (k % 2)::text AS service_version, \
+                'production' AS service_environment, {}, \
+                '2016-01-01T00:00:00Z'::timestamptz + k * interval '10 milliseconds' AS timestamp \
+         FROM generate_series(1, {LARGE_ROWS}) AS k",
+        usage.join(", ")
+    )
+}
+
+/// Reads the large answer over HTTP `/exec` without and with checksums, printing the peak
+/// resident memory around each read.
+fn large_exec_answer() {
+    use std::sync::Arc;
+    use wlrun::plan::EndpointPlan;
+    use wlrun::query::transport::Transport;
+    use wlrun::query::Instance;
+    use wlrun::value::Value;
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        let server = exec_server::ExecServer::start(Some(pg_url())).await;
+        let endpoint = EndpointPlan {
+            target: "db".into(),
+            name: "http".into(),
+            kind: "http".into(),
+            dialect: "postgres".into(),
+            url: None,
+            options: [("timeout".to_string(), Value::Duration(600_000_000_000))]
+                .into_iter()
+                .collect(),
+        };
+        let inst = |sql: String| Instance {
+            query: 0,
+            index: 0,
+            sql: Arc::from(sql),
+            binds: Vec::new(),
+            route: None,
+        };
+        let mut t = match Transport::connect(&endpoint, &server.url(), std::path::Path::new("."))
+            .await
+        {
+            Ok(t) => t,
+            Err(e) => {
+                println!("large /exec answer: cannot connect to the test server: {e}");
+                return;
+            }
+        };
+        // A small query first: what the process takes before any large answer.
+        if let Err(e) = t.run(&inst("SELECT 1".into())).await {
+            println!("large /exec answer: the test server cannot run queries: {e}");
+            return;
+        }
+        println!(
+            "HTTP /exec, one answer of {LARGE_ROWS} rows (high-cpu-all's shape: 10 tags, 10 doubles, a timestamp)"
+        );
+        let large = inst(large_answer_sql());
+        for checksums in [false, true] {
+            t.set_checksums(checksums);
+            let before = peak_rss_kib();
+            let sent_before = server.json_bytes_sent();
+            let started = std::time::Instant::now();
+            let outcome = t.run(&large).await;
+            let took = started.elapsed().as_secs_f64();
+            let mb = (server.json_bytes_sent() - sent_before) as f64 / 1e6;
+            let after = peak_rss_kib();
+            match outcome {
+                Ok(o) => println!(
+                    "  checksums {:<3}  {} rows, {mb:.0} MB of JSON in {took:.1} s ({:.0} MB/s, server and client on 2 shared cores); \
+                     peak resident memory {before} KiB before, {after} KiB after (+{} KiB)",
+                    if checksums { "on" } else { "off" },
+                    o.rows,
+                    mb / took,
+                    after.saturating_sub(before)
+                ),
+                Err(e) => println!("  checksums {checksums}: the query failed: {e}"),
+            }
+        }
+    });
+}
+
 fn main() {
     if std::net::TcpStream::connect("127.0.0.1:5432").is_err() {
         println!("queries bench: no PostgreSQL on 127.0.0.1:5432, nothing measured");
         return;
     }
+    large_exec_answer();
     let init = Command::new("pgbench")
         .args(["-i", "-q", "-s", &SCALE.to_string(), &pg_url()])
         .output();

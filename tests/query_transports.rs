@@ -702,6 +702,41 @@ async fn http_a_count_that_disagrees_with_the_dataset_is_an_error() {
     assert!(e.message.contains("count"), "{e}");
 }
 
+/// A result of about 40 MB, as QuestDB's high-cpu-all gives over `/exec`: read as a stream,
+/// its rows counted and its values hashed as they arrive, equal to PostgreSQL's own. Before,
+/// every answer was held whole and one over 16 MiB failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_answers_larger_than_16_mib_are_read_as_they_arrive() {
+    let Some(url) = server().await else { return };
+    const ROWS: u64 = 300_000;
+    let big = inst(
+        "SELECT k, 'host_' || k AS hostname, md5(k::text) AS digest, repeat('x', 40) AS pad,
+                k / 7.0::float8 AS f, '2016-01-01T00:00:00Z'::timestamptz + k * interval '1 second' AS ts
+         FROM generate_series(1, $1) AS k",
+        vec![BindValue::Int(ROWS as i64)],
+    );
+    let exec = ExecServer::start(Some(url.clone())).await;
+    let mut http = summing(&http_endpoint(None, 60.0), &exec.url()).await;
+    let (got, sum) = summed(&mut http, &big, "http").await;
+    let sent = exec.json_bytes_sent();
+    assert!(sent > 40_000_000, "the answer was only {sent} bytes");
+    assert_eq!(got, ROWS);
+    let mut pg = summing(&pg_endpoint("prepared", &[]), &url).await;
+    assert_eq!(summed(&mut pg, &big, "pg").await, (ROWS, sum));
+    // Without checksums the rows are counted all the same, on the same connection.
+    let mut plain = connect(&http_endpoint(None, 60.0), &exec.url()).await;
+    assert_eq!(rows(&mut plain, &big).await, Ok(ROWS));
+    // `max_answer` is the safety valve: a larger answer fails, and its connection is given
+    // up (the rest of the body is unread).
+    let mut opts = vec![("timeout", secs(60.0))];
+    opts.push(("max_answer", Value::Size(1 << 20)));
+    let mut capped = connect(&endpoint("http", "postgres", &opts), &exec.url()).await;
+    let e = rows(&mut capped, &big).await.unwrap_err();
+    assert_eq!(e.class, QueryErrorClass::HttpStatus, "{e}");
+    assert!(e.message.contains("`max_answer` (1MiB)"), "{e}");
+    assert!(e.broken, "{e}");
+}
+
 // ------------------------------------------------------------------------------------------------
 // SQLite
 

@@ -8,7 +8,10 @@
 //! request, no SERVER_INFO) as errors rather than hangs, flow control (`credit`: the server,
 //! strict about its budget, never runs more than one batch past the credit the client has
 //! given back, and a 1-byte credit still completes; a raw client that gives none stalls the
-//! server), and one `wlrun run` cross-checking pg, http and qwp endpoints.
+//! server), and one `wlrun run` cross-checking pg, http and qwp endpoints. Then the statements
+//! wlrun runs itself over qwp: DDL and counts, `require` on every endpoint of a run (and in
+//! the shipped workloads/questdb-queries.wl, pointed at these servers with `--param`), and an
+//! ingest phase's `verify visible` counted over qwp.
 //!
 //! The PostgreSQL server is `postgres://wlrun:wlrun@127.0.0.1:5432/wlrun`, or `WLRUN_TEST_PG`;
 //! tests that need it are skipped without it, except under `CI=true` (see `common/servers.rs`).
@@ -830,4 +833,308 @@ async fn without_credit_given_back_the_server_stalls() {
     assert_eq!(flow.initial_credits, [1]);
     assert_eq!(flow.pauses, 2);
     assert_eq!(flow.credits.len(), 2);
+}
+
+// ------------------------------------------------------------------------------------------------
+// The statements wlrun runs itself (require, counts, setup, teardown), over qwp too
+
+/// `wlrun ARGS` in `dir`: exit code, JSON report (`--json` must be among `args`), stderr.
+async fn wlrun_json(dir: &Path, args: Vec<String>) -> (Option<i32>, serde_json::Value, String) {
+    let cwd = dir.to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_wlrun"))
+            .current_dir(cwd)
+            .args(args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON report ({e}): {err}"));
+    (out.status.code(), report, err)
+}
+
+fn query_phases(report: &serde_json::Value) -> Vec<&serde_json::Value> {
+    report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["phases"].as_array().into_iter().flatten())
+        .collect()
+}
+
+/// The one-statement client over QWP: DDL and DML as EXEC_DONE, counts read from the first
+/// value, and every answer that is not a count an error that says why. Before, a `qwp`
+/// endpoint took no SQL at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_statements_run_over_qwp() {
+    let Some(url) = servers::pg_server().await else {
+        return;
+    };
+    let server = QwpQueryServer::start(Some(url.clone()), Options::default()).await;
+    let ep = qwp_endpoint(10.0);
+    let mut c = wlrun::client::SqlClient::connect(
+        &ep,
+        &server.url(),
+        Path::new("."),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connecting: {}", e.message));
+    let table = unique("stmt");
+    for sql in [
+        format!("CREATE TABLE {table} (k int8)"),
+        format!("INSERT INTO {table} SELECT generate_series(1, 42)"),
+    ] {
+        c.execute(&sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {}", e.message));
+    }
+    let count = format!("SELECT count(*) FROM {table}");
+    assert_eq!(c.count(&count).await.map_err(|e| e.message), Ok(42));
+    for (sql, says) in [
+        (
+            format!("SELECT count(*) FROM {table}_missing"),
+            "does not exist",
+        ),
+        (format!("SELECT k FROM {table} WHERE k < 0"), "no row"),
+        ("SELECT NULL::int8".to_string(), "NULL"),
+        (
+            "SELECT 'many'::text".to_string(),
+            "not a non-negative integer",
+        ),
+        ("SELECT -1::int8".to_string(), "not a non-negative integer"),
+    ] {
+        let e = c.count(&sql).await.unwrap_err();
+        assert!(e.message.contains(says), "{sql}: {}", e.message);
+    }
+    // The connection goes on after the errors.
+    assert_eq!(c.count(&count).await.map_err(|e| e.message), Ok(42));
+    c.execute(&format!("DROP TABLE {table}")).await.unwrap();
+}
+
+/// `require` is checked over each cell's own endpoint, pg, http and qwp alike: met, the
+/// queries run; not met, the cell is refused with the count it saw. Before, the qwp cell
+/// failed with "`qwp` endpoints do not take SQL".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn require_is_counted_over_pg_http_and_qwp() {
+    let Some(url) = servers::pg_server().await else {
+        return;
+    };
+    let admin = admin(&url).await;
+    let table = unique("req");
+    admin
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS {table};
+             CREATE TABLE {table} AS SELECT k FROM generate_series(1, 300) AS k;"
+        ))
+        .await
+        .unwrap();
+    let exec = ExecServer::start(Some(url.clone())).await;
+    let qwp = QwpQueryServer::start(Some(url.clone()), Options::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    for (condition, met) in [("== 300", true), ("> 300", false)] {
+        let text = format!(
+            r#"workload w {{ seed 5 }}
+target db {{
+  pg "{url}"
+  http "{http}"
+  qwp "{ws}"
+}}
+query q {{ sql "SELECT max(k) FROM {table}" }}
+run r {{ against db via [pg, http, qwp]  queries q  count 3  require rows({table}) {condition} }}
+"#,
+            http = exec.url(),
+            ws = qwp.url(),
+        );
+        std::fs::write(dir.path().join("w.wl"), text).unwrap();
+        let args = ["run", "w.wl", "--json", "--quiet"]
+            .map(String::from)
+            .to_vec();
+        let (code, report, err) = wlrun_json(dir.path(), args).await;
+        let phases = query_phases(&report);
+        assert_eq!(phases.len(), 3, "{report:#}");
+        for p in phases {
+            if met {
+                assert_eq!(p["status"], "ok", "{p:#}\n{err}");
+                assert_eq!(p["ok"].as_u64(), Some(3), "{p:#}");
+            } else {
+                assert_eq!(p["status"], "failed", "{p:#}");
+                let f = p["failures"][0].as_str().unwrap_or_default();
+                assert!(
+                    f.contains("refusing to measure") && f.contains("has 300 rows"),
+                    "{}: {f}",
+                    p["endpoint"]
+                );
+            }
+        }
+        assert_eq!(code, Some(if met { 0 } else { 1 }), "{err}");
+    }
+    admin
+        .batch_execute(&format!("DROP TABLE {table}"))
+        .await
+        .unwrap();
+}
+
+/// The shipped workloads/questdb-queries.wl, its URLs pointed at the in-test servers with
+/// `--param`: every cell checks `require rows(cpu) > 0` over its own endpoint and refuses the
+/// empty table. The servers run on a schema of their own (`search_path`), so the `cpu` table
+/// is this test's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shipped_queries_workload_checks_require_on_every_endpoint() {
+    let Some(url) = servers::pg_server().await else {
+        return;
+    };
+    let admin = admin(&url).await;
+    let schema = unique("qdb");
+    admin
+        .batch_execute(&format!(
+            "CREATE SCHEMA {schema};
+             CREATE TABLE {schema}.cpu (hostname text, usage_user float8, timestamp timestamptz);"
+        ))
+        .await
+        .unwrap();
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let scoped = format!("{url}{sep}options=-c%20search_path%3D{schema}");
+    let exec = ExecServer::start(Some(scoped.clone())).await;
+    let qwp = QwpQueryServer::start(Some(scoped.clone()), Options::default()).await;
+    // The quoted form of a text param, which `--param` takes today.
+    let param = |name: &str, value: &str| ["--param".to_string(), format!("{name}=\"{value}\"")];
+    let mut args = ["run", "workloads/questdb-queries.wl", "--json", "--quiet"]
+        .map(String::from)
+        .to_vec();
+    args.extend(param("pg_url", &scoped));
+    args.extend(param("http_url", &exec.url()));
+    args.extend(param("qwp_url", &qwp.url()));
+    args.extend(["--param".to_string(), "hosts=100".to_string()]);
+    let (code, report, err) = wlrun_json(Path::new(env!("CARGO_MANIFEST_DIR")), args).await;
+    let phases = query_phases(&report);
+    let endpoints: Vec<&str> = phases
+        .iter()
+        .map(|p| p["endpoint"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        endpoints,
+        ["questdb.pg", "questdb.http", "questdb.qwp"],
+        "{report:#}"
+    );
+    for p in phases {
+        assert_eq!(p["status"], "failed", "{p:#}");
+        let f = p["failures"][0].as_str().unwrap_or_default();
+        assert!(
+            f.contains("require rows(cpu) > 0, but the table has 0 rows"),
+            "{}: {f}",
+            p["endpoint"]
+        );
+    }
+    assert_eq!(code, Some(1), "{err}");
+    admin
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .await
+        .unwrap();
+}
+
+/// `verify visible` counts over a `qwp` endpoint: rows written over PostgreSQL wire, counted
+/// back through the QWP query server on the same database. Before, the check refused a SQL
+/// count over `qwp`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ingest_rows_are_counted_over_qwp() {
+    let Some(url) = servers::pg_server().await else {
+        return;
+    };
+    let qwp = QwpQueryServer::start(Some(url.clone()), Options::default()).await;
+    let table = unique("vis");
+    let text = format!(
+        r#"import "std/tsbs/cpu-only.wl" as tsbs (hosts = 10, end = 2016-01-01T00:10:00Z)
+workload w {{ seed 3 }}
+target db {{
+  dialect postgres
+  pg "{url}"
+  qwp "{ws}"
+}}
+ingest load {{
+  into db via pg table "{table}"
+  rows tsbs.cpu
+  batch 500 rows
+  teardown drop
+  verify visible via db.qwp within 10s
+}}
+"#,
+        ws = qwp.url(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.wl"), text).unwrap();
+    let args = ["run", "w.wl", "--json", "--quiet"]
+        .map(String::from)
+        .to_vec();
+    let (code, report, err) = wlrun_json(dir.path(), args).await;
+    let p = &report["cells"][0]["phases"][0];
+    assert_eq!(code, Some(0), "{err}\n{p:#}");
+    // 10 hosts x 60 timestamps, every one counted back over qwp.
+    assert_eq!(p["rows_visible"].as_u64(), Some(600), "{p:#}");
+    assert!(qwp.connections() >= 1);
+}
+
+/// The shipped ingest workload takes its URLs as params too, with QuestDB's usual addresses
+/// as defaults: `--param` points each endpoint elsewhere.
+#[test]
+fn the_shipped_ingest_workload_takes_its_urls_as_params() {
+    let plan = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "plan",
+            "workloads/questdb-ingest.wl",
+            "--json",
+            "--only",
+            "protocol=qwp",
+            "--only",
+            "hosts=1000",
+            "--only",
+            "workers=4",
+            "--only",
+            "ack=publish",
+        ];
+        args.extend_from_slice(extra);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_wlrun"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let urls = |p: &serde_json::Value| {
+        let phase = &p["cells"][0]["phases"][0];
+        (
+            phase["endpoint"]["url"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            phase["verify"]["endpoint"]["url"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        )
+    };
+    assert_eq!(
+        urls(&plan(&[])),
+        (
+            "ws://127.0.0.1:9000".to_string(),
+            "postgres://admin:${env:QDB_PASSWORD}@127.0.0.1:8812/qdb".to_string()
+        )
+    );
+    assert_eq!(
+        urls(&plan(&[
+            "--param",
+            "qwp_url=\"ws://127.0.0.1:1\"",
+            "--param",
+            "pg_url=\"postgres://u@127.0.0.1:2/db\"",
+        ])),
+        (
+            "ws://127.0.0.1:1".to_string(),
+            "postgres://u@127.0.0.1:2/db".to_string()
+        )
+    );
 }

@@ -33,13 +33,21 @@ param db = questdb
 // How much of TSBS's day to load; `--param duration=1h` for a quick run.
 param duration = 1d
 
+// Where QuestDB listens: `--param 'qwp_url="ws://10.0.0.2:9000"'` and the like point the cells
+// at another server.
+param qwp_url      = "ws://127.0.0.1:9000"
+param ilp_tcp_url  = "tcp://127.0.0.1:9009"
+param ilp_http_url = "http://127.0.0.1:9000"
+param pg_url       = "postgres://admin:${env("QDB_PASSWORD", "quest")}@127.0.0.1:8812/qdb"
+param http_url     = "http://127.0.0.1:9000"
+
 target questdb {
   dialect questdb
-  qwp      "ws://127.0.0.1:9000"
-  ilp_tcp  "tcp://127.0.0.1:9009"
-  ilp_http "http://127.0.0.1:9000"
-  pg       "postgres://admin:${env("QDB_PASSWORD", "quest")}@127.0.0.1:8812/qdb"
-  http     "http://127.0.0.1:9000"
+  qwp      "${qwp_url}"
+  ilp_tcp  "${ilp_tcp_url}"
+  ilp_http "${ilp_http_url}"
+  pg       "${pg_url}"
+  http     "${http_url}"
   count rows via pg sql "SELECT count(*) FROM ${table}"
 }
 

@@ -22,11 +22,17 @@ workload questdb_queries {
 
 param hosts = 4000    // the scale the loaded data was generated with
 
+// Where QuestDB listens: `--param 'pg_url="postgres://admin@10.0.0.2:8812/qdb"'` and the like
+// point the run at another server.
+param pg_url   = "postgres://admin:${env("QDB_PASSWORD", "quest")}@127.0.0.1:8812/qdb"
+param http_url = "http://127.0.0.1:9000"
+param qwp_url  = "ws://127.0.0.1:9000"
+
 target questdb {
   dialect questdb
-  pg   "postgres://admin:${env("QDB_PASSWORD", "quest")}@127.0.0.1:8812/qdb"
-  http "http://127.0.0.1:9000" { path "/exec" }
-  qwp  "ws://127.0.0.1:9000"
+  pg   "${pg_url}"
+  http "${http_url}" { path "/exec" }
+  qwp  "${qwp_url}"
   count rows via pg sql "SELECT count(*) FROM ${table}"
 }
 
@@ -36,7 +42,8 @@ run queries {
   workers 1
   count 1000 per query
   warmup 20
-  require rows(cpu) > 0                    // an empty table would make every query look fast
+  require rows(cpu) > 0                    // an empty table would make every query look fast;
+                                           // counted over each cell's own endpoint
   check same results across endpoints      // row count and checksum agree on pg, http and qwp
   expect error_rate < 0.1%
 }

@@ -40,7 +40,7 @@ impl Operation {
             Operation::Ingest => matches!(k, IlpTcp | IlpHttp | Qwp | Pg | Sqlite | Null),
             Operation::Queries => matches!(k, Pg | Http | Qwp | Sqlite),
             Operation::Requests => matches!(k, Http | Pg | Sqlite),
-            Operation::CountSql => matches!(k, Pg | Sqlite | Http),
+            Operation::CountSql => matches!(k, Pg | Sqlite | Http | Qwp),
             Operation::CountMetrics => matches!(k, Http),
         }
     }
@@ -50,7 +50,7 @@ impl Operation {
             Operation::Ingest => "ingest: ilp_tcp, ilp_http, qwp, pg, sqlite or null",
             Operation::Queries => "query runs: pg, http, qwp or sqlite",
             Operation::Requests => "request runs: http, pg or sqlite",
-            Operation::CountSql => "SQL counts: pg, sqlite or http",
+            Operation::CountSql => "SQL counts: pg, sqlite, http or qwp",
             Operation::CountMetrics => "PromQL and InfluxQL counts: http",
         }
     }
@@ -197,6 +197,8 @@ const OPTIONS: &[(&str, &[EndpointKind], Want)] = &[
         &[EndpointKind::Http, EndpointKind::IlpHttp],
         Want::Headers,
     ),
+    // A safety valve only: query answers are read as a stream, in bounded memory.
+    ("max_answer", &[EndpointKind::Http], Want::Size),
     (
         "precision",
         &[EndpointKind::IlpHttp, EndpointKind::IlpTcp],

@@ -5,6 +5,7 @@
 pub mod http_sql;
 pub mod metrics;
 pub mod pg;
+pub mod qwp_sql;
 pub mod sqlite;
 
 use std::path::Path;
@@ -13,12 +14,15 @@ use std::time::Duration;
 use crate::driver::{DriverError, ErrorClass};
 use crate::plan::EndpointPlan;
 
-/// A SQL connection of any kind an endpoint can be: PostgreSQL wire, embedded SQLite, or an
-/// HTTP endpoint that takes SQL in a query string (QuestDB's `/exec`).
+/// A SQL connection of any kind of endpoint that runs SQL: PostgreSQL wire, embedded SQLite,
+/// an HTTP endpoint that takes SQL in a query string (QuestDB's `/exec`), or QuestDB's QWP
+/// query protocol.
 pub enum SqlClient {
     Pg(pg::PgClient),
     Sqlite(sqlite::SqliteClient),
     Http(http_sql::HttpSql),
+    // Boxed: a WebSocket stream is several times the size of the other connections.
+    Qwp(Box<qwp_sql::QwpSql>),
 }
 
 impl SqlClient {
@@ -33,6 +37,9 @@ impl SqlClient {
             "pg" => SqlClient::Pg(pg::PgClient::connect(endpoint, url, timeout).await?),
             "sqlite" => SqlClient::Sqlite(sqlite::SqliteClient::open(endpoint, url, base_dir)?),
             "http" => SqlClient::Http(http_sql::HttpSql::connect(endpoint, url, timeout).await?),
+            "qwp" => SqlClient::Qwp(Box::new(
+                qwp_sql::QwpSql::connect(endpoint, url, timeout).await?,
+            )),
             other => {
                 return Err(DriverError::new(
                     ErrorClass::Connect,
@@ -49,6 +56,7 @@ impl SqlClient {
             SqlClient::Pg(c) => c.execute(sql).await,
             SqlClient::Sqlite(c) => c.execute(sql),
             SqlClient::Http(c) => c.execute(sql).await,
+            SqlClient::Qwp(c) => c.execute(sql).await,
         }
     }
 
@@ -59,6 +67,7 @@ impl SqlClient {
             SqlClient::Pg(c) => c.count(sql).await,
             SqlClient::Sqlite(c) => c.count(sql),
             SqlClient::Http(c) => c.count(sql).await,
+            SqlClient::Qwp(c) => c.count(sql).await,
         }
     }
 }

@@ -235,6 +235,59 @@ impl std::fmt::Display for DecodeError {
     }
 }
 
+/// What the second pass feeds each value of each row to, in column order, with the values
+/// already in docs/checksum.md §6's terms (NULL sentinels as NULL, DATE as microseconds, ...):
+/// a `ResultHasher` for checksums, or a reader of one value (`client::qwp_sql`'s counts).
+pub trait Values {
+    fn begin_row(&mut self);
+    fn end_row(&mut self);
+    fn push_null(&mut self);
+    fn push_i64(&mut self, v: i64);
+    fn push_bool(&mut self, v: bool);
+    fn push_f64(&mut self, v: f64);
+    fn push_f32(&mut self, v: f32);
+    fn push_number(&mut self, n: crate::query::checksum::Number);
+    fn push_text(&mut self, s: &str);
+    fn push_text_bytes(&mut self, b: &[u8]);
+    fn push_timestamp_us(&mut self, us: i64);
+}
+
+impl Values for ResultHasher {
+    fn begin_row(&mut self) {
+        ResultHasher::begin_row(self)
+    }
+    fn end_row(&mut self) {
+        ResultHasher::end_row(self)
+    }
+    fn push_null(&mut self) {
+        ResultHasher::push_null(self)
+    }
+    fn push_i64(&mut self, v: i64) {
+        ResultHasher::push_i64(self, v)
+    }
+    fn push_bool(&mut self, v: bool) {
+        ResultHasher::push_bool(self, v)
+    }
+    fn push_f64(&mut self, v: f64) {
+        ResultHasher::push_f64(self, v)
+    }
+    fn push_f32(&mut self, v: f32) {
+        ResultHasher::push_f32(self, v)
+    }
+    fn push_number(&mut self, n: crate::query::checksum::Number) {
+        ResultHasher::push_number(self, n)
+    }
+    fn push_text(&mut self, s: &str) {
+        ResultHasher::push_text(self, s)
+    }
+    fn push_text_bytes(&mut self, b: &[u8]) {
+        ResultHasher::push_text_bytes(self, b)
+    }
+    fn push_timestamp_us(&mut self, us: i64) {
+        ResultHasher::push_timestamp_us(self, us)
+    }
+}
+
 /// A result column: its name (for messages) and type code.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Column {
@@ -292,6 +345,16 @@ impl Decoder {
         &mut self,
         frame: &'a [u8],
         hasher: Option<&mut ResultHasher>,
+    ) -> Result<Frame<'a>, DecodeError> {
+        self.decode_into(frame, hasher)
+    }
+
+    /// `decode`, with a RESULT_BATCH's values fed to any `Values` (a `ResultHasher`, or a
+    /// reader of one value such as a count).
+    pub fn decode_into<'a, V: Values + ?Sized>(
+        &mut self,
+        frame: &'a [u8],
+        hasher: Option<&mut V>,
     ) -> Result<Frame<'a>, DecodeError> {
         let mut r = Reader::new(frame);
         let header = read_header(&mut r)?;
@@ -366,12 +429,12 @@ impl Decoder {
         Ok(())
     }
 
-    fn result_batch<'a>(
+    fn result_batch<'a, V: Values + ?Sized>(
         &mut self,
         frame: &'a [u8],
         mut r: Reader<'a>,
         flags: u8,
-        hasher: Option<&mut ResultHasher>,
+        hasher: Option<&mut V>,
     ) -> Result<Frame<'a>, DecodeError> {
         let at = r.pos();
         let request_id = r.i64()?;
@@ -489,11 +552,11 @@ impl Decoder {
     }
 
     /// Second pass: the rows, each value pulled from its column's cursor and hashed.
-    fn hash_rows(
+    fn hash_rows<V: Values + ?Sized>(
         &mut self,
         frame: &[u8],
         rows: usize,
-        h: &mut ResultHasher,
+        h: &mut V,
     ) -> Result<(), Malformed> {
         let Decoder {
             cursors,
@@ -1081,7 +1144,11 @@ impl Cursor {
     }
 
     /// Hashes the column's next non-NULL value (by the bitmap) and moves past it.
-    fn push_next(&mut self, src: &Source<'_>, h: &mut ResultHasher) -> Result<(), Malformed> {
+    fn push_next<V: Values + ?Sized>(
+        &mut self,
+        src: &Source<'_>,
+        h: &mut V,
+    ) -> Result<(), Malformed> {
         match &mut self.shape {
             Shape::Fixed(width) => {
                 let width = *width;
@@ -1162,7 +1229,7 @@ fn le<const N: usize>(b: &[u8]) -> [u8; N] {
 }
 
 /// A fixed-width value, NULL sentinels as NULL (spec §5.4; docs/checksum.md §6).
-fn push_fixed(code: u8, b: &[u8], h: &mut ResultHasher) {
+fn push_fixed<V: Values + ?Sized>(code: u8, b: &[u8], h: &mut V) {
     match code {
         types::BYTE => h.push_i64(i64::from(i8::from_le_bytes(le(b)))),
         types::SHORT => h.push_i64(i64::from(i16::from_le_bytes(le(b)))),
@@ -1194,7 +1261,7 @@ fn push_fixed(code: u8, b: &[u8], h: &mut ResultHasher) {
 }
 
 /// TIMESTAMP (µs), TIMESTAMP_NANOS (floored to µs), DATE (ms); `i64::MIN` is NULL.
-fn push_temporal(code: u8, v: i64, h: &mut ResultHasher) {
+fn push_temporal<V: Values + ?Sized>(code: u8, v: i64, h: &mut V) {
     if v == i64::MIN {
         return h.push_null();
     }
@@ -1208,7 +1275,7 @@ fn push_temporal(code: u8, v: i64, h: &mut ResultHasher) {
 
 /// CHAR: one UTF-16 code unit as its text; QuestDB's NULL CHAR (0) prints as nothing and a
 /// lone surrogate has no UTF-8 form (U+FFFD stands in).
-fn push_char(c: u16, h: &mut ResultHasher) {
+fn push_char<V: Values + ?Sized>(c: u16, h: &mut V) {
     if c == 0 {
         return h.push_text("");
     }
@@ -1218,7 +1285,7 @@ fn push_char(c: u16, h: &mut ResultHasher) {
 }
 
 /// IPv4: dotted quad, first octet in the high byte; 0 is NULL.
-fn push_ipv4(v: u32, h: &mut ResultHasher) {
+fn push_ipv4<V: Values + ?Sized>(v: u32, h: &mut V) {
     if v == 0 {
         return h.push_null();
     }
@@ -1234,7 +1301,7 @@ fn push_ipv4(v: u32, h: &mut ResultHasher) {
 
 /// UUID: low half then high half on the wire; PostgreSQL's text form; both halves
 /// `i64::MIN` is NULL.
-fn push_uuid(b: &[u8], h: &mut ResultHasher) {
+fn push_uuid<V: Values + ?Sized>(b: &[u8], h: &mut V) {
     let lo = u64::from_le_bytes(le(b));
     let hi = u64::from_le_bytes(le(b.get(8..).unwrap_or_default()));
     let null = i64::MIN as u64;
@@ -1256,7 +1323,7 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// LONG256 as QuestDB prints it: `0x`, then the hex digits without leading zeros but an even
 /// number of them; four `i64::MIN` words are NULL.
-fn push_long256(b: &[u8], h: &mut ResultHasher) {
+fn push_long256<V: Values + ?Sized>(b: &[u8], h: &mut V) {
     let words: [u64; 4] =
         std::array::from_fn(|i| u64::from_le_bytes(le(b.get(i * 8..).unwrap_or_default())));
     if words.iter().all(|&w| w == i64::MIN as u64) {
@@ -1282,7 +1349,7 @@ fn push_long256(b: &[u8], h: &mut ResultHasher) {
 
 /// GEOHASH as QuestDB prints it: base-32 characters when the precision is a multiple of 5
 /// bits, else the bits as `0`/`1`; all ones is NULL.
-fn push_geohash(b: &[u8], bits: u8, h: &mut ResultHasher) {
+fn push_geohash<V: Values + ?Sized>(b: &[u8], bits: u8, h: &mut V) {
     const BASE32: &[u8; 32] = b"0123456789bcdefghjkmnpqrstuvwxyz";
     if b.iter().all(|&x| x == 0xFF) {
         return h.push_null();
@@ -1304,7 +1371,7 @@ fn push_geohash(b: &[u8], bits: u8, h: &mut ResultHasher) {
 /// DECIMAL64/128/256: the unscaled two's-complement value over 10^scale, read through its
 /// text as every other transport reads decimals (`canonical_decimal`); the type's sentinel
 /// (every 64-bit word `i64::MIN`) is NULL.
-fn push_decimal(b: &[u8], scale: u8, h: &mut ResultHasher) {
+fn push_decimal<V: Values + ?Sized>(b: &[u8], scale: u8, h: &mut V) {
     let null = b
         .chunks(8)
         .all(|w| u64::from_le_bytes(le(w)) == i64::MIN as u64);

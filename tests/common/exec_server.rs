@@ -7,7 +7,8 @@
 //! `DECIMAL`), integers and doubles as JSON numbers (NaN and infinities as `null`), booleans
 //! as JSON booleans, timestamps as ISO text in UTC with microseconds
 //! (`2016-01-01T00:00:10.500000Z`), dates as `2016-01-01T00:00:00.000Z`, char(n) without its
-//! padding. Other paths misbehave on purpose:
+//! padding. Answers are streamed (chunked, rows written as PostgreSQL sends them), so a
+//! result of any size takes the server little memory. Other paths misbehave on purpose:
 //!
 //! - `/cut`: a 200 whose `Content-Length` promises more than is sent, then the socket closes;
 //! - `/slow`: answers after `SLOW` (longer than the tests' timeouts);
@@ -22,10 +23,12 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use serde_json::{json, Value as Json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -39,6 +42,7 @@ pub const SLOW: Duration = Duration::from_secs(5);
 pub struct ExecServer {
     pub addr: SocketAddr,
     connections: Arc<AtomicUsize>,
+    sent: Arc<AtomicU64>,
     task: JoinHandle<()>,
 }
 
@@ -51,19 +55,23 @@ impl ExecServer {
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
         let connections = Arc::new(AtomicUsize::new(0));
+        let sent = Arc::new(AtomicU64::new(0));
         let count = connections.clone();
+        let bytes = sent.clone();
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 count.fetch_add(1, Ordering::SeqCst);
                 let url = pg_url.clone();
+                let bytes = bytes.clone();
                 tokio::spawn(async move {
-                    let _ = serve(stream, url).await;
+                    let _ = serve(stream, url, bytes).await;
                 });
             }
         });
         ExecServer {
             addr,
             connections,
+            sent,
             task,
         }
     }
@@ -75,6 +83,11 @@ impl ExecServer {
     pub fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
     }
+
+    /// Bytes of JSON sent in streamed `/exec` answers so far, framing left out.
+    pub fn json_bytes_sent(&self) -> u64 {
+        self.sent.load(Ordering::SeqCst)
+    }
 }
 
 impl Drop for ExecServer {
@@ -85,7 +98,7 @@ impl Drop for ExecServer {
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-async fn serve(mut stream: TcpStream, pg_url: Option<String>) -> Res<()> {
+async fn serve(mut stream: TcpStream, pg_url: Option<String>, sent: Arc<AtomicU64>) -> Res<()> {
     let mut pg: Option<tokio_postgres::Client> = None;
     let mut buf = Vec::new();
     loop {
@@ -174,63 +187,118 @@ async fn serve(mut stream: TcpStream, pg_url: Option<String>) -> Res<()> {
                     pg = Some(client);
                 }
                 let client = pg.as_ref().ok_or("no client")?;
-                let (status, body) = execute(client, &sql, path == "/badcount").await;
-                respond(
-                    &mut stream,
-                    status,
-                    "application/json",
-                    body.to_string().as_bytes(),
-                )
-                .await?;
+                execute(&mut stream, client, &sql, path == "/badcount", &sent).await?;
             }
             _ => respond(&mut stream, 404, "text/plain", b"not found").await?,
         }
     }
 }
 
-async fn execute(client: &tokio_postgres::Client, sql: &str, bad_count: bool) -> (u16, Json) {
+/// Answers `sql` as QuestDB does, streamed: chunked, rows written as PostgreSQL sends them,
+/// so that an answer of any size takes this server little memory. An error before the first
+/// row is a 400; one after it cuts the answer short (the connection closes).
+async fn execute(
+    stream: &mut TcpStream,
+    client: &tokio_postgres::Client,
+    sql: &str,
+    bad_count: bool,
+    sent: &AtomicU64,
+) -> Res<()> {
     // The simple protocol's rows do not say their types: describe the statement first.
     let types: Vec<Type> = match client.prepare(sql).await {
         Ok(stmt) => stmt.columns().iter().map(|c| c.type_().clone()).collect(),
-        Err(e) => return error_answer(sql, &e),
+        Err(e) => return refuse(stream, sql, &e).await,
     };
-    match client.simple_query(sql).await {
-        Ok(messages) => {
-            let mut columns = Vec::new();
-            let mut dataset = Vec::new();
-            for m in messages {
-                match m {
-                    SimpleQueryMessage::RowDescription(cols) => {
-                        columns = cols
-                            .iter()
-                            .enumerate()
-                            .map(|(i, c)| {
-                                let ty = types.get(i).map_or("STRING", questdb_type);
-                                json!({"name": c.name(), "type": ty})
-                            })
-                            .collect();
-                    }
-                    SimpleQueryMessage::Row(row) => {
-                        let values: Vec<Json> = (0..row.len())
-                            .map(|i| match (row.get(i), types.get(i)) {
-                                (Some(s), Some(ty)) => json_value(ty, s),
-                                (Some(s), None) => Json::String(s.to_string()),
-                                (None, _) => Json::Null,
-                            })
-                            .collect();
-                        dataset.push(Json::Array(values));
-                    }
-                    _ => {}
-                }
-            }
-            let count = dataset.len() + usize::from(bad_count);
-            (
-                200,
-                json!({"query": sql, "columns": columns, "dataset": dataset, "count": count}),
-            )
-        }
-        Err(e) => error_answer(sql, &e),
+    let messages = match client.simple_query_raw(sql).await {
+        Ok(m) => m,
+        Err(e) => return refuse(stream, sql, &e).await,
+    };
+    let mut messages = pin!(messages);
+    let first = match messages.next().await {
+        Some(Err(e)) => return refuse(stream, sql, &e).await,
+        Some(Ok(m)) => Some(m),
+        None => None,
+    };
+    stream
+        .write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+              Transfer-Encoding: chunked\r\n\r\n",
+        )
+        .await?;
+    let mut out = Vec::with_capacity(CHUNK + 4096);
+    out.extend_from_slice(b"{\"query\":");
+    serde_json::to_writer(&mut out, sql)?;
+    out.extend_from_slice(b",\"columns\":");
+    let mut columns = Vec::new();
+    if let Some(SimpleQueryMessage::RowDescription(cols)) = &first {
+        columns = cols
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let ty = types.get(i).map_or("STRING", questdb_type);
+                json!({"name": c.name(), "type": ty})
+            })
+            .collect();
     }
+    serde_json::to_writer(&mut out, &columns)?;
+    out.extend_from_slice(b",\"timestamp\":-1,\"dataset\":[");
+    let mut rows = 0usize;
+    let mut next = first;
+    loop {
+        if let Some(SimpleQueryMessage::Row(row)) = &next {
+            if rows > 0 {
+                out.push(b',');
+            }
+            let values: Vec<Json> = (0..row.len())
+                .map(|i| match (row.get(i), types.get(i)) {
+                    (Some(s), Some(ty)) => json_value(ty, s),
+                    (Some(s), None) => Json::String(s.to_string()),
+                    (None, _) => Json::Null,
+                })
+                .collect();
+            serde_json::to_writer(&mut out, &values)?;
+            rows += 1;
+        }
+        if out.len() >= CHUNK {
+            sent.fetch_add(out.len() as u64, Ordering::SeqCst);
+            write_chunk(stream, &out).await?;
+            out.clear();
+        }
+        next = match messages.next().await {
+            Some(m) => Some(m?),
+            None => break,
+        };
+    }
+    let count = rows + usize::from(bad_count);
+    out.extend_from_slice(format!("],\"count\":{count}}}").as_bytes());
+    sent.fetch_add(out.len() as u64, Ordering::SeqCst);
+    write_chunk(stream, &out).await?;
+    stream.write_all(b"0\r\n\r\n").await?;
+    stream.flush().await?;
+    Ok(())
+}
+
+/// Bytes of JSON sent per chunk of a streamed answer.
+const CHUNK: usize = 64 << 10;
+
+async fn write_chunk(stream: &mut TcpStream, data: &[u8]) -> Res<()> {
+    stream
+        .write_all(format!("{:x}\r\n", data.len()).as_bytes())
+        .await?;
+    stream.write_all(data).await?;
+    stream.write_all(b"\r\n").await?;
+    Ok(())
+}
+
+async fn refuse(stream: &mut TcpStream, sql: &str, e: &tokio_postgres::Error) -> Res<()> {
+    let (status, body) = error_answer(sql, e);
+    respond(
+        stream,
+        status,
+        "application/json",
+        body.to_string().as_bytes(),
+    )
+    .await
 }
 
 fn error_answer(sql: &str, e: &tokio_postgres::Error) -> (u16, Json) {

@@ -16,6 +16,10 @@
 //! short by a closed connection is a `Connection` error, no answer in time a `Timeout`; both
 //! leave the connection unusable.
 //!
+//! The answer is read as it arrives, never held whole (`ExecReader`, `Parser`; docs/decisions.md):
+//! rows are counted, and hashed, one by one, so an answer of any size takes bounded memory.
+//! The endpoint's `max_answer` option fails an answer larger than it (off by default).
+//!
 //! Checksums (`set_checksums`, docs/checksum.md §3.2): the dataset is hashed value by value
 //! while the JSON is parsed (nothing is built), each value read by its column's reported
 //! `type` (`JsonKind`): integers, doubles, floats, decimals, booleans, timestamps and dates
@@ -24,14 +28,15 @@
 
 use bytes::Bytes;
 use hyper::header::HeaderMap;
-use hyper::Method;
+use hyper::{Method, StatusCode};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::{client_error, from_driver, Timeouts};
 use crate::client::http_sql::json_count;
+use crate::driver::{DriverError, ErrorClass};
 use crate::http::{option_text, quote_server_text, server_message, url_encode, with_query};
-use crate::http::{HttpClient, Response};
+use crate::http::{BodyReader, HttpClient};
 use crate::plan::EndpointPlan;
 use crate::query::checksum::{canonical_decimal, parse_timestamp_us, ResultHasher};
 use crate::query::sql::{inline_all, Dialect};
@@ -48,6 +53,8 @@ pub struct HttpTransport {
     dialect: Dialect,
     /// Compute each result's checksum (`Transport::set_checksums`).
     checksums: bool,
+    /// The endpoint's `max_answer`: a larger answer fails (by default any size is read).
+    max_answer: Option<u64>,
 }
 
 impl HttpTransport {
@@ -87,6 +94,10 @@ impl HttpTransport {
             path,
             dialect: Dialect::of_endpoint(&endpoint.kind, &endpoint.dialect),
             checksums: false,
+            max_answer: match endpoint.options.get("max_answer") {
+                Some(crate::value::Value::Size(b)) if *b > 0 => Some(*b),
+                _ => None,
+            },
         })
     }
 
@@ -95,8 +106,8 @@ impl HttpTransport {
         self.client.reconnects()
     }
 
-    /// Sends `inst` as one `GET` and reads and checks the whole answer, within the endpoint's
-    /// timeout.
+    /// Sends `inst` as one `GET` and reads and checks the answer to its end, within the
+    /// endpoint's timeout.
     pub async fn run(&mut self, inst: &Instance) -> Result<Outcome, QueryError> {
         let sql = if inst.binds.is_empty() {
             inst.sql.to_string()
@@ -104,19 +115,550 @@ impl HttpTransport {
             inline_all(&inst.sql, &inst.binds, self.dialect).map_err(client_error)?
         };
         let target = with_query(&self.path, &format!("query={}", url_encode(&sql)));
-        let answer = self
+        let mut reader = ExecReader::new(self.checksums, self.max_answer);
+        let head = self
             .client
-            .request(Method::GET, &target, &HeaderMap::new(), Bytes::new())
-            .await
-            .map_err(from_driver)?;
-        outcome(self.client.endpoint(), &sql, &answer, self.checksums)
+            .request_streamed(
+                Method::GET,
+                &target,
+                &HeaderMap::new(),
+                Bytes::new(),
+                &mut reader,
+            )
+            .await;
+        match head {
+            Ok(head) => outcome(self.client.endpoint(), &sql, head.status, reader),
+            Err(_) if reader.too_large => Err(QueryError {
+                class: QueryErrorClass::HttpStatus,
+                message: format!(
+                    "{}: the answer is larger than the endpoint's `max_answer` ({}) (query: {})",
+                    self.client.endpoint(),
+                    crate::value::fmt_size(self.max_answer.unwrap_or(0)),
+                    quote_sql(&sql)
+                ),
+                code: None,
+                broken: true,
+            }),
+            Err(e) => Err(from_driver(e)),
+        }
     }
 }
 
-/// The parts of an answer that matter. The `dataset` rows are skipped, not built, or, with
-/// checksums, hashed value by value as they are parsed.
+/// A body of a successful answer is parsed as it arrives; these bound what is kept of it.
+/// A member name.
+const MAX_KEY_BYTES: usize = 4 << 10;
+/// A top-level value other than the dataset (`columns`, `count`, `error`, ...), kept whole to
+/// be parsed; the `query` echo and unknown members past this are skipped unparsed.
+const MAX_KEPT_VALUE_BYTES: usize = 4 << 20;
+/// One row of the dataset, kept whole only while it spans two reads from the socket.
+const MAX_ROW_BYTES: usize = 64 << 20;
+/// With checksums, a dataset that comes before its `columns` is kept until they come.
+const MAX_EARLY_BYTES: usize = 16 << 20;
+/// An answer outside 2xx is an error text: this much of it is kept to quote.
+const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
+/// The body's first bytes are kept to quote when it is not the expected JSON.
+const QUOTED_PREFIX_BYTES: usize = 800;
+
+/// Reads one `/exec` answer as its bytes arrive (`HttpClient::request_streamed`): a 2xx
+/// body goes through `Parser`, anything else is kept (`MAX_ERROR_BODY_BYTES`) to quote.
+/// Memory is bounded whatever the answer's size; `limit` (the endpoint's `max_answer`) only
+/// stops an answer that is larger than the user allows.
+struct ExecReader {
+    success: bool,
+    limit: Option<u64>,
+    bytes: u64,
+    too_large: bool,
+    error_body: Vec<u8>,
+    parser: Parser,
+}
+
+impl ExecReader {
+    fn new(checksums: bool, limit: Option<u64>) -> ExecReader {
+        ExecReader {
+            success: false,
+            limit,
+            bytes: 0,
+            too_large: false,
+            error_body: Vec::new(),
+            parser: Parser::new(checksums),
+        }
+    }
+}
+
+impl BodyReader for ExecReader {
+    fn head(&mut self, status: StatusCode, _: &HeaderMap) {
+        self.success = status.is_success();
+    }
+
+    fn chunk(&mut self, data: &[u8]) -> Result<(), DriverError> {
+        self.bytes += data.len() as u64;
+        if self.limit.is_some_and(|l| self.bytes > l) {
+            self.too_large = true;
+            return Err(DriverError::new(
+                ErrorClass::Server,
+                "the answer is larger than `max_answer`",
+                true,
+            ));
+        }
+        if self.success {
+            self.parser.feed(data);
+        } else {
+            let room = MAX_ERROR_BODY_BYTES.saturating_sub(self.error_body.len());
+            self.error_body
+                .extend_from_slice(&data[..room.min(data.len())]);
+        }
+        Ok(())
+    }
+}
+
+/// Why an answer could not be read.
+#[derive(Debug)]
+enum Failure {
+    /// Not the JSON of an answer: why.
+    Json(String),
+    /// The body ended inside the JSON.
+    Eof,
+    /// A value could not be hashed (a `Client` error, as on the other transports).
+    Checksum(String),
+}
+
+/// The top-level member a value belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Key {
+    Columns,
+    Dataset,
+    Count,
+    Error,
+    Position,
+    /// `ddl` or `dml`: a statement without rows.
+    Statement,
+    Other,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Before the top-level `{`.
+    Start,
+    /// After `{`: a member name or `}`.
+    FirstKey,
+    /// After `,`: a member name.
+    Key,
+    InKey,
+    Colon,
+    Value,
+    InValue,
+    /// After the dataset's `[`: a row or `]`.
+    FirstRow,
+    /// After a row's `,`: a row.
+    NextRow,
+    InRow,
+    /// After a row: `,` or `]`.
+    AfterRow,
+    /// After a member's value: `,` or `}`.
+    AfterValue,
+    /// After the top-level `}`: only white space.
+    Done,
+}
+
+/// The bytes of one JSON value, followed without parsing them: where it ends. Strings,
+/// escapes and nesting are tracked; numbers and literals end at the byte after them.
 #[derive(Default)]
-struct Answer {
+struct Scan {
+    depth: usize,
+    in_str: bool,
+    escaped: bool,
+    scalar: bool,
+}
+
+impl Scan {
+    /// Follows the value from its first byte on; `Some(n)`: it ended after `n` bytes of `b`
+    /// (a number or literal ends before the byte that ends it, which is not consumed).
+    fn feed(&mut self, b: &[u8]) -> Option<usize> {
+        let mut i = 0;
+        while i < b.len() {
+            let c = b[i];
+            if self.in_str {
+                if self.escaped {
+                    self.escaped = false;
+                } else if c == b'\\' {
+                    self.escaped = true;
+                } else if c == b'"' {
+                    self.in_str = false;
+                    if self.depth == 0 {
+                        return Some(i + 1);
+                    }
+                } else {
+                    // Most of a string is neither a quote nor a backslash.
+                    match memchr::memchr2(b'"', b'\\', &b[i..]) {
+                        Some(n) => {
+                            i += n;
+                            continue;
+                        }
+                        None => return None,
+                    }
+                }
+            } else if self.scalar {
+                if matches!(c, b',' | b']' | b'}') || is_space(c) {
+                    return Some(i);
+                }
+            } else {
+                match c {
+                    b'"' => self.in_str = true,
+                    b'[' | b'{' => self.depth = self.depth.saturating_add(1),
+                    // A closer as the value's first byte is a one-byte value that the
+                    // parser refuses.
+                    b']' | b'}' if self.depth <= 1 => return Some(i + 1),
+                    b']' | b'}' => self.depth -= 1,
+                    _ if self.depth == 0 => self.scalar = true,
+                    _ => {}
+                }
+            }
+            i += 1;
+        }
+        None
+    }
+}
+
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// An `/exec` answer's JSON, parsed incrementally: the top-level object is taken apart
+/// member by member by `Scan`, each dataset row is parsed by serde_json once it is whole
+/// (and hashed, with checksums, by the `Row` visitor), and the other members are kept
+/// (bounded) and parsed once whole. Nothing but the current row, or one small member, is
+/// held; see docs/decisions.md.
+struct Parser {
+    checksums: bool,
+    state: State,
+    key: Key,
+    scan: Scan,
+    /// The member name, the kept value, or the row that spans reads.
+    buf: Vec<u8>,
+    /// `buf` collects the current value.
+    keep: bool,
+    /// Bytes fed so far, for positions in messages.
+    offset: u64,
+    prefix: Vec<u8>,
+    columns: Option<Vec<JsonColumn>>,
+    hasher: ResultHasher,
+    /// The dataset's rows so far, once its `[` was read.
+    rows: Option<u64>,
+    /// Rows kept until `columns` come (checksums only), concatenated, and where each ends.
+    early: Vec<u8>,
+    early_ends: Vec<usize>,
+    count: Option<serde_json::Value>,
+    error: Option<serde_json::Value>,
+    position: Option<serde_json::Value>,
+    statement: bool,
+    failure: Option<Failure>,
+}
+
+impl Parser {
+    fn new(checksums: bool) -> Parser {
+        Parser {
+            checksums,
+            state: State::Start,
+            key: Key::Other,
+            scan: Scan::default(),
+            buf: Vec::new(),
+            keep: false,
+            offset: 0,
+            prefix: Vec::new(),
+            columns: None,
+            hasher: ResultHasher::new(),
+            rows: None,
+            early: Vec::new(),
+            early_ends: Vec::new(),
+            count: None,
+            error: None,
+            position: None,
+            statement: false,
+            failure: None,
+        }
+    }
+
+    fn fail(&mut self, f: Failure) {
+        if self.failure.is_none() {
+            self.failure = Some(f);
+        }
+    }
+
+    fn unexpected(&mut self, at: usize, what: &str) {
+        let pos = self.offset + at as u64;
+        self.fail(Failure::Json(format!("expected {what} at byte {pos}")));
+    }
+
+    fn feed(&mut self, data: &[u8]) {
+        if self.prefix.len() < QUOTED_PREFIX_BYTES {
+            let room = QUOTED_PREFIX_BYTES - self.prefix.len();
+            self.prefix.extend_from_slice(&data[..room.min(data.len())]);
+        }
+        let mut i = 0;
+        while i < data.len() && self.failure.is_none() {
+            let c = data[i];
+            let waits_for_token =
+                !matches!(self.state, State::InKey | State::InValue | State::InRow);
+            if waits_for_token && is_space(c) {
+                i += 1;
+                continue;
+            }
+            match self.state {
+                State::Start if c == b'{' => self.state = State::FirstKey,
+                State::Start => self.unexpected(i, "a JSON object"),
+                State::FirstKey if c == b'}' => self.state = State::Done,
+                State::FirstKey | State::Key if c == b'"' => {
+                    self.buf.clear();
+                    self.scan = Scan::default();
+                    self.state = State::InKey;
+                    continue;
+                }
+                State::FirstKey | State::Key => self.unexpected(i, "a member name"),
+                State::InKey => {
+                    let end = self.scan.feed(&data[i..]);
+                    let n = end.unwrap_or(data.len() - i);
+                    if self.buf.len() + n > MAX_KEY_BYTES {
+                        self.fail(Failure::Json("a member name is too long".to_string()));
+                        break;
+                    }
+                    self.buf.extend_from_slice(&data[i..i + n]);
+                    i += n;
+                    if end.is_some() {
+                        self.key = self.key_of_buf();
+                        self.state = State::Colon;
+                    }
+                    continue;
+                }
+                State::Colon if c == b':' => self.state = State::Value,
+                State::Colon => self.unexpected(i, "`:`"),
+                State::Value if self.key == Key::Dataset && c == b'[' => {
+                    self.rows = Some(0);
+                    self.hasher = ResultHasher::new();
+                    self.state = State::FirstRow;
+                }
+                State::Value => {
+                    self.buf.clear();
+                    self.scan = Scan::default();
+                    self.keep = true;
+                    self.state = State::InValue;
+                    continue;
+                }
+                State::InValue => {
+                    let end = self.scan.feed(&data[i..]);
+                    let n = end.unwrap_or(data.len() - i);
+                    if self.keep {
+                        if self.buf.len() + n > MAX_KEPT_VALUE_BYTES {
+                            if self.key != Key::Other {
+                                self.fail(Failure::Json(format!(
+                                    "a member of the answer is larger than {} MiB",
+                                    MAX_KEPT_VALUE_BYTES >> 20
+                                )));
+                                break;
+                            }
+                            // An echo of a long query, or a member wlrun does not read.
+                            self.keep = false;
+                            self.buf = Vec::new();
+                        } else {
+                            self.buf.extend_from_slice(&data[i..i + n]);
+                        }
+                    }
+                    i += n;
+                    if end.is_some() {
+                        self.value_done();
+                        self.state = State::AfterValue;
+                    }
+                    continue;
+                }
+                State::FirstRow if c == b']' => self.state = State::AfterValue,
+                State::FirstRow | State::NextRow => {
+                    self.buf.clear();
+                    self.scan = Scan::default();
+                    self.state = State::InRow;
+                    continue;
+                }
+                State::InRow => {
+                    match self.scan.feed(&data[i..]) {
+                        // The whole row is in this read: parsed where it lies.
+                        Some(n) if self.buf.is_empty() => {
+                            self.row(&data[i..i + n]);
+                            i += n;
+                            self.state = State::AfterRow;
+                        }
+                        Some(n) => {
+                            self.buf.extend_from_slice(&data[i..i + n]);
+                            let mut row = std::mem::take(&mut self.buf);
+                            self.row(&row);
+                            row.clear();
+                            self.buf = row;
+                            i += n;
+                            self.state = State::AfterRow;
+                        }
+                        None => {
+                            if self.buf.len() + (data.len() - i) > MAX_ROW_BYTES {
+                                self.fail(Failure::Json(format!(
+                                    "a row of the dataset is larger than {} MiB",
+                                    MAX_ROW_BYTES >> 20
+                                )));
+                                break;
+                            }
+                            self.buf.extend_from_slice(&data[i..]);
+                            i = data.len();
+                        }
+                    }
+                    continue;
+                }
+                State::AfterRow if c == b',' => self.state = State::NextRow,
+                State::AfterRow if c == b']' => self.state = State::AfterValue,
+                State::AfterRow => self.unexpected(i, "`,` or `]` after a row"),
+                State::AfterValue if c == b',' => self.state = State::Key,
+                State::AfterValue if c == b'}' => self.state = State::Done,
+                State::AfterValue => self.unexpected(i, "`,` or `}`"),
+                State::Done => self.unexpected(i, "nothing after the JSON object"),
+            }
+            i += 1;
+        }
+        self.offset += data.len() as u64;
+    }
+
+    fn key_of_buf(&mut self) -> Key {
+        match serde_json::from_slice::<std::borrow::Cow<'_, str>>(&self.buf) {
+            Ok(k) => match &*k {
+                "columns" => Key::Columns,
+                "dataset" => Key::Dataset,
+                "count" => Key::Count,
+                "error" => Key::Error,
+                "position" => Key::Position,
+                "ddl" | "dml" => Key::Statement,
+                _ => Key::Other,
+            },
+            Err(e) => {
+                self.fail(Failure::Json(format!("a member name: {e}")));
+                Key::Other
+            }
+        }
+    }
+
+    /// A member's value other than a dataset array is whole in `buf` (unless it was too
+    /// large to keep, and skipped).
+    fn value_done(&mut self) {
+        if !self.keep {
+            return;
+        }
+        let value = std::mem::take(&mut self.buf);
+        let parsed = match self.key {
+            Key::Columns if self.checksums => {
+                serde_json::from_slice::<Option<Vec<ColumnInfo>>>(&value).map(|infos| {
+                    self.columns = infos.map(|infos| {
+                        infos
+                            .into_iter()
+                            .map(|c| JsonColumn {
+                                kind: JsonKind::of(&c.ty),
+                                label: format!("`{}` ({})", c.name, c.ty),
+                            })
+                            .collect()
+                    });
+                })
+            }
+            // Not an array (that is read row by row): only `null` is a dataset, of no rows.
+            Key::Dataset => serde_json::from_slice::<Option<Vec<IgnoredAny>>>(&value).map(|d| {
+                self.rows = d.map(|r| r.len() as u64);
+            }),
+            Key::Count => serde_json::from_slice(&value).map(|v| self.count = v),
+            Key::Error => serde_json::from_slice(&value).map(|v| self.error = v),
+            Key::Position => serde_json::from_slice(&value).map(|v| self.position = v),
+            Key::Statement => serde_json::from_slice::<IgnoredAny>(&value).map(|_| {
+                self.statement = true;
+            }),
+            Key::Columns | Key::Other => serde_json::from_slice::<IgnoredAny>(&value).map(|_| ()),
+        };
+        if let Err(e) = parsed {
+            self.fail(Failure::Json(e.to_string()));
+        }
+        self.buf = value;
+        self.buf.clear();
+    }
+
+    /// One whole row of the dataset.
+    fn row(&mut self, row: &[u8]) {
+        let n = self.rows.unwrap_or(0);
+        self.rows = Some(n + 1);
+        if !self.checksums {
+            if let Err(e) = serde_json::from_slice::<IgnoredAny>(row) {
+                self.fail(Failure::Json(format!("row {} of the dataset: {e}", n + 1)));
+            }
+            return;
+        }
+        if self.columns.is_none() {
+            if self.early.len() + row.len() > MAX_EARLY_BYTES {
+                self.fail(Failure::Json(format!(
+                    "the dataset comes before its `columns`, and is larger than the {} MiB \
+                     kept until they come",
+                    MAX_EARLY_BYTES >> 20
+                )));
+                return;
+            }
+            self.early.extend_from_slice(row);
+            self.early_ends.push(self.early.len());
+            return;
+        }
+        if let Err(f) = self.hash_row(row, n + 1) {
+            self.fail(f);
+        }
+    }
+
+    fn hash_row(&mut self, row: &[u8], number: u64) -> Result<(), Failure> {
+        let columns = self.columns.as_deref().unwrap_or(&[]);
+        let mut problem = None;
+        let mut de = serde_json::Deserializer::from_slice(row);
+        let parsed = Row {
+            columns,
+            hasher: &mut self.hasher,
+            problem: &mut problem,
+        }
+        .deserialize(&mut de)
+        .and_then(|()| de.end());
+        match (problem, parsed) {
+            (Some(why), _) => Err(Failure::Checksum(why)),
+            (None, Err(e)) => Err(Failure::Json(format!("row {number} of the dataset: {e}"))),
+            (None, Ok(())) => Ok(()),
+        }
+    }
+
+    /// The body ended: what it said.
+    fn finish(mut self) -> Result<Parsed, Failure> {
+        if let Some(f) = self.failure.take() {
+            return Err(f);
+        }
+        if self.state != State::Done {
+            return Err(Failure::Eof);
+        }
+        if !self.early_ends.is_empty() {
+            if self.columns.is_none() {
+                return Err(Failure::Checksum(
+                    "the answer has a dataset but no `columns`".to_string(),
+                ));
+            }
+            let early = std::mem::take(&mut self.early);
+            let mut start = 0;
+            for (i, &end) in std::mem::take(&mut self.early_ends).iter().enumerate() {
+                self.hash_row(&early[start..end], i as u64 + 1)?;
+                start = end;
+            }
+        }
+        let checksum = (self.checksums && self.rows.is_some()).then(|| self.hasher.finish());
+        Ok(Parsed {
+            rows: self.rows,
+            checksum,
+            count: self.count,
+            error: self.error,
+            position: self.position,
+            statement: self.statement,
+        })
+    }
+}
+
+/// The parts of an answer that matter, once it was read to its end.
+struct Parsed {
     /// The `dataset`'s length, when it has one.
     rows: Option<u64>,
     checksum: Option<u64>,
@@ -127,60 +669,53 @@ struct Answer {
     statement: bool,
 }
 
-/// What an answer says: the rows, or the error.
+/// What an answer read to its end says: the rows, or the error.
 fn outcome(
     endpoint: &str,
     sql: &str,
-    answer: &Response,
-    checksums: bool,
+    status: StatusCode,
+    reader: ExecReader,
 ) -> Result<Outcome, QueryError> {
-    let status = answer.status.as_u16();
     let fail = |message: String| QueryError {
         class: QueryErrorClass::HttpStatus,
         message: format!("{endpoint}: {message} (query: {})", quote_sql(sql)),
-        code: Some(status.to_string()),
+        code: Some(status.as_u16().to_string()),
         broken: false,
     };
-    // Checksums are read from successful answers only.
-    let checksums = checksums && answer.is_success();
-    let mut problem = None;
-    let mut de = serde_json::Deserializer::from_slice(&answer.body);
-    let parsed = (&mut de)
-        .deserialize_map(AnswerVisitor {
-            checksums,
-            problem: &mut problem,
-        })
-        // Nothing but white space after the object.
-        .and_then(|a| de.end().map(|()| a));
-    if let Some(why) = problem {
-        return Err(client_error(format!(
-            "{endpoint}: checksum: {why} (query: {})",
-            quote_sql(sql)
-        )));
-    }
-    if !answer.is_success() {
-        let message = match &parsed {
-            Ok(Answer {
-                error: Some(error),
-                position,
-                ..
-            }) => sql_error(error, position.as_ref(), sql),
-            _ if answer.body.is_empty() => format!("HTTP {} with an empty body", answer.status),
-            _ => server_message(&answer.body),
+    if !status.is_success() {
+        let body = &reader.error_body;
+        let parsed = serde_json::from_slice::<serde_json::Value>(body).ok();
+        let message = match parsed.as_ref().and_then(|j| j.get("error")) {
+            Some(error) => sql_error(error, parsed.as_ref().and_then(|j| j.get("position")), sql),
+            None if body.is_empty() => format!("HTTP {status} with an empty body"),
+            None => server_message(body),
         };
         return Err(fail(message));
     }
-    let parsed = match parsed {
-        Ok(a) => a,
-        Err(e) => {
-            let what = if e.is_eof() {
-                "the answer ends before its JSON does".to_string()
-            } else {
-                format!("the answer is not the expected JSON ({e})")
+    let checksums = reader.parser.checksums;
+    let prefix = reader.parser.prefix.clone();
+    let parsed = match reader.parser.finish() {
+        Ok(p) => p,
+        Err(Failure::Checksum(why)) => {
+            return Err(client_error(format!(
+                "{endpoint}: checksum: {why} (query: {})",
+                quote_sql(sql)
+            )))
+        }
+        Err(f) => {
+            let what = match f {
+                Failure::Eof => "the answer ends before its JSON does".to_string(),
+                Failure::Json(why) | Failure::Checksum(why) => {
+                    format!("the answer is not the expected JSON ({why})")
+                }
             };
-            let body = String::from_utf8_lossy(&answer.body);
+            let body = String::from_utf8_lossy(&prefix);
             let shown: String = body.chars().take(200).collect();
-            let more = if shown.len() < body.len() { "..." } else { "" };
+            let more = if shown.len() < reader.bytes as usize {
+                "..."
+            } else {
+                ""
+            };
             return Err(fail(format!("{what}: {}{more}", shown.trim())));
         }
     };
@@ -338,162 +873,12 @@ fn push_json(h: &mut ResultHasher, kind: JsonKind, v: Scalar<'_>) -> Result<(), 
     Ok(())
 }
 
-/// The top-level object of an answer.
-struct AnswerVisitor<'p> {
-    checksums: bool,
-    /// Why the checksum could not be computed, when it could not.
-    problem: &'p mut Option<String>,
-}
-
-impl<'de> Visitor<'de> for AnswerVisitor<'_> {
-    type Value = Answer;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Answer, A::Error> {
-        let mut a = Answer::default();
-        let mut columns: Option<Vec<JsonColumn>> = None;
-        // With checksums, a dataset that comes before its columns is kept until they come.
-        let mut early: Option<Vec<serde_json::Value>> = None;
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match &*key {
-                "dataset" if !self.checksums => {
-                    let rows: Option<Vec<IgnoredAny>> = map.next_value()?;
-                    a.rows = rows.map(|r| r.len() as u64);
-                }
-                "dataset" => match &columns {
-                    Some(cols) => {
-                        let mut hasher = ResultHasher::new();
-                        let seen = map.next_value_seed(Dataset {
-                            columns: cols,
-                            hasher: &mut hasher,
-                            problem: &mut *self.problem,
-                        })?;
-                        a.rows = seen.then(|| hasher.rows());
-                        a.checksum = seen.then(|| hasher.finish());
-                    }
-                    None => {
-                        let rows: Option<Vec<serde_json::Value>> = map.next_value()?;
-                        a.rows = rows.as_ref().map(|r| r.len() as u64);
-                        early = rows;
-                    }
-                },
-                "columns" if self.checksums => {
-                    let infos: Option<Vec<ColumnInfo>> = map.next_value()?;
-                    columns = infos.map(|infos| {
-                        infos
-                            .into_iter()
-                            .map(|c| JsonColumn {
-                                kind: JsonKind::of(&c.ty),
-                                label: format!("`{}` ({})", c.name, c.ty),
-                            })
-                            .collect()
-                    });
-                }
-                "count" => a.count = map.next_value()?,
-                "error" => a.error = map.next_value()?,
-                "position" => a.position = map.next_value()?,
-                "ddl" | "dml" => {
-                    map.next_value::<IgnoredAny>()?;
-                    a.statement = true;
-                }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        if let Some(rows) = early {
-            let cols = columns.as_deref().unwrap_or(&[]);
-            if !rows.is_empty() && columns.is_none() {
-                *self.problem = Some("the answer has a dataset but no `columns`".to_string());
-                return Err(de::Error::custom("no columns"));
-            }
-            let mut hasher = ResultHasher::new();
-            for row in &rows {
-                let values = row.as_array().map(Vec::as_slice).unwrap_or_default();
-                if !row.is_array() || values.len() != cols.len() {
-                    *self.problem = Some(width_problem(row.as_array().map(Vec::len), cols.len()));
-                    return Err(de::Error::custom("row width"));
-                }
-                hasher.begin_row();
-                for (v, col) in values.iter().zip(cols) {
-                    let scalar = match v {
-                        serde_json::Value::Null => Scalar::Null,
-                        serde_json::Value::Bool(b) => Scalar::Bool(*b),
-                        serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-                            (Some(i), _) => Scalar::I64(i),
-                            (None, Some(u)) => Scalar::U64(u),
-                            _ => Scalar::F64(n.as_f64().unwrap_or(f64::NAN)),
-                        },
-                        serde_json::Value::String(s) => Scalar::Str(s),
-                        _ => {
-                            *self.problem = Some(format!(
-                                "column {}: a JSON array or object has no checksum encoding",
-                                col.label
-                            ));
-                            return Err(de::Error::custom("value"));
-                        }
-                    };
-                    if let Err(why) = push_json(&mut hasher, col.kind, scalar) {
-                        *self.problem = Some(format!("column {}: {why}", col.label));
-                        return Err(de::Error::custom("value"));
-                    }
-                }
-                hasher.end_row();
-            }
-            a.checksum = Some(hasher.finish());
-        }
-        Ok(a)
-    }
-}
-
 fn width_problem(got: Option<usize>, columns: usize) -> String {
     match got {
         Some(n) => {
             format!("a row of the dataset has {n} value(s) but the answer has {columns} column(s)")
         }
         None => "a row of the dataset is not a JSON array".to_string(),
-    }
-}
-
-/// The `dataset` array, hashed row by row as it is parsed; `false` for `null`.
-struct Dataset<'c, 'h, 'p> {
-    columns: &'c [JsonColumn],
-    hasher: &'h mut ResultHasher,
-    problem: &'p mut Option<String>,
-}
-
-impl<'de> DeserializeSeed<'de> for Dataset<'_, '_, '_> {
-    type Value = bool;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Dataset<'_, '_, '_> {
-    type Value = bool;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("an array of rows")
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
-        while seq
-            .next_element_seed(Row {
-                columns: self.columns,
-                hasher: &mut *self.hasher,
-                problem: &mut *self.problem,
-            })?
-            .is_some()
-        {}
-        Ok(true)
     }
 }
 
@@ -660,22 +1045,79 @@ mod tests {
     use super::*;
     use hyper::StatusCode;
 
-    fn answer(status: u16, body: &str) -> Response {
-        Response {
-            status: StatusCode::from_u16(status).unwrap(),
-            headers: HeaderMap::new(),
-            body: Bytes::from(body.to_string()),
-            sent_bytes: 0,
+    /// `body` read as it arrives in pieces of `piece` bytes.
+    fn read_in(
+        sql: &str,
+        status: u16,
+        body: &str,
+        checksums: bool,
+        piece: usize,
+    ) -> Result<Outcome, QueryError> {
+        let status = StatusCode::from_u16(status).unwrap();
+        let mut r = ExecReader::new(checksums, None);
+        r.head(status, &HeaderMap::new());
+        for c in body.as_bytes().chunks(piece) {
+            r.chunk(c).unwrap();
         }
+        outcome("db.http", sql, status, r)
+    }
+
+    /// `body` read whole, and in pieces of every size up to 17 bytes: the same outcome
+    /// wherever the reads from the socket cut the JSON.
+    fn read(sql: &str, status: u16, body: &str, checksums: bool) -> Result<Outcome, QueryError> {
+        let whole = read_in(sql, status, body, checksums, body.len().max(1));
+        for piece in 1..=17 {
+            assert_eq!(
+                read_in(sql, status, body, checksums, piece),
+                whole,
+                "{body} in pieces of {piece}"
+            );
+        }
+        whole
     }
 
     fn run(status: u16, body: &str) -> Result<Outcome, QueryError> {
-        outcome(
-            "db.http",
-            "SELECT x FROM nope",
-            &answer(status, body),
-            false,
-        )
+        read("SELECT x FROM nope", status, body, false)
+    }
+
+    proptest::proptest! {
+        /// Whatever a server sends, in whatever pieces, reading it ends in an outcome.
+        #[test]
+        fn any_bytes_give_an_outcome_not_a_panic(
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+            piece in 1usize..40,
+            checksums in proptest::prelude::any::<bool>(),
+        ) {
+            let status = StatusCode::OK;
+            let mut r = ExecReader::new(checksums, None);
+            r.head(status, &HeaderMap::new());
+            for c in body.chunks(piece) {
+                r.chunk(c).unwrap();
+            }
+            let _ = outcome("db.http", "SELECT 1", status, r);
+        }
+
+        /// Answers that are nearly right: a valid one cut or with one byte changed.
+        #[test]
+        fn damaged_answers_give_an_outcome_not_a_panic(
+            at in 0usize..200,
+            byte in proptest::prelude::any::<u8>(),
+            cut in proptest::prelude::any::<bool>(),
+            piece in 1usize..20,
+        ) {
+            let good = br#"{"query":"q","columns":[{"name":"s","type":"VARCHAR"},{"name":"n","type":"LONG"}],"dataset":[["a\"b",1],[null,2],["\u00e9",3]],"count":3}"#;
+            let mut body = good.to_vec();
+            let at = at % body.len();
+            if cut { body.truncate(at) } else { body[at] = byte }
+            for checksums in [false, true] {
+                let mut r = ExecReader::new(checksums, None);
+                r.head(StatusCode::OK, &HeaderMap::new());
+                for c in body.chunks(piece) {
+                    r.chunk(c).unwrap();
+                }
+                let _ = outcome("db.http", "SELECT 1", StatusCode::OK, r);
+            }
+        }
     }
 
     #[test]
@@ -741,7 +1183,7 @@ mod tests {
     }
 
     fn sums(body: &str) -> Result<Outcome, QueryError> {
-        outcome("db.http", "SELECT x FROM t", &answer(200, body), true)
+        read("SELECT x FROM t", 200, body, true)
     }
 
     /// The checksum of `rows`, each pushed by a closure.
@@ -878,10 +1320,10 @@ mod tests {
         let e = sums(r#"{"dataset":[[1]]}"#).unwrap_err();
         assert!(e.message.contains("no `columns`"), "{e}");
         // Errors of the server are still the server's.
-        let e = outcome(
-            "db.http",
+        let e = read(
             "SELECT x FROM nope",
-            &answer(400, r#"{"error":"table does not exist","position":14}"#),
+            400,
+            r#"{"error":"table does not exist","position":14}"#,
             true,
         )
         .unwrap_err();

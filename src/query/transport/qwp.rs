@@ -48,7 +48,8 @@ use crate::plan::EndpointPlan;
 use crate::query::checksum::ResultHasher;
 use crate::query::{Instance, Outcome, QueryError, QueryErrorClass};
 use crate::qwp::egress::{
-    self, DecodeError, Decoder, Frame, ServerInfo, MAX_BINDS, MAX_SQL_BYTES, QUERY_FLAG_RESET_DICT,
+    self, DecodeError, Decoder, Frame, ServerInfo, Values, MAX_BINDS, MAX_SQL_BYTES,
+    QUERY_FLAG_RESET_DICT,
 };
 use crate::qwp::ws::{self, Side, WsUrl};
 use crate::qwp::{status, DEFAULT_SERVER_MAX_BATCH, HEADER_LEN, MAX_MESSAGE, QUERY_PATH};
@@ -148,8 +149,24 @@ impl QwpTransport {
 
     /// Sends `inst` and reads its result to the terminator, within the endpoint's timeout.
     pub async fn run(&mut self, inst: &Instance) -> Result<Outcome, QueryError> {
+        let mut hasher = self.checksums.then(ResultHasher::new);
+        let rows = self.run_into(inst, hasher.as_mut()).await?;
+        Ok(Outcome {
+            rows,
+            checksum: hasher.map(|h| h.finish()),
+        })
+    }
+
+    /// `run`, with every value of the result fed to `values` (`None`: the rows are only
+    /// counted); the number of rows. A result with a column that has no encoding is read to
+    /// its end and then refused, as with checksums.
+    pub async fn run_into<V: Values + Send + ?Sized>(
+        &mut self,
+        inst: &Instance,
+        values: Option<&mut V>,
+    ) -> Result<u64, QueryError> {
         let id = self.encode(inst)?;
-        match tokio::time::timeout(self.timeout, self.exchange(id)).await {
+        match tokio::time::timeout(self.timeout, self.exchange(id, values)).await {
             Ok(result) => result,
             Err(_) => Err(timeout_error(&self.label, self.timeout)),
         }
@@ -207,23 +224,26 @@ impl QwpTransport {
         Ok(id)
     }
 
-    async fn exchange(&mut self, id: i64) -> Result<Outcome, QueryError> {
+    async fn exchange<V: Values + Send + ?Sized>(
+        &mut self,
+        id: i64,
+        mut values: Option<&mut V>,
+    ) -> Result<u64, QueryError> {
         self.decoder.begin_query(id, self.info.query_flags());
         let message = Message::Binary(Bytes::copy_from_slice(&self.request));
         if let Err(e) = self.ws.send(message).await {
             return Err(self.lost(format!("sending the query: {e}")));
         }
-        let mut hasher = self.checksums.then(ResultHasher::new);
         let mut refused: Option<String> = None;
         let mut rows = 0u64;
         loop {
             let frame = self.next_frame().await?;
             let sum = if refused.is_none() {
-                hasher.as_mut()
+                values.as_deref_mut()
             } else {
                 None
             };
-            match self.decoder.decode(&frame, sum) {
+            match self.decoder.decode_into(&frame, sum) {
                 Ok(Frame::ResultBatch { rows: n, .. }) => rows += n,
                 Ok(Frame::CacheReset { .. }) => {}
                 Ok(Frame::ResultEnd {
@@ -237,11 +257,11 @@ impl QwpTransport {
                             "RESULT_END counts {total_rows} rows, but {rows} arrived"
                         )));
                     }
-                    return self.outcome(rows, hasher, refused);
+                    return self.outcome(rows, refused);
                 }
                 Ok(Frame::ExecDone { request_id, .. }) => {
                     self.ours(id, request_id, "EXEC_DONE")?;
-                    return self.outcome(rows, hasher, refused);
+                    return self.outcome(rows, refused);
                 }
                 Ok(Frame::QueryError {
                     request_id,
@@ -271,19 +291,11 @@ impl QwpTransport {
         }
     }
 
-    fn outcome(
-        &self,
-        rows: u64,
-        hasher: Option<ResultHasher>,
-        refused: Option<String>,
-    ) -> Result<Outcome, QueryError> {
-        if let Some(why) = refused {
-            return Err(client_error(format!("{}: checksum: {why}", self.label)));
+    fn outcome(&self, rows: u64, refused: Option<String>) -> Result<u64, QueryError> {
+        match refused {
+            Some(why) => Err(client_error(format!("{}: checksum: {why}", self.label))),
+            None => Ok(rows),
         }
-        Ok(Outcome {
-            rows,
-            checksum: hasher.map(|h| h.finish()),
-        })
     }
 
     /// The next binary message; control frames are handled on the way (PINGs are answered).
