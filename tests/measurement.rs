@@ -178,6 +178,19 @@ fn duration_is_a_hard_stop_against_a_server_that_never_answers() {
         assert_eq!(u(&p["ok"]), 0, "{p}");
         assert!(p["warnings"].to_string().contains("cut off"), "{p}");
     }
+    // Said in the human output too, where nothing was answered.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("w.wl"),
+        request_run(&server, "  duration 1s"),
+    )
+    .unwrap();
+    let out = wlrun(dir.path(), &["run", "w.wl", "--quiet"]);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("1 scheduled = 0 ok + 0 failed + 1 cut off + 0 unsent"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -129,7 +129,12 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
 /// A request phase: counts and rate, latency, statuses, errors and counters.
 fn request_lines(r: &RequestReport) -> String {
     if r.ok + r.failed == 0 {
-        return String::new();
+        // Nothing answered, but what was scheduled still adds up (cut off, unsent).
+        return if r.accounting.scheduled > 0 {
+            accounting_line(&r.accounting, r.ok, r.failed, "requests")
+        } else {
+            String::new()
+        };
     }
     let mut out = format!(
         "  {} requests ok, {} failed, in {:.2}s: {} ({}, {} connections, {})\n",
@@ -229,7 +234,12 @@ fn service_line(service: Option<&super::Latency>, a: &super::Accounting) -> Stri
 /// A query phase: the overall line, then a table of its query types.
 fn query_lines(r: &QueryReport) -> String {
     if r.ok + r.failed == 0 {
-        return String::new();
+        // Nothing answered, but what was scheduled still adds up (cut off, unsent).
+        return if r.accounting.scheduled > 0 {
+            accounting_line(&r.accounting, r.ok, r.failed, "queries")
+        } else {
+            String::new()
+        };
     }
     let mut out = format!(
         "  {} queries ok, {} failed, in {:.2}s: {} ({}, {} workers); latency p50 {} p99 {} max {}\n",
