@@ -1983,14 +1983,18 @@ fn default_ack(kind: ast::EndpointKind) -> Ack {
 fn word(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope, words: &[&str]) -> Ev<String> {
     match ev.eval(e, scope)? {
         Value::Symbol(s) if words.contains(&s.as_str()) => Some(s),
-        Value::Symbol(s) => ev.fail(
-            Diagnostic::error(
+        Value::Symbol(s) => {
+            let mut d = Diagnostic::error(
                 Code::E0203,
                 e.span,
                 format!("`{s}` is not one of {}", words.join(", ")),
             )
-            .label(format!("expected {}", words.join(", "))),
-        ),
+            .label(format!("expected {}", words.join(", ")));
+            if let Some(w) = super::eval::suggest(&s, words.iter().copied()) {
+                d = d.note(format!("did you mean `{w}`?"));
+            }
+            ev.fail(d)
+        }
         other => ev.fail(ev.mismatch(
             e.span,
             &format!("one of {}", words.join(", ")),
