@@ -79,6 +79,10 @@ pub fn check_program(
         .iter()
         .flat_map(|m| m.axes.iter().map(|a| a.name.name.clone()))
         .collect();
+    // Declared values evaluated without overrides, to judge each override against; what this
+    // evaluation reports is left to the cells, which report it anyway.
+    let declared_env = CellEnv::default();
+    let declared = Eval::new(&program, &declared_env);
     for (flag, raw) in opts.params.iter().map(|p| ("--param", p)) {
         let Some((name, value)) = parse_assignment(map, flag, raw, diags) else {
             continue;
@@ -114,9 +118,16 @@ pub fn check_program(
             pins.insert(name.0.clone(), value.clone());
         }
         if is_param {
+            if let Some(d) = override_mismatch(&declared, &name.0, raw, &value) {
+                // The param keeps its declared value, so its uses do not report the flag's
+                // mistake again, each at a place in the file that is not wrong.
+                diags.push(d);
+                continue;
+            }
             overrides.insert(name.0, value);
         }
     }
+    declared.diags.take();
     let mut only: Vec<((String, Span), String)> = Vec::new();
     for raw in &opts.only {
         let Some((name, value)) = split_assignment(map, "--only", raw, diags) else {
@@ -704,6 +715,44 @@ fn split_assignment(
         (name_t.to_string(), Span::new(file, 0, name.len())),
         value.trim().to_string(),
     ))
+}
+
+/// An override whose kind differs from the param's declared value (`--param records=ten` for
+/// `param records = 100`), reported at the flag. An integer does for a number, and words and
+/// strings for each other; a declared value that needs a cell to evaluate is not judged here.
+fn override_mismatch(
+    declared: &Eval<'_>,
+    name: &str,
+    raw: &str,
+    value: &ast::Expr,
+) -> Option<Diagnostic> {
+    let Some(Decl::Param(p)) = declared.prog.root().decls.get(name) else {
+        return None;
+    };
+    let want = declared.param(InstanceId::ROOT, p)?;
+    let got = declared.eval(value, &Scope::new(InstanceId::ROOT))?;
+    let fits = match (&want, &got) {
+        (Value::None | Value::Gen(_), _) => true,
+        (Value::Float(_), Value::Int(_)) => true,
+        (Value::Str(_) | Value::Symbol(_), Value::Str(_) | Value::Symbol(_)) => true,
+        (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+    };
+    if fits {
+        return None;
+    }
+    let found = match &got {
+        Value::Symbol(w) => format!("`{w}`"),
+        v => v.kind().to_string(),
+    };
+    Some(
+        Diagnostic::error(
+            Code::E0403,
+            value.span,
+            format!("`--param {raw}`: expected {}, found {found}", want.kind()),
+        )
+        .label(format!("`{name}` is {}", want.kind()))
+        .also(p.value.span, "declared here"),
+    )
 }
 
 fn parse_assignment(
