@@ -49,6 +49,28 @@ fn positive_int(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope, what: &str) -> Ev<u
     }
 }
 
+/// The most workers a phase may have: each holds a connection and its buffers, allocated when
+/// the phase starts, so `workers 1_000_000_000` asked for 700 GB before anything was sent.
+pub const MAX_WORKERS: u64 = 100_000;
+/// The most rows a batch may have: a batch's columns are allocated whole, two per worker.
+pub const MAX_BATCH_ROWS: u64 = 1_000_000;
+
+/// A positive count that sizes an allocation at run time, at most `max`.
+fn bounded_int(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope, what: &str, max: u64) -> Ev<u64> {
+    let n = positive_int(ev, e, scope, what)?;
+    if n > max {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0203,
+                e.span,
+                format!("{what} may be at most {max}, found {n}"),
+            )
+            .label(format!("expected 1 to {max}")),
+        );
+    }
+    Some(n)
+}
+
 /// A duration, with a unit hint when a bare number was written.
 fn duration(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope, allow_zero: bool) -> Ev<i64> {
     match ev.eval(e, scope)? {
@@ -1855,11 +1877,11 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         }
     };
     let batch_rows = match single(ev, &i.batch, |c| c.span, "batch") {
-        Some(c) => positive_int(ev, &c.value, &scope, "the batch size"),
+        Some(c) => bounded_int(ev, &c.value, &scope, "the batch size", MAX_BATCH_ROWS),
         None => Some(10_000),
     };
     let workers = match single(ev, &i.workers, |c| c.span, "workers") {
-        Some(c) => positive_int(ev, &c.value, &scope, "workers"),
+        Some(c) => bounded_int(ev, &c.value, &scope, "workers", MAX_WORKERS),
         None => Some(1),
     };
     let kind = ep.kind;
@@ -2212,7 +2234,7 @@ fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Phase> {
 
     // Each clause is checked even when an earlier one failed, so every mistake shows at once.
     let workers = match single(ev, &r.workers, |c| c.span, "workers") {
-        Some(c) => positive_int(ev, &c.value, &scope, "workers"),
+        Some(c) => bounded_int(ev, &c.value, &scope, "workers", MAX_WORKERS),
         None => Some(1),
     };
     let count = single(ev, &r.count, |c| c.span, "count");
