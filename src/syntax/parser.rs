@@ -88,16 +88,18 @@ impl Walker {
         let s = p.as_span();
         // Past the last innermost pair only unnamed literal tokens (`)`, `]`, `"`) and skipped
         // trivia remain, never a string's text, so `//` in a string is not taken for a comment.
-        // (An outer nested pair may itself end in skipped trivia.)
-        let tail_from = p
+        // (An outer nested pair may itself end in skipped trivia.) A pair with none inside is a
+        // token, or a string's text, and exact as it is.
+        let Some(tail_from) = p
             .clone()
             .into_inner()
             .flatten()
             .filter(|c| c.clone().into_inner().next().is_none())
             .map(|c| c.as_span().end())
             .max()
-            .unwrap_or(s.start())
-            .max(s.start());
+        else {
+            return Span::new(self.file, s.start(), s.end());
+        };
         Span::new(
             self.file,
             s.start(),
