@@ -616,6 +616,16 @@ pub fn call(
                     .label(format!("expected 1..={}", from.len())),
                 );
             }
+            if k as u64 > MAX_SAMPLE {
+                return ev.fail(
+                    Diagnostic::error(
+                        Code::E0203,
+                        a[1].expect("required").span,
+                        format!("cannot sample more than {MAX_SAMPLE} values, found {k}"),
+                    )
+                    .label(format!("expected 1..={MAX_SAMPLE}")),
+                );
+            }
             gen(Gen::Sample { from, k: k as u64 })
         }
         "rows" => ev.fail(
@@ -899,6 +909,10 @@ pub fn read_csv_header(
 
 /// The widest field a format may ask for.
 pub const MAX_FORMAT_WIDTH: u64 = 256;
+
+/// The most values one `sample` draws: every query allocates them and writes them into its SQL
+/// as a list, so the count must not come from the text unbounded.
+pub const MAX_SAMPLE: u64 = 10_000;
 
 /// Parses a printf-style format into its conversion letters.
 pub fn parse_format(f: &str) -> Result<Vec<char>, String> {

@@ -50,6 +50,9 @@ pub fn display_plain(v: &Value) -> String {
     }
 }
 
+/// The most cells a matrix may have: far more than a benchmark can run, few enough to check.
+pub const MAX_CELLS: usize = 10_000;
+
 struct AxisDef {
     name: String,
     values: Vec<Value>,
@@ -79,6 +82,10 @@ pub fn check_program(
         .iter()
         .flat_map(|m| m.axes.iter().map(|a| a.name.name.clone()))
         .collect();
+    // Declared values evaluated without overrides, to judge each override against; what this
+    // evaluation reports is left to the cells, which report it anyway.
+    let declared_env = CellEnv::default();
+    let declared = Eval::new(&program, &declared_env);
     for (flag, raw) in opts.params.iter().map(|p| ("--param", p)) {
         let text_param = |name: &str| {
             !axis_names.iter().any(|a| a == name)
@@ -118,9 +125,16 @@ pub fn check_program(
             pins.insert(name.0.clone(), value.clone());
         }
         if is_param {
+            if let Some(d) = override_mismatch(&declared, &name.0, raw, &value) {
+                // The param keeps its declared value, so its uses do not report the flag's
+                // mistake again, each at a place in the file that is not wrong.
+                diags.push(d);
+                continue;
+            }
             overrides.insert(name.0, value);
         }
     }
+    declared.diags.take();
     let mut only: Vec<((String, Span), String)> = Vec::new();
     for raw in &opts.only {
         let Some((name, value)) = split_assignment(map, "--only", raw, diags) else {
@@ -246,6 +260,30 @@ pub fn check_program(
         return None;
     }
 
+    // Every cell is lowered to be checked (and run), so the product must be bounded before it
+    // is built: three axes of 2,000 values asked for 8e9 cells.
+    let count = axes
+        .iter()
+        .fold(1u128, |n, a| n.saturating_mul(a.values.len() as u128));
+    if count > MAX_CELLS as u128 {
+        let most = axes.iter().map(|a| a.values.len()).max().unwrap_or(0);
+        let widest = axes
+            .iter()
+            .find(|a| a.values.len() == most)
+            .expect("a product over 1 has an axis");
+        let mut d = Diagnostic::error(
+            Code::E0401,
+            widest.span,
+            format!("the matrix has {count} cells; at most {MAX_CELLS}"),
+        )
+        .label(format!("{} values", widest.values.len()));
+        for a in axes.iter().filter(|a| a.span != widest.span) {
+            d = d.also(a.span, format!("{} values", a.values.len()));
+        }
+        diags.push(d.note("every cell is checked and run; pin axes with --param or narrow them"));
+        return None;
+    }
+
     // The cartesian product, first axis outermost.
     let mut combos: Vec<IndexMap<String, Value>> = vec![IndexMap::new()];
     for a in &axes {
@@ -266,6 +304,7 @@ pub fn check_program(
         .map(|m| m.excludes.clone())
         .unwrap_or_default();
     let mut cells: Vec<CellEnv> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut filter_errors = Diagnostics::default();
     'combo: for mut combo in combos {
         // `when` filters see every axis's value; a filtered axis becomes `none`.
@@ -325,7 +364,9 @@ pub fn check_program(
                 continue 'combo;
             }
         }
-        if cells.iter().any(|c| c.axes == combo) {
+        // Filters that set axes to `none` make combinations equal; a set, not a scan of the
+        // cells so far, keeps this linear (10,000 cells took 79 s).
+        if !seen.insert(format!("{combo:?}")) {
             continue;
         }
         cells.push(CellEnv {
@@ -715,6 +756,44 @@ fn split_assignment(
         (name_t.to_string(), Span::new(file, 0, name.len())),
         value.trim().to_string(),
     ))
+}
+
+/// An override whose kind differs from the param's declared value (`--param records=ten` for
+/// `param records = 100`), reported at the flag. An integer does for a number, and words and
+/// strings for each other; a declared value that needs a cell to evaluate is not judged here.
+fn override_mismatch(
+    declared: &Eval<'_>,
+    name: &str,
+    raw: &str,
+    value: &ast::Expr,
+) -> Option<Diagnostic> {
+    let Some(Decl::Param(p)) = declared.prog.root().decls.get(name) else {
+        return None;
+    };
+    let want = declared.param(InstanceId::ROOT, p)?;
+    let got = declared.eval(value, &Scope::new(InstanceId::ROOT))?;
+    let fits = match (&want, &got) {
+        (Value::None | Value::Gen(_), _) => true,
+        (Value::Float(_), Value::Int(_)) => true,
+        (Value::Str(_) | Value::Symbol(_), Value::Str(_) | Value::Symbol(_)) => true,
+        (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+    };
+    if fits {
+        return None;
+    }
+    let found = match &got {
+        Value::Symbol(w) => format!("`{w}`"),
+        v => v.kind().to_string(),
+    };
+    Some(
+        Diagnostic::error(
+            Code::E0403,
+            value.span,
+            format!("`--param {raw}`: expected {}, found {found}", want.kind()),
+        )
+        .label(format!("`{name}` is {}", want.kind()))
+        .also(p.value.span, "declared here"),
+    )
 }
 
 fn parse_assignment(

@@ -982,11 +982,14 @@ pub fn suggest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Opt
         if c == word {
             continue;
         }
-        // A prefix of three letters or more (`proto` for `protocol`) counts as close.
-        let d = if word.len() >= 3 && c.starts_with(word) {
+        // A prefix of three letters or more (`proto` for `protocol`) counts as close, and so
+        // does a word that only adds a suffix to a candidate of four or more (`zipfian` for
+        // `zipf`): the distance alone would call both far.
+        let d = if (word.len() >= 3 && c.starts_with(word)) || (c.len() >= 4 && word.starts_with(c))
+        {
             1
         } else {
-            levenshtein(word, c)
+            edit_distance(word, c)
         };
         let limit = (word.len().max(c.len()) / 3).max(1);
         if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
@@ -996,17 +999,26 @@ pub fn suggest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Opt
     best.map(|(_, c)| c.to_string())
 }
 
-fn levenshtein(a: &str, b: &str) -> usize {
+/// Levenshtein distance where swapping two neighbouring letters (`bnid`, `wokrers`) costs one
+/// edit, as the typing slip it is, not two (optimal string alignment).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
+    // Rows i-2, i-1 and i of the table.
+    let mut before: Vec<usize> = Vec::new();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
+    for i in 0..a.len() {
         let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
+        for j in 0..b.len() {
+            let mut d = (prev[j] + usize::from(a[i] != b[j]))
                 .min(prev[j + 1] + 1)
                 .min(cur[j] + 1);
+            if i > 0 && j > 0 && a[i] == b[j - 1] && a[i - 1] == b[j] {
+                d = d.min(before[j - 1] + 1);
+            }
+            cur[j + 1] = d;
         }
-        prev = cur;
+        before = std::mem::replace(&mut prev, cur);
     }
     prev[b.len()]
 }

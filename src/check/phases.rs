@@ -49,6 +49,28 @@ fn positive_int(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope, what: &str) -> Ev<u
     }
 }
 
+/// The most workers a phase may have: each holds a connection and its buffers, allocated when
+/// the phase starts, so `workers 1_000_000_000` asked for 700 GB before anything was sent.
+pub const MAX_WORKERS: u64 = 100_000;
+/// The most rows a batch may have: a batch's columns are allocated whole, two per worker.
+pub const MAX_BATCH_ROWS: u64 = 1_000_000;
+
+/// A positive count that sizes an allocation at run time, at most `max`.
+fn bounded_int(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope, what: &str, max: u64) -> Ev<u64> {
+    let n = positive_int(ev, e, scope, what)?;
+    if n > max {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0203,
+                e.span,
+                format!("{what} may be at most {max}, found {n}"),
+            )
+            .label(format!("expected 1 to {max}")),
+        );
+    }
+    Some(n)
+}
+
 /// A duration, with a unit hint when a bare number was written.
 fn duration(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope, allow_zero: bool) -> Ev<i64> {
     match ev.eval(e, scope)? {
@@ -865,7 +887,12 @@ pub fn series_domain(ev: &Eval<'_>, inst: InstanceId, s: &ast::Schema, col: &Ide
 // ------------------------------------------------------------------------------------------------
 // Queries
 
-/// `$n` tokens of SQL text that are not placeholders: `$0` or too large for 32 bits.
+/// The largest placeholder number. A number sizes a query's bind slots, so it must not come
+/// from the text unbounded (`$99999999` took 22 GB); 65,535 is as many parameters as
+/// PostgreSQL's Bind message can count.
+pub const MAX_PLACEHOLDER: u32 = 65_535;
+
+/// `$n` tokens of SQL text that are not placeholders: `$0` or past [`MAX_PLACEHOLDER`].
 pub fn bad_placeholders(sql: &str) -> Vec<String> {
     let b = sql.as_bytes();
     let mut out = Vec::new();
@@ -884,7 +911,8 @@ pub fn bad_placeholders(sql: &str) -> Vec<String> {
                 while i < b.len() && b[i].is_ascii_digit() {
                     i += 1;
                 }
-                if !matches!(sql[start..i].parse::<u32>(), Ok(n) if n > 0) {
+                if !matches!(sql[start..i].parse::<u32>(), Ok(n) if (1..=MAX_PLACEHOLDER).contains(&n))
+                {
                     out.push(sql[start - 1..i].to_string());
                 }
                 continue;
@@ -921,7 +949,7 @@ pub fn placeholders(sql: &str) -> Vec<u32> {
                     i += 1;
                 }
                 if let Ok(n) = sql[start..i].parse::<u32>() {
-                    if n > 0 {
+                    if (1..=MAX_PLACEHOLDER).contains(&n) {
                         out.push(n);
                     }
                 }
@@ -986,30 +1014,49 @@ pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64)
         None => return None,
     };
     let used = placeholders(&sql);
-    for bad in bad_placeholders(&sql) {
+    // A set, so that the checks below cost the numbers used, not their product.
+    let used_set: std::collections::BTreeSet<u32> = used.iter().copied().collect();
+    let mut seen = std::collections::HashSet::new();
+    let bad: Vec<String> = bad_placeholders(&sql)
+        .into_iter()
+        .filter(|b| seen.insert(b.clone()))
+        .collect();
+    if !bad.is_empty() {
+        // One diagnostic for the whole SQL, however many there are.
+        let shown: Vec<String> = bad.iter().take(3).map(|b| format!("`{b}`")).collect();
+        let more = match bad.len() - shown.len() {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        let is = if bad.len() == 1 {
+            "is not a placeholder"
+        } else {
+            "are not placeholders"
+        };
         ev.error(
             Diagnostic::error(
                 Code::E0601,
                 sql_clause.value.span,
-                format!("`{bad}` is not a placeholder"),
+                format!("{}{more} {is}", shown.join(", ")),
             )
-            .label("placeholders run $1, $2, ... up to $4294967295"),
+            .label(format!(
+                "placeholders run $1, $2, ... up to ${MAX_PLACEHOLDER}"
+            )),
         );
         ok = false;
     }
-    let max = used.iter().copied().max().unwrap_or(0);
-    for n in 1..=max {
-        if !used.contains(&n) {
-            ev.error(
-                Diagnostic::error(
-                    Code::E0601,
-                    sql_clause.value.span,
-                    format!("the SQL uses ${max} but not ${n}"),
-                )
-                .label("placeholders must run $1, $2, ... without gaps"),
-            );
-            ok = false;
-        }
+    let max = used_set.last().copied().unwrap_or(0);
+    let gaps = number_ranges((1..=max).filter(|n| !used_set.contains(n)));
+    if !gaps.is_empty() {
+        ev.error(
+            Diagnostic::error(
+                Code::E0601,
+                sql_clause.value.span,
+                format!("the SQL uses ${max} but not {}", describe_ranges(&gaps)),
+            )
+            .label("placeholders must run $1, $2, ... without gaps"),
+        );
+        ok = false;
     }
     let label = match single(ev, &q.label, |c| c.span, "label") {
         Some(c) => match ev.eval(&c.value, &scope) {
@@ -1151,26 +1198,25 @@ pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64)
             gen: as_gen(&v),
         });
     }
-    let bound: Vec<u32> = scope
+    let bound: std::collections::BTreeSet<u32> = scope
         .binds
         .as_ref()
         .unwrap()
         .iter()
         .map(|(i, _)| *i)
         .collect();
-    for n in 1..=max {
-        if used.contains(&n) && !bound.contains(&n) {
-            ev.error(
-                Diagnostic::error(
-                    Code::E0601,
-                    sql_clause.value.span,
-                    format!("`${n}` has no bind"),
-                )
-                .label(format!("add `bind ${n} = ...`"))
+    let unbound = number_ranges(used_set.iter().copied().filter(|n| !bound.contains(n)));
+    if let Some(&(first, _)) = unbound.first() {
+        let message = match unbound[..] {
+            [(a, b)] if a == b => format!("`${a}` has no bind"),
+            _ => format!("binds {} are missing", describe_ranges(&unbound)),
+        };
+        ev.error(
+            Diagnostic::error(Code::E0601, sql_clause.value.span, message)
+                .label(format!("add `bind ${first} = ...`"))
                 .also(q.name.span, "in this query"),
-            );
-            ok = false;
-        }
+        );
+        ok = false;
     }
     if let Some(plan) = &csv_plan {
         if plan.columns.len() as u32 > max {
@@ -1227,6 +1273,39 @@ pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64)
     })
 }
 
+/// Increasing numbers as runs of consecutive ones: 2, 3, 4, 7 is (2, 4), (7, 7).
+fn number_ranges(numbers: impl Iterator<Item = u32>) -> Vec<(u32, u32)> {
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for n in numbers {
+        match out.last_mut() {
+            Some((_, hi)) if hi.checked_add(1) == Some(n) => *hi = n,
+            _ => out.push((n, n)),
+        }
+    }
+    out
+}
+
+/// `$2`, `$4..$9`, ...: a handful of runs, then how many more, so a message stays one line.
+fn describe_ranges(ranges: &[(u32, u32)]) -> String {
+    const SHOWN: usize = 5;
+    let mut parts: Vec<String> = ranges
+        .iter()
+        .take(SHOWN)
+        .map(|&(a, b)| match b - a {
+            0 => format!("${a}"),
+            1 => format!("${a}, ${b}"),
+            _ => format!("${a}..${b}"),
+        })
+        .collect();
+    if ranges.len() > SHOWN {
+        parts.push(format!("{} more", ranges.len() - SHOWN));
+    }
+    match &parts[..] {
+        [init @ .., last] if !init.is_empty() => format!("{} and {last}", init.join(", ")),
+        _ => parts.join(""),
+    }
+}
+
 fn describe_placeholders(used: &[u32]) -> String {
     if used.is_empty() {
         return "none".to_string();
@@ -1234,10 +1313,7 @@ fn describe_placeholders(used: &[u32]) -> String {
     let mut u = used.to_vec();
     u.sort_unstable();
     u.dedup();
-    u.iter()
-        .map(|n| format!("${n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    describe_ranges(&number_ranges(u.into_iter()))
 }
 
 fn lower_csv(ev: &Eval<'_>, inst: InstanceId, c: &ast::CsvBinds) -> Ev<CsvPlan> {
@@ -1806,11 +1882,11 @@ fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         }
     };
     let batch_rows = match single(ev, &i.batch, |c| c.span, "batch") {
-        Some(c) => positive_int(ev, &c.value, &scope, "the batch size"),
+        Some(c) => bounded_int(ev, &c.value, &scope, "the batch size", MAX_BATCH_ROWS),
         None => Some(10_000),
     };
     let workers = match single(ev, &i.workers, |c| c.span, "workers") {
-        Some(c) => positive_int(ev, &c.value, &scope, "workers"),
+        Some(c) => bounded_int(ev, &c.value, &scope, "workers", MAX_WORKERS),
         None => Some(1),
     };
     let kind = ep.kind;
@@ -1996,14 +2072,18 @@ fn default_ack(kind: ast::EndpointKind) -> Ack {
 fn word(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope, words: &[&str]) -> Ev<String> {
     match ev.eval(e, scope)? {
         Value::Symbol(s) if words.contains(&s.as_str()) => Some(s),
-        Value::Symbol(s) => ev.fail(
-            Diagnostic::error(
+        Value::Symbol(s) => {
+            let mut d = Diagnostic::error(
                 Code::E0203,
                 e.span,
                 format!("`{s}` is not one of {}", words.join(", ")),
             )
-            .label(format!("expected {}", words.join(", "))),
-        ),
+            .label(format!("expected {}", words.join(", ")));
+            if let Some(w) = super::eval::suggest(&s, words.iter().copied()) {
+                d = d.note(format!("did you mean `{w}`?"));
+            }
+            ev.fail(d)
+        }
         other => ev.fail(ev.mismatch(
             e.span,
             &format!("one of {}", words.join(", ")),
@@ -2167,7 +2247,7 @@ fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Phase> {
 
     // Each clause is checked even when an earlier one failed, so every mistake shows at once.
     let workers = match single(ev, &r.workers, |c| c.span, "workers") {
-        Some(c) => positive_int(ev, &c.value, &scope, "workers"),
+        Some(c) => bounded_int(ev, &c.value, &scope, "workers", MAX_WORKERS),
         None => Some(1),
     };
     let count = single(ev, &r.count, |c| c.span, "count");

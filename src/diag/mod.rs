@@ -5,7 +5,7 @@ mod code;
 mod render;
 
 pub use code::Code;
-pub use render::{render, render_all, Style};
+pub use render::{render, render_all, Style, MAX_SHOWN};
 
 use crate::span::Span;
 

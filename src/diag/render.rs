@@ -63,12 +63,17 @@ pub fn render(map: &SourceMap, d: &Diagnostic) -> String {
     render_all(map, std::slice::from_ref(d), Style::Plain)
 }
 
-/// Renders a list of diagnostics followed by a count line.
+/// The most diagnostics shown at once. Past that they bury the first ones, which are usually
+/// the cause, and a generated input can make hundreds of thousands (429,497 took longer to
+/// print than to find); the rest are counted.
+pub const MAX_SHOWN: usize = 50;
+
+/// Renders the first [`MAX_SHOWN`] diagnostics, then how many more there are.
 pub fn render_all(map: &SourceMap, ds: &[Diagnostic], style: Style) -> String {
     let files = files(map);
     let config = config();
     let mut out = String::new();
-    for d in ds {
+    for d in ds.iter().take(MAX_SHOWN) {
         let cd = convert(d, map);
         let text = match style {
             Style::Plain => term::emit_into_string(&config, &files, &cd),
@@ -81,5 +86,51 @@ pub fn render_all(map: &SourceMap, ds: &[Diagnostic], style: Style) -> String {
         // A span outside its file would be our bug; show the message rather than nothing.
         out.push_str(&text.unwrap_or_else(|_| format!("error[{}]: {}\n", d.code, d.message)));
     }
+    if let Some(rest) = ds.get(MAX_SHOWN..).filter(|r| !r.is_empty()) {
+        let errors = rest.iter().filter(|d| d.is_error()).count();
+        let count = |n: usize, what: &str| match n {
+            0 => None,
+            1 => Some(format!("1 more {what}")),
+            n => Some(format!("{n} more {what}s")),
+        };
+        let parts: Vec<String> = [
+            count(errors, "error"),
+            count(rest.len() - errors, "warning"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        out.push_str(&format!("... and {}, not shown\n\n", parts.join(" and ")));
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::Code;
+    use crate::source::Origin;
+    use crate::span::Span;
+
+    #[test]
+    fn past_the_limit_diagnostics_are_counted_not_shown() {
+        let mut map = SourceMap::new();
+        let text = "x\n".repeat(MAX_SHOWN + 10);
+        let file = map.add(Origin::Disk("w.wl".into()), "w.wl".into(), text);
+        let at = |line: usize| Span::new(file, 2 * line, 2 * line + 1);
+        let mut ds: Vec<Diagnostic> = (0..MAX_SHOWN + 7)
+            .map(|i| Diagnostic::error(Code::E0104, at(i), "unknown name `x`"))
+            .collect();
+        ds.extend((0..3).map(|i| Diagnostic::warning(Code::W0001, at(MAX_SHOWN + 7 + i), "w")));
+        let out = render_all(&map, &ds, Style::Plain);
+        assert_eq!(out.matches("error[E0104]").count(), MAX_SHOWN, "{out}");
+        assert!(!out.contains("warning["), "{out}");
+        assert!(
+            out.ends_with("... and 7 more errors and 3 more warnings, not shown\n\n"),
+            "{out}"
+        );
+        // At the limit nothing is said.
+        let out = render_all(&map, &ds[..MAX_SHOWN], Style::Plain);
+        assert!(!out.contains("more"), "{out}");
+    }
 }

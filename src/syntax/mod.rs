@@ -158,7 +158,9 @@ fn syntax_error(map: &SourceMap, file: FileId, e: &pest::error::Error<parser::Ru
     let keywords: Vec<&str> = names
         .iter()
         .filter_map(|n| n.strip_prefix('`')?.strip_suffix('`'))
-        .filter(|k| k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        // A clause named by its shape (`workers N`) is still spelt by its first word.
+        .filter_map(|n| n.split(' ').next())
+        .filter(|k| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
         .collect();
     let suggestion = if word_at
         .chars()

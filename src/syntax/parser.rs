@@ -22,6 +22,27 @@ pub(crate) struct WlParser;
 
 pub(crate) type Res<T> = Result<T, Diagnostic>;
 
+/// The end of the last token in `text[from..to]`, skipping whitespace and comments; `from` when
+/// there is none.
+fn token_end(text: &str, from: usize, to: usize) -> usize {
+    let text = &text[..to];
+    let (mut i, mut end) = (from, from);
+    while let Some(c) = text[i..].chars().next() {
+        let rest = &text[i..];
+        if rest.starts_with("//") {
+            i = rest.find('\n').map_or(to, |n| i + n);
+        } else if let Some(body) = rest.strip_prefix("/*") {
+            i = body.find("*/").map_or(to, |n| i + 2 + n + 2);
+        } else {
+            i += c.len_utf8();
+            if !c.is_whitespace() {
+                end = i;
+            }
+        }
+    }
+    end
+}
+
 static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
     PrattParser::new()
         .op(Op::infix(Rule::or, Assoc::Left))
@@ -61,24 +82,29 @@ fn unexpected(rule: Rule, walker: &str) -> ! {
 }
 
 impl Walker {
-    /// The pair's span without the whitespace and whole-line comments that pest's implicit
-    /// whitespace leaves at the end of rules ending in a repetition, so underlines stop at the
-    /// last token.
+    /// A pair's span without the whitespace and comments pest skips after its last part (a rule
+    /// ending in a repetition keeps them), so a caret stops at the text it is about.
     fn span(&self, p: &Pair<'_, Rule>) -> Span {
         let s = p.as_span();
-        let mut text = s.as_str().trim_end();
-        loop {
-            let line_start = text.rfind('\n').map_or(0, |i| i + 1);
-            let last = text[line_start..].trim_start();
-            if line_start > 0
-                && (last.starts_with("//") || (last.starts_with("/*") && last.ends_with("*/")))
-            {
-                text = text[..line_start].trim_end();
-            } else {
-                break;
-            }
-        }
-        Span::new(self.file, s.start(), s.start() + text.len())
+        // Past the last innermost pair only unnamed literal tokens (`)`, `]`, `"`) and skipped
+        // trivia remain, never a string's text, so `//` in a string is not taken for a comment.
+        // (An outer nested pair may itself end in skipped trivia.) A pair with none inside is a
+        // token, or a string's text, and exact as it is.
+        let Some(tail_from) = p
+            .clone()
+            .into_inner()
+            .flatten()
+            .filter(|c| c.clone().into_inner().next().is_none())
+            .map(|c| c.as_span().end())
+            .max()
+        else {
+            return Span::new(self.file, s.start(), s.end());
+        };
+        Span::new(
+            self.file,
+            s.start(),
+            token_end(s.get_input(), tail_from, s.end()),
+        )
     }
 
     fn ident(&self, p: Pair<'_, Rule>) -> Ident {
@@ -463,6 +489,27 @@ impl Walker {
         })
     }
 
+    fn batch(&self, c: Pair<'_, Rule>) -> Res<Clause<Expr>> {
+        let has_rows = c.clone().into_inner().any(|p| p.as_rule() == Rule::kw_rows);
+        let clause = self.clause_expr(c)?;
+        if has_rows {
+            return Ok(clause);
+        }
+        let d = Diagnostic::error(
+            Code::E0001,
+            clause.value.span,
+            "expected `rows` after the batch size",
+        )
+        .label("`batch` takes a number of rows: `batch 10_000 rows`");
+        Err(match clause.value.kind {
+            ExprKind::Duration(_) => {
+                d.note("a batch is counted in rows; `duration D` ends a phase after a time")
+            }
+            ExprKind::Size(_) => d.note("a batch is counted in rows, not bytes"),
+            _ => d,
+        })
+    }
+
     fn ingest(&self, p: Pair<'_, Rule>) -> Res<Ingest> {
         let span = self.span(&p);
         let mut ing = Ingest {
@@ -529,7 +576,7 @@ impl Walker {
                         span,
                     });
                 }
-                Rule::batch_clause => ing.batch.push(self.clause_expr(c)?),
+                Rule::batch_clause => ing.batch.push(self.batch(c)?),
                 Rule::workers_clause => ing.workers.push(self.clause_expr(c)?),
                 Rule::ack_clause => ing.ack.push(self.clause_expr(c)?),
                 Rule::setup_clause => ing.setup.push(self.clause_expr(c)?),
