@@ -16,20 +16,11 @@ use serde_json::Value;
 
 use http_server::{Behaviour, ServerHandle};
 
-/// Exit code, the JSON report, and the human output (stdout + stderr) of two runs of `text`:
-/// one with `--json`, one as a person runs it.
 fn run(text: &str, extra: &[&str]) -> (i32, Value, String) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("w.wl"), text).unwrap();
-    let mut args = vec!["run", "w.wl", "--json", "--quiet"];
-    args.extend_from_slice(extra);
-    let out = wlrun(dir.path(), &args);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let report = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no JSON report ({e}): {err}"));
-    (out.status.code().unwrap_or(-1), report, err)
+    cli::run_json(text, &[], extra)
 }
 
+/// The exit code and the human output (stdout + stderr) of a run as a person starts it.
 fn human(text: &str, extra: &[&str]) -> (i32, String) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("w.wl"), text).unwrap();

@@ -45,13 +45,7 @@ const COUNT_ONE_FIELD: &str =
 
 /// Runs `text` from a fresh directory: exit code, JSON report, standard error.
 fn run(text: &str) -> (i32, Value, String) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("w.wl"), text).unwrap();
-    let out = cli::wlrun(dir.path(), &["run", "w.wl", "--json", "--quiet"]);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let report = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no JSON report ({e}): {err}"));
-    (out.status.code().unwrap_or(-1), report, err)
+    cli::run_json(text, &[], &[])
 }
 
 fn phase(report: &Value) -> &Value {

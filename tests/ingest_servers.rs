@@ -3,11 +3,13 @@
 //! loopback ports). Without a server the test says so and passes, except under CI=true, where
 //! a missing server fails it.
 
+#[path = "common/cli.rs"]
+mod cli;
 #[path = "common/servers.rs"]
 mod servers;
 
 use std::net::TcpListener;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -72,24 +74,8 @@ impl Drop for Victoria {
     }
 }
 
-fn wlrun(dir: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wlrun"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn run_json(text: &str, extra: &[&str]) -> (i32, Value, String) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("w.wl"), text).unwrap();
-    let mut args = vec!["run", "w.wl", "--json", "--quiet"];
-    args.extend_from_slice(extra);
-    let out = wlrun(dir.path(), &args);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let report = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no JSON report ({e}): {err}"));
-    (out.status.code().unwrap_or(-1), report, err)
+    cli::run_json(text, &[], extra)
 }
 
 /// The TSBS cpu-only schema from the stdlib at a small scale.

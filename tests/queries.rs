@@ -34,14 +34,7 @@ fn pg_env() -> Vec<(String, String)> {
 
 /// Runs `w.wl` (written into `dir`) and returns the exit code, the JSON report and stderr.
 fn run_in(dir: &Path, text: &str, extra: &[&str]) -> (i32, Value, String) {
-    std::fs::write(dir.join("w.wl"), text).unwrap();
-    let mut args = vec!["run", "w.wl", "--json", "--quiet"];
-    args.extend_from_slice(extra);
-    let out = wlrun(dir, &args);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let report = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no JSON report ({e}): {err}"));
-    (out.status.code().unwrap_or(-1), report, err)
+    cli::run_json_in(dir, text, extra)
 }
 
 fn run(text: &str, extra: &[&str]) -> (i32, Value, String) {

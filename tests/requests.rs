@@ -21,18 +21,7 @@ use http_server::{Behaviour, Ksql, ServerHandle};
 /// Writes `w.wl` and the given side files into a fresh directory, runs it, and returns the
 /// exit code, the JSON report and stderr.
 fn run_files(text: &str, files: &[(&str, &str)], extra: &[&str]) -> (i32, Value, String) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("w.wl"), text).unwrap();
-    for (name, body) in files {
-        std::fs::write(dir.path().join(name), body).unwrap();
-    }
-    let mut args = vec!["run", "w.wl", "--json", "--quiet"];
-    args.extend_from_slice(extra);
-    let out = wlrun(dir.path(), &args);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let report = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("no JSON report ({e}): {err}"));
-    (out.status.code().unwrap_or(-1), report, err)
+    cli::run_json(text, files, extra)
 }
 
 /// The request phase of the first cell.

@@ -1,4 +1,5 @@
 //! The `wlrun` binary run as a user runs it, for the tests that drive it from outside.
+#![allow(dead_code)] // each test file uses its own subset
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -10,4 +11,30 @@ pub fn wlrun(dir: &Path, args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
+}
+
+/// Writes `text` as `w.wl` into `dir` and runs it with `--json --quiet` and `extra`: the exit
+/// code, the JSON report and standard error (a run that prints no report fails the test).
+pub fn run_json_in(dir: &Path, text: &str, extra: &[&str]) -> (i32, serde_json::Value, String) {
+    std::fs::write(dir.join("w.wl"), text).unwrap();
+    let mut args = vec!["run", "w.wl", "--json", "--quiet"];
+    args.extend_from_slice(extra);
+    let out = wlrun(dir, &args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON report ({e}): {err}"));
+    (out.status.code().unwrap_or(-1), report, err)
+}
+
+/// `run_json_in` a fresh directory, with the side `files` (name, text) written beside `w.wl`.
+pub fn run_json(
+    text: &str,
+    files: &[(&str, &str)],
+    extra: &[&str],
+) -> (i32, serde_json::Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, body) in files {
+        std::fs::write(dir.path().join(name), body).unwrap();
+    }
+    run_json_in(dir.path(), text, extra)
 }
