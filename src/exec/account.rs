@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use super::{latency, STOP_GRACE};
-use crate::plan::Threshold;
+use crate::plan::{Load, Stop, Threshold};
 use crate::query::stats::{histogram, micros};
 use crate::report::{Accounting, ThresholdReport};
 use crate::value::Value;
@@ -150,6 +150,23 @@ pub fn rate_failure(a: &Accounting, expects: &[Threshold], unit: &str) -> Option
             crate::plan::thousands(a.scheduled),
             100.0 * achieved,
             100.0 * DEFAULT_FLOOR
+        )
+    })
+}
+
+/// Work in flight when the phase ended was cut off: said, since those units have no latency.
+/// `unit`: `queries` or `requests`.
+pub fn cut_off_warning(a: &Accounting, unit: &str, load: &Load, stop: &Stop) -> Option<String> {
+    let end = match (load, stop) {
+        (_, Stop::Duration { .. }) => "its duration",
+        (Load::Open { .. }, Stop::Count { .. }) => "the end of its schedule",
+        _ => "the stop",
+    };
+    (a.cut_off > 0).then(|| {
+        format!(
+            "{} {unit} were still in flight {} after {end} and were cut off (counted, not measured)",
+            crate::plan::thousands(a.cut_off),
+            super::fmt_duration(STOP_GRACE)
         )
     })
 }

@@ -164,15 +164,20 @@ impl Worker {
         while let Some(job) = queue.recv(&until).await {
             // Connected before the wait, so that the send itself leaves on time. A connect
             // still pending when the phase ends sent nothing: the instance is not sent.
-            let connect = Self::connect(
-                &mut self.link,
-                &self.endpoint,
-                &self.url,
-                &self.base_dir,
-                self.checksums,
-            );
-            let Some(connected) = until.cutoff.bound(connect).await else {
-                break;
+            let connected = if self.link.conn.is_some() {
+                Ok(())
+            } else {
+                let connect = Self::connect(
+                    &mut self.link,
+                    &self.endpoint,
+                    &self.url,
+                    &self.base_dir,
+                    self.checksums,
+                );
+                let Some(connected) = until.cutoff.bound(connect).await else {
+                    break;
+                };
+                connected
             };
             if let Some(slot) = job.slot {
                 if !self.pacer.until(slot.at, &until.cutoff.stop).await {
@@ -723,10 +728,11 @@ fn finish(
     if report.ok + report.failed == 0 && report.failures.is_empty() {
         report.failures.push("no query was measured".into());
     }
-    report.warnings.extend(cut_off_warning(
+    report.warnings.extend(account::cut_off_warning(
         &report.accounting,
         "queries",
-        measured_or_schedule_end(phase),
+        &phase.load,
+        &phase.stop,
     ));
     report.status = if env.stop.load(Ordering::Relaxed) {
         Status::Interrupted
@@ -735,30 +741,6 @@ fn finish(
     } else {
         Status::Failed
     };
-}
-
-/// What ended the phase, for the cut-off warning.
-fn measured_or_schedule_end(phase: &QueryPhase) -> &'static str {
-    match (&phase.load, &phase.stop) {
-        (_, Stop::Duration { .. }) => "its duration",
-        (Load::Open { .. }, Stop::Count { .. }) => "the end of its schedule",
-        _ => "the stop",
-    }
-}
-
-/// Work in flight when the phase ended is cut off: said, since those units have no latency.
-pub(super) fn cut_off_warning(
-    a: &crate::report::Accounting,
-    unit: &str,
-    end: &str,
-) -> Option<String> {
-    (a.cut_off > 0).then(|| {
-        format!(
-            "{} {unit} were still in flight {} after {end} and were cut off (counted, not measured)",
-            crate::plan::thousands(a.cut_off),
-            super::fmt_duration(super::STOP_GRACE)
-        )
-    })
 }
 
 /// One latency histogram per label (a label defaults to the query's name), with its queries.

@@ -23,9 +23,7 @@ use super::http1;
 use super::link::Link;
 use super::pace::Pacer;
 use super::progress::RunCounts;
-use super::queries::{
-    cut_off_warning, error_policy, errors, failed_thresholds, judge, requirements,
-};
+use super::queries::{error_policy, errors, failed_thresholds, judge, requirements};
 use super::slots::Schedule;
 use super::{latency, resolve_url, timeouts, RunEnv};
 use crate::hook::{Built, HookWorker, ResponseView, Script, Verdict, WorkerSpec};
@@ -445,9 +443,11 @@ impl Worker {
             // Open loop: connected before the wait (a failed connect is this request's error,
             // met in `start`), so that the request itself leaves on time.
             if let Some(at) = intended {
-                let connect = Self::connection(&mut self.link, &self.shared);
-                if ctl.cutoff.bound(connect).await.is_none() {
-                    break;
+                if self.link.conn.is_none() {
+                    let connect = Self::connection(&mut self.link, &self.shared);
+                    if ctl.cutoff.bound(connect).await.is_none() {
+                        break;
+                    }
                 }
                 if !self.pacer.until(at, &ctl.stop).await {
                     break;
@@ -1118,14 +1118,12 @@ fn finish(
     if report.ok + report.failed == 0 && report.failures.is_empty() {
         report.failures.push("no request was measured".into());
     }
-    let end = match (&phase.load, &phase.stop) {
-        (_, Stop::Duration { .. }) => "its duration",
-        (Load::Open { .. }, Stop::Count { .. }) => "the end of its schedule",
-        _ => "the stop",
-    };
-    report
-        .warnings
-        .extend(cut_off_warning(&report.accounting, "requests", end));
+    report.warnings.extend(account::cut_off_warning(
+        &report.accounting,
+        "requests",
+        &phase.load,
+        &phase.stop,
+    ));
     // A client using (nearly) every core measures itself as much as the server.
     if let (Some(cpu), Ok(cores)) = (report.client_cpu_s, std::thread::available_parallelism()) {
         let used = cpu / elapsed.max(1e-9);

@@ -99,6 +99,12 @@ impl Schedule {
         for t in [self.end, self.closed_at].into_iter().flatten() {
             until = until.min(t);
         }
+        // A counted schedule's end is the time after its last slot: every slot was due by then.
+        if let (Some(limit), Some(end)) = (self.limit, self.end) {
+            if until >= end {
+                return limit;
+            }
+        }
         let mut a = self.origin.clone();
         let mut n = 0u64;
         while self.limit.is_none_or(|l| n < l) && self.start + a.next_offset() < until {
