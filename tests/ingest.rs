@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+#[path = "common/cli.rs"]
+mod cli;
+use cli::wlrun;
+
 /// 5 hosts x 60 minutes at 1 minute: 300 rows, a long and a double field.
 fn schema() -> &'static str {
     r#"
@@ -30,22 +34,8 @@ fn workload(target: &str, ingest: &str) -> String {
     )
 }
 
-fn wlrun(dir: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wlrun"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn report(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not a JSON report ({e}):\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    cli::report_of(out)
 }
 
 fn phase(r: &Value, cell: usize) -> &Value {

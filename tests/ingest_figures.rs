@@ -38,13 +38,7 @@ fn run(target: &str, ingest: &str, json: bool) -> (tempfile::TempDir, Output) {
 }
 
 fn report(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not a JSON report ({e}):\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    cli::report_of(out)
 }
 
 fn stderr(out: &Output) -> String {

@@ -13,6 +13,18 @@ pub fn wlrun(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// The JSON report a run printed on standard output (a run that printed none fails the test,
+/// showing what it printed instead).
+pub fn report_of(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not a JSON report ({e}):\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
 /// Writes `text` as `w.wl` into `dir` and runs it with `--json --quiet` and `extra`: the exit
 /// code, the JSON report and standard error (a run that prints no report fails the test).
 pub fn run_json_in(dir: &Path, text: &str, extra: &[&str]) -> (i32, serde_json::Value, String) {
