@@ -333,7 +333,7 @@ fn sources() -> Vec<Source> {
         .filter(|(rel, module, _, _)| {
             // main.rs is the binary: it reaches the library as `wlrun::`, not `crate::`.
             !rel.ends_with("main.rs")
-                && !(1..=module.len()).any(|n| test_files.contains(&module[..n].to_vec()))
+                && !(1..=module.len()).any(|n| test_files.contains(&module[..n]))
         })
         .map(|(rel, module, code, lines)| Source {
             rel,
