@@ -33,6 +33,7 @@ use crate::query::sql::Dialect;
 use crate::query::stats::TypeStats;
 use crate::query::transport::Transport;
 use crate::query::{Instance, QueryError, QueryErrorClass};
+use crate::report::render::fmt_latency;
 use crate::report::{
     CrossCheck, ErrorCount, LabelReport, QueryReport, QueryTypeReport, RepeatReport, Status,
     ThresholdReport,
@@ -820,7 +821,7 @@ pub(super) fn errors(s: &TypeStats) -> std::collections::BTreeMap<String, ErrorC
         .iter()
         .map(|(class, e)| {
             (
-                class_name(*class).to_string(),
+                class.as_str().to_string(),
                 ErrorCount {
                     count: e.count,
                     first: e.first.clone(),
@@ -828,18 +829,6 @@ pub(super) fn errors(s: &TypeStats) -> std::collections::BTreeMap<String, ErrorC
             )
         })
         .collect()
-}
-
-fn class_name(c: QueryErrorClass) -> &'static str {
-    match c {
-        QueryErrorClass::Sql => "sql",
-        QueryErrorClass::HttpStatus => "http_status",
-        QueryErrorClass::Timeout => "timeout",
-        QueryErrorClass::Connection => "connection",
-        QueryErrorClass::Client => "client",
-        QueryErrorClass::Body => "body",
-        QueryErrorClass::Hook => "hook",
-    }
 }
 
 /// Measures a threshold's metric and compares it.
@@ -870,7 +859,7 @@ pub(super) fn judge(th: &Threshold, s: &TypeStats, elapsed_s: f64) -> ThresholdR
                 Value::Duration(ns) => *ns as f64 / 1000.0,
                 other => other_number(other),
             };
-            (v, want, fmt_us(v))
+            (v, want, fmt_latency(v, 1000.0, f64::INFINITY))
         }
         "error_rate" => {
             let want = match &th.value {
@@ -912,14 +901,6 @@ fn other_number(v: &Value) -> f64 {
         Value::Int(n) => *n as f64,
         Value::Float(f) | Value::Percent(f) | Value::Rate(f) => *f,
         _ => f64::NAN,
-    }
-}
-
-fn fmt_us(us: f64) -> String {
-    if us >= 1000.0 {
-        format!("{:.2}ms", us / 1000.0)
-    } else {
-        format!("{us:.0}us")
     }
 }
 

@@ -72,6 +72,21 @@ pub enum QueryErrorClass {
     Hook,
 }
 
+impl QueryErrorClass {
+    /// The class as the report names it: serde's own name (a unit test holds them together).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueryErrorClass::Sql => "sql",
+            QueryErrorClass::HttpStatus => "http_status",
+            QueryErrorClass::Timeout => "timeout",
+            QueryErrorClass::Connection => "connection",
+            QueryErrorClass::Client => "client",
+            QueryErrorClass::Body => "body",
+            QueryErrorClass::Hook => "hook",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueryError {
     pub class: QueryErrorClass,
@@ -88,6 +103,24 @@ impl std::fmt::Display for QueryError {
         match &self.code {
             Some(code) => write!(f, "{} ({code})", self.message),
             None => f.write_str(&self.message),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::QueryErrorClass;
+
+    #[test]
+    fn error_class_names_are_serdes_own() {
+        use QueryErrorClass::*;
+        for c in [Sql, HttpStatus, Timeout, Connection, Client, Body, Hook] {
+            // A class added without a name here fails to compile below, not silently.
+            match c {
+                Sql | HttpStatus | Timeout | Connection | Client | Body | Hook => {}
+            }
+            let serde_name = serde_json::to_string(&c).unwrap();
+            assert_eq!(serde_name, format!("\"{}\"", c.as_str()));
         }
     }
 }

@@ -17,21 +17,29 @@ fn status(s: Status) -> &'static str {
     }
 }
 
-fn ms(us: u64) -> String {
-    if us >= 10_000 {
-        format!("{:.0}ms", us as f64 / 1000.0)
+/// A latency for people, in microseconds below `micros_below` and in milliseconds from it:
+/// two decimals, or none from `whole_ms_from` on. Each caller keeps the style its lines
+/// always had (`ms`, `fine`, and a threshold's measured figure in `exec`).
+pub(crate) fn fmt_latency(us: f64, micros_below: f64, whole_ms_from: f64) -> String {
+    if us >= micros_below {
+        let ms = us / 1000.0;
+        if us >= whole_ms_from {
+            format!("{ms:.0}ms")
+        } else {
+            format!("{ms:.2}ms")
+        }
     } else {
-        format!("{:.2}ms", us as f64 / 1000.0)
+        format!("{us:.0}us")
     }
+}
+
+fn ms(us: u64) -> String {
+    fmt_latency(us as f64, 0.0, 10_000.0)
 }
 
 /// Microseconds below a millisecond, milliseconds above: a send lag is a few microseconds.
 fn fine(us: u64) -> String {
-    if us < 1000 {
-        format!("{us}us")
-    } else {
-        ms(us)
-    }
+    fmt_latency(us as f64, 1000.0, 10_000.0)
 }
 
 /// Where every scheduled query or request went: one line, whose parts add up.
