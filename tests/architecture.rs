@@ -25,7 +25,6 @@ const KNOWN_BACK_EDGES: &[&str] = &[
     "http -> driver",
     "http -> exec",
     "qwp -> exec",
-    "qwp -> query",
     "query -> exec",
     "query -> client",
     "query -> driver",
@@ -47,7 +46,6 @@ const KNOWN_LONG: &[&str] = &[
     "src/input/ilp.rs",
     "src/query/transport/http.rs",
     "src/query/transport/pg.rs",
-    "src/qwp/egress.rs",
     "src/syntax/parser.rs",
 ];
 
