@@ -46,6 +46,7 @@ const KNOWN_LONG: &[&str] = &[
     "src/input/ilp.rs",
     "src/query/transport/http.rs",
     "src/query/transport/pg.rs",
+    "src/query/transport/qwp/egress/mod.rs",
     "src/syntax/parser.rs",
 ];
 
