@@ -25,7 +25,6 @@ const KNOWN_BACK_EDGES: &[&str] = &[
     "http -> driver",
     "http -> exec",
     "qwp -> exec",
-    "qwp -> query",
     "query -> exec",
     "query -> client",
     "query -> driver",
@@ -44,7 +43,7 @@ const KNOWN_LONG: &[&str] = &[
     "src/http.rs",
     "src/query/transport/http.rs",
     "src/query/transport/pg.rs",
-    "src/qwp/egress.rs",
+    "src/query/transport/qwp/egress/mod.rs",
     "src/syntax/parser.rs",
 ];
 

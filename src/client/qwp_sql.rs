@@ -9,10 +9,10 @@ use std::time::Duration;
 use crate::driver::{DriverError, ErrorClass};
 use crate::plan::EndpointPlan;
 use crate::query::checksum::Number;
+use crate::query::transport::qwp::egress::Values;
 use crate::query::transport::qwp::QwpTransport;
 use crate::query::transport::Timeouts;
 use crate::query::{Instance, QueryError, QueryErrorClass};
-use crate::qwp::egress::Values;
 
 pub struct QwpSql {
     transport: QwpTransport,

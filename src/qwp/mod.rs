@@ -5,13 +5,11 @@
 //!   a bounds-checked reader that never panics on a malformed message);
 //! - `ws`: the WebSocket upgrade both directions share (tokio-tungstenite), with the QWP
 //!   headers;
-//! - `egress`: decoding the server's query frames (SERVER_INFO, RESULT_BATCH, ...) and encoding
-//!   QUERY_REQUEST.
 //!
 //! The ingest encoder is `encode::qwp` (it reads column batches like every other encoder); the
-//! ingest driver is `driver::qwp`; the query transport is `query::transport::qwp`.
+//! ingest driver is `driver::qwp`; the query transport, with the read protocol's
+//! client side (QUERY_REQUEST, RESULT_BATCH decoding), is `query::transport::qwp`.
 
-pub mod egress;
 pub mod ws;
 
 /// "QWP1": the first four bytes of every message that carries the 12-byte header.

@@ -25,12 +25,12 @@
 
 use std::borrow::Cow;
 
-use super::{
+use crate::query::checksum::{canonical_decimal, ResultHasher};
+use crate::query::BindValue;
+use crate::qwp::{
     put_str, put_varint, read_header, types, Malformed, Reader, FLAG_DELTA_SYMBOL_DICT,
     FLAG_GORILLA, FLAG_ZSTD,
 };
-use crate::query::checksum::{canonical_decimal, ResultHasher};
-use crate::query::BindValue;
 
 /// Message kinds: the first payload byte.
 pub mod kind {

@@ -8,7 +8,7 @@ use crate::qwp::{patch_header, HEADER_LEN};
 macro_rules! fixture {
     ($name:literal) => {
         hex(include_str!(concat!(
-            "../../../tests/fixtures/qwp/",
+            "../../../../../tests/fixtures/qwp/",
             $name,
             ".hex"
         )))

@@ -4,7 +4,7 @@
 //! terminator: RESULT_END, EXEC_DONE (a statement without rows) or QUERY_ERROR.
 //!
 //! - Requests are numbered from 1 on each connection. Binds go positionally, `$1` first (QWP
-//!   numbers them from 0; `qwp::egress::encode_query_request` says how each kind is typed).
+//!   numbers them from 0; `egress::encode_query_request` says how each kind is typed).
 //!   When the server advertises `CAP_QUERY_FLAGS` every request asks it to reset the symbol
 //!   dictionary (as the official client's `query()` does), so the dictionary never outgrows
 //!   one result; otherwise the dictionary lives on until the server sends CACHE_RESET.
@@ -33,6 +33,8 @@
 //! checksum encoding (BINARY, arrays) is still read to its end, then refused as a `Client`
 //! error, as the other transports refuse such columns.
 
+pub mod egress;
+
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -47,13 +49,13 @@ use crate::http::quote_server_text;
 use crate::plan::EndpointPlan;
 use crate::query::checksum::ResultHasher;
 use crate::query::{Instance, Outcome, QueryError, QueryErrorClass};
-use crate::qwp::egress::{
-    self, DecodeError, Decoder, Frame, ServerInfo, Values, MAX_BINDS, MAX_SQL_BYTES,
-    QUERY_FLAG_RESET_DICT,
-};
 use crate::qwp::ws::{self, Side, WsUrl};
 use crate::qwp::{status, DEFAULT_SERVER_MAX_BATCH, HEADER_LEN, MAX_MESSAGE, QUERY_PATH};
 use crate::value::Value;
+use egress::{
+    DecodeError, Decoder, Frame, ServerInfo, Values, MAX_BINDS, MAX_SQL_BYTES,
+    QUERY_FLAG_RESET_DICT,
+};
 
 pub struct QwpTransport {
     ws: WebSocketStream<TcpStream>,
