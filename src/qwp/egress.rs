@@ -30,7 +30,7 @@ use super::{
     FLAG_GORILLA, FLAG_ZSTD,
 };
 use crate::query::checksum::{canonical_decimal, ResultHasher};
-use crate::query::BindValue;
+use crate::value::BindValue;
 
 /// Message kinds: the first payload byte.
 pub mod kind {
