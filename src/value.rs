@@ -301,3 +301,15 @@ impl Serialize for Value {
         }
     }
 }
+
+/// One bind value, as every transport sends it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BindValue {
+    Null,
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Text(String),
+    /// UTC, nanoseconds since the epoch.
+    Timestamp(i64),
+}

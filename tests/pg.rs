@@ -20,10 +20,12 @@ use tokio_postgres::{Client, NoTls};
 use wlrun::check::{check_text, schema_plan, Options};
 use wlrun::client::pg::PgClient;
 use wlrun::driver::pg::{CopyEncoder, PgWriter};
-use wlrun::driver::{Chunk, DriverConfig, ErrorClass};
+use wlrun::driver::{Chunk, DriverConfig};
 use wlrun::exec::ddl;
 use wlrun::gen::batch::{push_str, Batch, BatchSchema, ColumnMeta, Dictionary, Physical, Values};
 use wlrun::gen::Columnar;
+use wlrun::net::error::ErrorClass;
+use wlrun::net::sql_text::quote_ident;
 use wlrun::plan::EndpointPlan;
 use wlrun::value::Value;
 
@@ -165,7 +167,7 @@ async fn actual(client: &Client, table: &str, schema: &BatchSchema) -> Vec<Vec<V
         .columns
         .iter()
         .map(|c| {
-            let q = ddl::quote_ident(&c.name);
+            let q = quote_ident(&c.name);
             match (c.physical, c.ty.as_str()) {
                 (Physical::Timestamp, _) => {
                     format!("(extract(epoch from {q}) * 1000000)::int8")
@@ -175,11 +177,7 @@ async fn actual(client: &Client, table: &str, schema: &BatchSchema) -> Vec<Vec<V
             }
         })
         .collect();
-    let sql = format!(
-        "SELECT {} FROM {}",
-        select.join(", "),
-        ddl::quote_ident(table)
-    );
+    let sql = format!("SELECT {} FROM {}", select.join(", "), quote_ident(table));
     let rows = client.query(sql.as_str(), &[]).await.expect("read back");
     rows.iter()
         .map(|row| {
@@ -409,7 +407,7 @@ async fn round_trip(
     assert_eq!(sorted(got), sorted(want));
     let mut c = admin(url).await;
     let n = c
-        .count(&format!("SELECT count(*) FROM {}", ddl::quote_ident(table)))
+        .count(&format!("SELECT count(*) FROM {}", quote_ident(table)))
         .await
         .expect("count");
     assert_eq!(n, rows);
@@ -523,7 +521,7 @@ async fn a_rejected_chunk_is_not_fatal() {
         w.finish().await.unwrap();
         let mut c = admin(&url).await;
         let n = c
-            .count(&format!("SELECT count(*) FROM {}", ddl::quote_ident(table)))
+            .count(&format!("SELECT count(*) FROM {}", quote_ident(table)))
             .await
             .unwrap();
         assert_eq!(n, 5, "{table}: only the good chunk's rows");

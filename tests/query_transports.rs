@@ -28,7 +28,8 @@ use checksum_cases::{checksum_cases, make_table, make_typed_table};
 use exec_server::ExecServer;
 use wlrun::plan::EndpointPlan;
 use wlrun::query::transport::Transport;
-use wlrun::query::{BindValue, Instance, Outcome, QueryError, QueryErrorClass};
+use wlrun::query::{Instance, Outcome, QueryError, QueryErrorClass};
+use wlrun::value::BindValue;
 use wlrun::value::{Text, Value};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -742,7 +743,7 @@ async fn http_answers_larger_than_16_mib_are_read_as_they_arrive() {
 
 fn ts_text(ns: i64) -> String {
     let mut out = Vec::new();
-    wlrun::exec::ddl::sqlite_timestamp_text(ns, &mut out);
+    wlrun::encode::sqlite_time::sqlite_timestamp_text(ns, &mut out);
     String::from_utf8(out).unwrap()
 }
 

@@ -39,7 +39,8 @@ use qwp_query_server::{Bind, Flow, Mode, Options, QwpQueryServer, CAP_QUERY_FLAG
 use tokio_tungstenite::tungstenite::Message;
 use wlrun::plan::EndpointPlan;
 use wlrun::query::transport::Transport;
-use wlrun::query::{BindValue, Instance, Outcome, QueryError, QueryErrorClass};
+use wlrun::query::{Instance, Outcome, QueryError, QueryErrorClass};
+use wlrun::value::BindValue;
 use wlrun::value::Value;
 
 async fn admin(url: &str) -> Client {

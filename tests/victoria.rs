@@ -20,11 +20,12 @@ use wlrun::check::{check_text, schema_plan, Options};
 use wlrun::client::http_sql::HttpSql;
 use wlrun::client::metrics::{self, InfluxColumns, MetricsClient};
 use wlrun::driver::ilp_http::IlpHttp;
-use wlrun::driver::{Chunk, DriverConfig, DriverError, ErrorClass};
+use wlrun::driver::{Chunk, DriverConfig};
 use wlrun::encode::IlpEncoder;
 use wlrun::gen::batch::{Batch, BatchSchema};
 use wlrun::gen::Columnar;
-use wlrun::http::HttpClient;
+use wlrun::net::error::{DriverError, ErrorClass};
+use wlrun::net::http::HttpClient;
 use wlrun::plan::EndpointPlan;
 use wlrun::value::{Text, Value};
 

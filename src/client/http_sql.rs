@@ -12,9 +12,10 @@ use hyper::header::HeaderMap;
 use hyper::Method;
 use serde_json::Value as Json;
 
-use crate::driver::{DriverError, ErrorClass};
-use crate::http::{
-    connect_timeout, option_text, quote_server_text, url_encode, with_query, HttpClient, Response,
+use crate::net::error::{DriverError, ErrorClass};
+use crate::net::http::{
+    connect_timeout, json_count, option_text, quote_server_text, url_encode, with_query,
+    HttpClient, Response,
 };
 use crate::plan::EndpointPlan;
 
@@ -36,7 +37,7 @@ impl HttpSql {
     ) -> Result<HttpSql, DriverError> {
         let path = option_text(endpoint, "path")?.unwrap_or_else(|| DEFAULT_PATH.to_string());
         if !path.starts_with('/') {
-            return Err(crate::http::config_error(
+            return Err(crate::net::http::config_error(
                 endpoint,
                 format!("option `path`: `{path}` must start with `/`"),
             ));
@@ -158,52 +159,9 @@ fn quote_sql(sql: &str) -> String {
     }
 }
 
-/// A JSON value as a row count: a non-negative integer (an integral float such as `42.0`
-/// counts too; `42.5`, negatives, null and text do not).
-pub fn json_count(v: &Json) -> Result<u64, String> {
-    if let Some(n) = v.as_u64() {
-        return Ok(n);
-    }
-    if let Some(n) = v.as_i64() {
-        return Err(format!("returned {n}, which is negative"));
-    }
-    if let Some(f) = v.as_f64() {
-        return float_count(f).ok_or_else(|| format!("returned {f}, which is not a whole count"));
-    }
-    match v {
-        Json::Null => Err("returned NULL".to_string()),
-        other => Err(format!(
-            "returned {}, which is not a number",
-            quote_server_text(&other.to_string())
-        )),
-    }
-}
-
-/// `f` as a count if it is finite, non-negative and whole, and exact in an `f64`.
-pub fn float_count(f: f64) -> Option<u64> {
-    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
-    (f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f <= EXACT).then_some(f as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn counts_from_json() {
-        assert_eq!(json_count(&serde_json::json!(42)), Ok(42));
-        assert_eq!(json_count(&serde_json::json!(42.0)), Ok(42));
-        assert!(json_count(&serde_json::json!(-1))
-            .unwrap_err()
-            .contains("negative"));
-        assert!(json_count(&serde_json::json!(1.5))
-            .unwrap_err()
-            .contains("whole"));
-        assert!(json_count(&Json::Null).unwrap_err().contains("NULL"));
-        assert!(json_count(&serde_json::json!("42"))
-            .unwrap_err()
-            .contains("not a number"));
-    }
 
     #[test]
     fn error_positions() {

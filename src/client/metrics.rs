@@ -23,9 +23,9 @@ use hyper::header::HeaderMap;
 use hyper::Method;
 use serde_json::Value as Json;
 
-use crate::client::http_sql::float_count;
-use crate::driver::{DriverError, ErrorClass};
-use crate::http::{
+use crate::net::error::{DriverError, ErrorClass};
+use crate::net::http::float_count;
+use crate::net::http::{
     connect_timeout, option_text, quote_server_text, url_encode, with_query, HttpClient, Response,
 };
 use crate::plan::EndpointPlan;
@@ -48,7 +48,7 @@ impl MetricsClient {
     ) -> Result<MetricsClient, DriverError> {
         let path = option_text(endpoint, "path")?;
         if let Some(p) = path.as_deref().filter(|p| !p.starts_with('/')) {
-            return Err(crate::http::config_error(
+            return Err(crate::net::http::config_error(
                 endpoint,
                 format!("option `path`: `{p}` must start with `/`"),
             ));
@@ -298,7 +298,7 @@ pub async fn influxql_count(
                 let n = match cells.and_then(|r| r.get(i)) {
                     // `count` over a group with no points in it, with `fill(null)`.
                     Some(Json::Null) => 0,
-                    Some(v) => crate::client::http_sql::json_count(v)
+                    Some(v) => crate::net::http::json_count(v)
                         .map_err(|why| client.error(format!("{what} {why}")))?,
                     None => {
                         return Err(unreadable(format!(

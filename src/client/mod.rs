@@ -11,7 +11,7 @@ pub mod sqlite;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::driver::{DriverError, ErrorClass};
+use crate::net::error::{DriverError, ErrorClass};
 use crate::plan::EndpointPlan;
 
 /// A SQL connection of any kind of endpoint that runs SQL: PostgreSQL wire, embedded SQLite,

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::driver::{DriverError, ErrorClass};
+use crate::net::error::{DriverError, ErrorClass};
 use crate::plan::EndpointPlan;
 use crate::query::checksum::Number;
 use crate::query::transport::qwp::egress::Values;
@@ -26,7 +26,7 @@ impl QwpSql {
         timeout: Duration,
     ) -> Result<QwpSql, DriverError> {
         let timeouts = Timeouts {
-            connect: crate::http::connect_timeout(endpoint, timeout),
+            connect: crate::net::http::connect_timeout(endpoint, timeout),
             query: timeout,
         };
         let transport = QwpTransport::connect(endpoint, url, timeouts)
@@ -70,7 +70,7 @@ impl QwpSql {
                     "the count query returned `{n}`, not a non-negative integer"
                 ))
             }),
-            Some(Cell::Float(f)) => crate::client::http_sql::float_count(f).ok_or_else(|| {
+            Some(Cell::Float(f)) => crate::net::http::float_count(f).ok_or_else(|| {
                 bad(format!(
                     "the count query returned `{f}`, not a non-negative integer"
                 ))
@@ -177,7 +177,12 @@ impl Values for First {
         })
     }
     fn push_text(&mut self, s: &str) {
-        self.keep(|| Cell::Other(format!("the text `{}`", crate::http::quote_server_text(s))))
+        self.keep(|| {
+            Cell::Other(format!(
+                "the text `{}`",
+                crate::net::http::quote_server_text(s)
+            ))
+        })
     }
     fn push_text_bytes(&mut self, b: &[u8]) {
         self.push_text(&String::from_utf8_lossy(b))

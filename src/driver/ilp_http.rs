@@ -15,7 +15,7 @@ use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::Method;
 
 use super::{Chunk, DriverConfig, DriverError, Sent};
-use crate::http::{config_error, option_flag, option_text, with_query, HttpClient};
+use crate::net::http::{config_error, option_flag, option_text, with_query, HttpClient};
 use crate::plan::EndpointPlan;
 use crate::value::Value;
 

@@ -50,7 +50,7 @@ impl IlpTcp {
                     &name,
                     format!(
                         "no answer within {}",
-                        super::super::exec::fmt_duration(cfg.connect_timeout)
+                        crate::net::fmt::fmt_duration(cfg.connect_timeout)
                     ),
                 ))
             }

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use crate::encode::qwp::{Frame, QwpOptions};
 use crate::gen::batch::{Batch, BatchSchema};
+use crate::net::error::{DriverError, ErrorClass};
 use crate::plan::{Ack, EndpointPlan};
 
 /// What a worker's producer turns each batch into, before the clock of the send starts.
@@ -68,78 +69,6 @@ pub struct Sent {
     /// The server confirmed these rows (HTTP 2xx, COPY complete, SQLite commit). Always
     /// `false` for ILP over TCP and `null`.
     pub acked: bool,
-}
-
-/// The kinds of failure a report counts separately.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ErrorClass {
-    /// The connection could not be made (refused, unreachable, handshake or login failed).
-    Connect,
-    /// The connection broke while sending or waiting (reset, closed by the server).
-    Connection,
-    /// The server answered with an error: an HTTP status, a SQL error, a rejected batch.
-    Server,
-    /// A wait ran past its timeout.
-    Timeout,
-    /// The rows could not be encoded for this endpoint.
-    Encode,
-}
-
-impl ErrorClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorClass::Connect => "connect",
-            ErrorClass::Connection => "connection",
-            ErrorClass::Server => "server",
-            ErrorClass::Timeout => "timeout",
-            ErrorClass::Encode => "encode",
-        }
-    }
-}
-
-/// A failure with the server's own words where there are any.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DriverError {
-    pub class: ErrorClass,
-    pub message: String,
-    /// The connection is unusable afterwards: the worker stops. A rejected batch on a healthy
-    /// connection (an HTTP 400, a failed COPY) is not fatal: the next batch is sent.
-    pub fatal: bool,
-}
-
-impl DriverError {
-    pub fn new(class: ErrorClass, message: impl Into<String>, fatal: bool) -> DriverError {
-        DriverError {
-            class,
-            message: message.into(),
-            fatal,
-        }
-    }
-
-    pub fn connect(endpoint: &str, e: impl std::fmt::Display) -> DriverError {
-        DriverError::new(
-            ErrorClass::Connect,
-            format!("cannot connect to {endpoint}: {e}"),
-            true,
-        )
-    }
-
-    pub fn timeout(what: impl std::fmt::Display, after: Duration) -> DriverError {
-        DriverError::new(
-            ErrorClass::Timeout,
-            format!(
-                "{what}: no answer within {}",
-                crate::exec::fmt_duration(after)
-            ),
-            true,
-        )
-    }
-}
-
-impl std::fmt::Display for DriverError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} error: {}", self.class.as_str(), self.message)
-    }
 }
 
 /// Everything a driver needs to open its connection.

@@ -24,9 +24,9 @@ use tokio_postgres::types::{IsNull, ToSql, Type};
 use tokio_postgres::Statement;
 
 use super::{Chunk, DriverConfig, DriverError, Encoding, ErrorClass, Sent};
-use crate::client::pg::{connect, Conn, EncodeCause};
-use crate::exec::ddl::push_ident;
 use crate::gen::batch::{Batch, BatchSchema, ColumnBatch, Dictionary, Nulls, Physical, Values};
+use crate::net::pg::{connect, Conn, EncodeCause};
+use crate::net::sql_text::push_ident;
 use crate::plan::EndpointPlan;
 use crate::value::Value;
 

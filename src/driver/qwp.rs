@@ -35,7 +35,7 @@ use tokio_tungstenite::WebSocketStream;
 
 use super::{Chunk, DriverConfig, DriverError, ErrorClass, Sent};
 use crate::encode::qwp::{QwpOptions, DEFAULT_MAX_MESSAGE};
-use crate::http::{config_error, option_text};
+use crate::net::http::{config_error, option_text};
 use crate::plan::{Ack, EndpointPlan};
 use crate::qwp::{self, status, ws, Reader};
 use crate::value::Value;
@@ -133,7 +133,7 @@ impl QwpWriter {
             ));
         }
         Ok(QwpWriter(Box::new(State {
-            shown: crate::http::redact_url(url),
+            shown: crate::net::http::redact_url(url),
             ws: connected.ws,
             per_batch: cfg.ack == Ack::PerBatch,
             ack_timeout: ack_timeout(ep),
@@ -295,7 +295,7 @@ impl State {
                          (the endpoint's ack_timeout)",
                         self.shown,
                         self.pending.len(),
-                        crate::exec::fmt_duration(self.ack_timeout)
+                        crate::net::fmt::fmt_duration(self.ack_timeout)
                     ),
                     true,
                 ));
@@ -350,7 +350,7 @@ impl State {
                             "{}: the server rejected message {seq} with {} (0x{status:02x}): {}",
                             self.shown,
                             status::name(status),
-                            crate::http::quote_server_text(&text)
+                            crate::net::http::quote_server_text(&text)
                         ),
                         false,
                     )))

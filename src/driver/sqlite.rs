@@ -5,9 +5,10 @@ use rusqlite::types::ToSqlOutput;
 use rusqlite::{CachedStatement, Connection};
 
 use super::{Chunk, DriverConfig, DriverError, Sent};
-use crate::client::sqlite::{open, sqlite_error};
-use crate::exec::ddl::{quote_ident, sqlite_timestamp_text};
+use crate::encode::sqlite_time::sqlite_timestamp_text;
 use crate::gen::batch::Values;
+use crate::net::sql_text::quote_ident;
+use crate::net::sqlite::{open, sqlite_error};
 
 pub struct SqliteWriter {
     conn: Connection,

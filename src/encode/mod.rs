@@ -5,6 +5,7 @@ pub mod bin;
 pub mod csv;
 pub mod ilp;
 pub mod qwp;
+pub mod sqlite_time;
 
 pub use self::bin::{BinError, BinErrorKind, BinReader, BinWriter};
 pub use self::csv::{write_csv, CsvEncoder, TimestampStyle};

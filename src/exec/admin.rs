@@ -10,9 +10,9 @@ use std::time::Duration;
 use super::{ddl, resolve_url, timeouts, RunEnv};
 use crate::client::metrics::{self, InfluxColumns, MetricsClient};
 use crate::client::SqlClient;
-use crate::driver::{DriverError, ErrorClass};
 use crate::gen::batch::BatchSchema;
-use crate::http::{option_text, url_encode, with_query};
+use crate::net::error::{DriverError, ErrorClass};
+use crate::net::http::{option_text, url_encode, with_query};
 use crate::plan::{EndpointPlan, IngestPhase, Setup, Teardown};
 use crate::value::Value;
 
@@ -234,7 +234,7 @@ async fn store_admin(
             let db = match ddl::influx_database(phase, resolve) {
                 ddl::InfluxDatabase::Named(db) => db,
                 _ => {
-                    return Err(crate::http::config_error(
+                    return Err(crate::net::http::config_error(
                         &phase.endpoint,
                         "no database: InfluxDB names it in the path, \
                          `path \"/write?db=NAME\"`",

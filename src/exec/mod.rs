@@ -6,7 +6,6 @@ pub mod account;
 mod admin;
 mod cpu;
 pub mod ddl;
-mod http1;
 pub mod ingest;
 mod link;
 mod pace;
@@ -25,6 +24,8 @@ use base64::Engine as _;
 use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
+// Private: `account`, `ingest` and `link` name it `super::fmt_duration`.
+use crate::net::fmt::fmt_duration;
 use crate::plan::{EndpointPlan, Phase, Plan};
 use crate::report::{CellReport, Latency, PhaseReport, Report, REPORT_FORMAT};
 use crate::value::{Text, Value};
@@ -66,18 +67,6 @@ pub fn stopped_after(limit: Option<u64>, unit: &str) -> String {
         "stopped sending at its error limit ({n}: `stop after {n} error{}` or --fail-fast); the {unit} left were not sent",
         if n == 1 { "" } else { "s" }
     )
-}
-
-/// `1.5s`, `250ms`, `2.0m`: short human durations for messages.
-pub fn fmt_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1_000 {
-        format!("{ms}ms")
-    } else if ms < 120_000 {
-        format!("{:.1}s", d.as_secs_f64())
-    } else {
-        format!("{:.1}m", d.as_secs_f64() / 60.0)
-    }
 }
 
 /// The URL with `env(...)` parts filled in from the environment, now.

@@ -369,7 +369,7 @@ pub(super) async fn requirements(
     for r in require {
         let sql = format!(
             "SELECT count(*) FROM {}",
-            crate::exec::ddl::quote_ident(&r.table)
+            crate::net::sql_text::quote_ident(&r.table)
         );
         let n = client.count(&sql).await.map_err(|e| {
             format!(

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::account::{self, Cutoff, Sends};
-use super::http1;
 use super::link::Link;
 use super::pace::Pacer;
 use super::progress::RunCounts;
@@ -27,7 +26,8 @@ use super::queries::{error_policy, errors, failed_thresholds, judge, requirement
 use super::slots::Schedule;
 use super::{latency, resolve_url, timeouts, RunEnv};
 use crate::hook::{Built, HookWorker, ResponseView, Script, Verdict, WorkerSpec};
-use crate::http::{server_message, HttpUrl};
+use crate::net::http::{server_message, HttpUrl};
+use crate::net::http1;
 use crate::plan::{BodyExpect, Load, RequestPhase, RequestPlan, Stop, Threshold};
 use crate::query::schedule::{Arrivals, WARMUP_BASE};
 use crate::query::stats::TypeStats;
@@ -595,7 +595,7 @@ enum InFlight {
 
 /// A failure after any of the request may have reached the server: the connection is never
 /// used again.
-fn broken(e: crate::driver::DriverError) -> QueryError {
+fn broken(e: crate::net::error::DriverError) -> QueryError {
     let mut e = from_driver(e);
     e.broken = true;
     e
@@ -771,7 +771,7 @@ fn empty_report(phase: &RequestPhase) -> RequestReport {
 /// Where an `http` endpoint's requests go, and the headers each carries.
 fn http_target(phase: &RequestPhase, url: &str) -> Result<http1::Target, String> {
     let ep = &phase.endpoint;
-    if crate::http::option_flag(ep, "tls").map_err(|e| e.message)? {
+    if crate::net::http::option_flag(ep, "tls").map_err(|e| e.message)? {
         return Err(format!(
             "endpoint {}.{}: `tls true` is not supported yet: wlrun speaks plain HTTP only",
             ep.target, ep.name
@@ -779,7 +779,7 @@ fn http_target(phase: &RequestPhase, url: &str) -> Result<http1::Target, String>
     }
     let parsed =
         HttpUrl::parse(url).map_err(|e| format!("endpoint {}.{}: {e}", ep.target, ep.name))?;
-    let headers = crate::http::endpoint_headers(ep, &parsed).map_err(|e| e.message)?;
+    let headers = crate::net::http::endpoint_headers(ep, &parsed).map_err(|e| e.message)?;
     let (timeout, connect_timeout) = timeouts(ep);
     Ok(http1::Target {
         name: format!("{}.{} ({})", ep.target, ep.name, parsed.display()),

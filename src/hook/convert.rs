@@ -8,7 +8,7 @@ use hyper::{HeaderMap, Method};
 use rhai::{Array, Dynamic, Map, FLOAT, INT};
 
 use super::{Built, HttpRequest, ResponseView, Verdict};
-use crate::query::BindValue;
+use crate::value::BindValue;
 use crate::value::Value;
 
 /// What a value is, as messages say it.

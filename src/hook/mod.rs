@@ -19,7 +19,7 @@ use rhai::{CallFnOptions, Dynamic, Engine, EvalAltResult, FuncArgs, Position, Sc
 
 use crate::gen::rng::{key_at, key_prefix, Rng};
 use crate::gen::route::fnv1a64;
-use crate::query::BindValue;
+use crate::value::BindValue;
 use crate::value::Value;
 
 mod convert;

@@ -18,9 +18,10 @@ use eval::Ctx;
 use node::{Compiler, Node, Scope, Shape, V};
 
 use super::sql::{Arg, Dialect, Layout};
-use super::{BindValue, Instance};
+use super::Instance;
 use crate::gen::Cell;
 use crate::plan::QueryPlan;
+use crate::value::BindValue;
 
 /// One query type, ready to produce instances. Shared by every worker (`instance` takes
 /// `&self`).

@@ -16,17 +16,7 @@ pub mod transport;
 
 use std::sync::Arc;
 
-/// One bind value, as every transport sends it.
-#[derive(Clone, Debug, PartialEq)]
-pub enum BindValue {
-    Null,
-    Int(i64),
-    Float(f64),
-    Bool(bool),
-    Text(String),
-    /// UTC, nanoseconds since the epoch.
-    Timestamp(i64),
-}
+use crate::value::BindValue;
 
 /// One query instance, ready for any transport: the SQL with list binds already inlined as
 /// quoted literals and the remaining placeholders renumbered `$1..$n`, and those n values.

@@ -11,7 +11,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::BindValue;
+use crate::value::BindValue;
 
 /// The SQL dialect literals are written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -379,7 +379,7 @@ pub fn literal(v: &BindValue, dialect: Dialect) -> Result<String, String> {
 /// - Timestamp, floored to the microsecond: PostgreSQL `'2016-01-01 00:00:00.5+00'::timestamptz`
 ///   (fraction without trailing zeros, none when zero), QuestDB `'2016-01-01T00:00:00.500000Z'`,
 ///   SQLite `'2016-01-01 00:00:00.500000'`, the text wlrun stores timestamps as in SQLite
-///   (`exec::ddl::sqlite_timestamp_text`), which compares as time does.
+///   (`encode::sqlite_time::sqlite_timestamp_text`), which compares as time does.
 pub fn push_literal(out: &mut String, v: &BindValue, d: Dialect) -> Result<(), String> {
     match v {
         BindValue::Null => out.push_str("NULL"),
@@ -487,10 +487,10 @@ fn truncate(s: &str, max: usize) -> &str {
 }
 
 /// The UTC time `ns` as SQLite stores timestamps: `YYYY-MM-DD HH:MM:SS.ffffff`, floored to the
-/// microsecond (`exec::ddl::sqlite_timestamp_text`).
+/// microsecond (`encode::sqlite_time::sqlite_timestamp_text`).
 pub fn sqlite_timestamp(ns: i64) -> String {
     let mut text = Vec::with_capacity(26);
-    crate::exec::ddl::sqlite_timestamp_text(ns, &mut text);
+    crate::encode::sqlite_time::sqlite_timestamp_text(ns, &mut text);
     // The function writes ASCII digits and separators only.
     String::from_utf8(text).unwrap_or_default()
 }

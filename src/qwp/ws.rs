@@ -54,12 +54,12 @@ impl WsUrl {
         } else if url.starts_with("wss://") {
             return Err(format!(
                 "{}: TLS (`wss://`) is not supported by this wlrun; use `ws://`",
-                crate::http::redact_url(url)
+                crate::net::http::redact_url(url)
             ));
         } else {
             return Err(format!(
                 "{}: a QWP endpoint's URL starts with `ws://`",
-                crate::http::redact_url(url)
+                crate::net::http::redact_url(url)
             ));
         };
         let (hostpart, path) = match rest.find('/') {
@@ -73,7 +73,7 @@ impl WsUrl {
         if host.is_empty() {
             return Err(format!(
                 "{}: the URL names no host",
-                crate::http::redact_url(url)
+                crate::net::http::redact_url(url)
             ));
         }
         let has_port = match host.rfind(':') {
@@ -206,7 +206,7 @@ pub async fn connect(
         Err(_) => Err(ConnectError {
             message: format!(
                 "cannot connect to {shown}: no upgrade within {}",
-                crate::exec::fmt_duration(connect_timeout)
+                crate::net::fmt::fmt_duration(connect_timeout)
             ),
             timed_out: true,
         }),
@@ -242,7 +242,7 @@ fn upgrade_error(shown: &str, e: tokio_tungstenite::tungstenite::Error) -> Strin
             let body = resp
                 .body()
                 .as_deref()
-                .map(crate::http::server_message)
+                .map(crate::net::http::server_message)
                 .unwrap_or_default();
             let why = match status.as_u16() {
                 401 | 403 => " (authentication failed)",

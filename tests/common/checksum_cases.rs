@@ -8,7 +8,8 @@
 use std::sync::Arc;
 
 use tokio_postgres::Client;
-use wlrun::query::{BindValue, Instance};
+use wlrun::query::Instance;
+use wlrun::value::BindValue;
 
 /// 2016-01-01T00:00:00Z in nanoseconds, and a second.
 pub const T0: i64 = 1_451_606_400_000_000_000;

@@ -1,5 +1,5 @@
 //! Queries over QuestDB's REST endpoint: `GET {path}?query=<url-encoded SQL>` (`path` is the
-//! endpoint option, `/exec` by default), one keep-alive connection (`crate::http::HttpClient`).
+//! endpoint option, `/exec` by default), one keep-alive connection (`crate::net::http::HttpClient`).
 //! The endpoint takes no binds, so they are rendered into the SQL as literals in the target's
 //! dialect (`query::sql::inline_all`).
 //!
@@ -33,10 +33,10 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor
 use serde::{Deserialize, Deserializer};
 
 use super::{client_error, from_driver, Timeouts};
-use crate::client::http_sql::json_count;
-use crate::driver::{DriverError, ErrorClass};
-use crate::http::{option_text, quote_server_text, server_message, url_encode, with_query};
-use crate::http::{BodyReader, HttpClient};
+use crate::net::error::{DriverError, ErrorClass};
+use crate::net::http::json_count;
+use crate::net::http::{option_text, quote_server_text, server_message, url_encode, with_query};
+use crate::net::http::{BodyReader, HttpClient};
 use crate::plan::EndpointPlan;
 use crate::query::checksum::{canonical_decimal, parse_timestamp_us, ResultHasher};
 use crate::query::sql::{inline_all, Dialect};

@@ -30,7 +30,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{Instance, Outcome, QueryError, QueryErrorClass};
-use crate::driver::{DriverError, ErrorClass};
+use crate::net::error::{DriverError, ErrorClass};
 use crate::plan::EndpointPlan;
 use crate::value::Value;
 
@@ -51,7 +51,7 @@ pub enum Transport {
 impl Transport {
     /// Connects to `endpoint`, whose URL (`env(...)` parts resolved) is `url`. `base_dir` is
     /// the workload file's directory; SQLite paths are read as every other wlrun SQLite
-    /// connection reads them (`client::sqlite::open`), so all of them open the same file.
+    /// connection reads them (`net::sqlite::open`), so all of them open the same file.
     pub async fn connect(
         endpoint: &EndpointPlan,
         url: &str,
@@ -149,7 +149,7 @@ pub(crate) fn timeout_error(label: &str, after: Duration) -> QueryError {
         class: QueryErrorClass::Timeout,
         message: format!(
             "{label}: no complete answer within {}",
-            crate::exec::fmt_duration(after)
+            crate::net::fmt::fmt_duration(after)
         ),
         code: None,
         broken: true,

@@ -52,13 +52,14 @@ use tokio_postgres::types::{Format, FromSql, IsNull, Kind, ToSql, Type};
 use tokio_postgres::{NoTls, SimpleQueryMessage, Statement};
 
 use super::{client_error, from_driver, timeout_error, Timeouts};
-use crate::client::pg::{connect, Conn};
+use crate::net::pg::{connect, Conn};
 use crate::plan::EndpointPlan;
 use crate::query::checksum::{
     canonical_decimal, parse_timestamp_us, Number, ResultHasher, US_PER_DAY,
 };
 use crate::query::sql::{inline_all, Dialect};
-use crate::query::{BindValue, Instance, Outcome, QueryError, QueryErrorClass};
+use crate::query::{Instance, Outcome, QueryError, QueryErrorClass};
+use crate::value::BindValue;
 use crate::value::Value;
 
 /// Statements kept per connection in `prepared` mode before the cache is emptied.

@@ -7,7 +7,7 @@
 //! `$n` (and `?n`, `?`) take the n-th bind wherever they appear. Binds go in SQLite's storage
 //! classes: Int as INTEGER, Float as REAL, Bool as INTEGER 0/1, Text as TEXT, Null as NULL,
 //! and Timestamp as the fixed-width text wlrun's DDL stores timestamps as
-//! (`exec::ddl::sqlite_timestamp_text`), so comparisons with stored times are right
+//! (`encode::sqlite_time::sqlite_timestamp_text`), so comparisons with stored times are right
 //! (`query::sql::sqlite_value`).
 //!
 //! Checksums (`set_checksums`, docs/checksum.md §3.3): values by their storage class, and a
@@ -24,7 +24,8 @@ use super::{client_error, from_driver, timeout_error, Timeouts};
 use crate::plan::EndpointPlan;
 use crate::query::checksum::{parse_timestamp_us, ResultHasher};
 use crate::query::sql::sqlite_value;
-use crate::query::{BindValue, Instance, Outcome, QueryError, QueryErrorClass};
+use crate::query::{Instance, Outcome, QueryError, QueryErrorClass};
+use crate::value::BindValue;
 
 /// Prepared statements each connection keeps (rusqlite's default is 16).
 const STATEMENT_CACHE: usize = 256;
@@ -49,7 +50,7 @@ impl SqliteTransport {
         self.checksums = on;
     }
 
-    /// Opens the database `url` with the endpoint's pragmas (`client::sqlite::open`); the
+    /// Opens the database `url` with the endpoint's pragmas (`net::sqlite::open`); the
     /// open runs on the blocking pool too, since it may wait on a lock.
     pub async fn open(
         endpoint: &EndpointPlan,
@@ -62,7 +63,7 @@ impl SqliteTransport {
         let path = url.to_string();
         let busy = timeouts.query;
         let opening =
-            tokio::task::spawn_blocking(move || crate::client::sqlite::open(&ep, &path, busy));
+            tokio::task::spawn_blocking(move || crate::net::sqlite::open(&ep, &path, busy));
         let conn = match tokio::time::timeout(timeouts.connect, opening).await {
             Ok(Ok(Ok(c))) => c,
             Ok(Ok(Err(e))) => {
@@ -195,7 +196,7 @@ fn execute(
 /// Feeds a row's values to the checksum by their storage class (docs/checksum.md §3.3):
 /// NULL, INTEGER as an integer (booleans are stored as 0/1 and hash as such everywhere), REAL
 /// as a float, TEXT as text, except that a text in wlrun's fixed-width timestamp form
-/// (`exec::ddl::sqlite_timestamp_text`, which wlrun's DDL stores timestamps as) is that
+/// (`encode::sqlite_time::sqlite_timestamp_text`, which wlrun's DDL stores timestamps as) is that
 /// timestamp. A BLOB has no encoding: a `Client` error.
 fn hash_row(
     h: &mut ResultHasher,
@@ -373,7 +374,7 @@ mod tests {
     fn checksums_read_storage_classes_and_wlrun_timestamps() {
         let conn = Connection::open_in_memory().unwrap();
         let mut ts = Vec::new();
-        crate::exec::ddl::sqlite_timestamp_text(1_451_606_410_500_000_000, &mut ts);
+        crate::encode::sqlite_time::sqlite_timestamp_text(1_451_606_410_500_000_000, &mut ts);
         let ts = String::from_utf8(ts).unwrap();
         conn.execute_batch(&format!(
             "CREATE TABLE t (host TEXT, n INTEGER, usage REAL, ts TEXT, flag INTEGER); \

@@ -45,7 +45,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
 use super::{client_error, timeout_error, Timeouts};
-use crate::http::quote_server_text;
+use crate::net::http::quote_server_text;
 use crate::plan::EndpointPlan;
 use crate::query::checksum::ResultHasher;
 use crate::query::{Instance, Outcome, QueryError, QueryErrorClass};
@@ -131,7 +131,7 @@ impl QwpTransport {
                     format!(
                         "{}: no SERVER_INFO within {} of the upgrade",
                         t.label,
-                        crate::exec::fmt_duration(timeouts.connect)
+                        crate::net::fmt::fmt_duration(timeouts.connect)
                     ),
                 ))
             }

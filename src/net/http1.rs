@@ -4,10 +4,10 @@
 //! by `Content-Length`, chunked encoding or the end of the connection, all in the task that
 //! sends. hyper's client builds a `Request`, a `HeaderMap` and a `Uri` per request and hands
 //! them to its dispatcher: against a local nginx that cost more client CPU than the kernel's
-//! TCP work, and a load generator must not be the bottleneck it measures. `crate::http` stays
+//! TCP work, and a load generator must not be the bottleneck it measures. `net::http` stays
 //! the client for everything else (drivers, counts, `/exec` queries).
 //!
-//! The same guarantees as `crate::http`: a request that failed once any of it may have reached
+//! The same guarantees as `net::http`: a request that failed once any of it may have reached
 //! the server is never retried, and the connection is not used again (the caller connects
 //! afresh). A connection the server closed while idle is noticed before the next request is
 //! written, and reopened: nothing was in flight.
@@ -19,8 +19,8 @@ use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::driver::{DriverError, ErrorClass};
-use crate::http::{HttpUrl, MAX_ANSWER_BYTES};
+use super::error::{DriverError, ErrorClass};
+use super::http::{HttpUrl, MAX_ANSWER_BYTES};
 
 /// Headers an answer may have; more is a malformed answer for a load test.
 const MAX_HEADERS: usize = 64;
@@ -419,7 +419,7 @@ async fn open(t: &Target) -> Result<TcpStream, DriverError> {
             &t.name,
             format!(
                 "no connection within {}",
-                crate::exec::fmt_duration(t.connect_timeout)
+                crate::net::fmt::fmt_duration(t.connect_timeout)
             ),
         )),
     }

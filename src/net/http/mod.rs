@@ -1,0 +1,36 @@
+//! A minimal HTTP/1.1 client for the drivers and admin clients that talk to HTTP endpoints:
+//! one keep-alive connection over plain TCP, one request at a time, every wait bounded.
+//!
+//! What it guarantees, because the numbers a run reports depend on it:
+//!
+//! - `Response::sent_bytes` is what went onto the socket for the request: request line,
+//!   headers and body, counted by the socket adapter as hyper writes them (not estimated).
+//! - A request that fails once any of it may have reached the server (reset, closed before
+//!   the answer, timeout) is never retried, and the connection is not used again: every later
+//!   request fails with the same cause. A retried POST could store its rows twice.
+//! - A connection the server closed *between* requests (it answered `Connection: close`, as
+//!   VictoriaMetrics does every `-http.connTimeout` (2 minutes), or it dropped an idle
+//!   connection) is reopened before the next request and counted in `reconnects()`: nothing
+//!   was in flight, so nothing can be lost or doubled, and a run longer than the server's
+//!   connection lifetime must not die of it.
+//!
+//! Plain `http://` only; `https://` and `tls true` are refused when connecting.
+//!
+//! - `url`: `http://` URLs taken apart, redacted, query strings encoded;
+//! - `endpoint`: what an endpoint's options say (headers, Basic authentication, timeouts);
+//! - `client`: the connection, its requests and the body readers;
+//! - `text`: server text quoted in messages, and counts read from JSON answers.
+
+mod client;
+mod endpoint;
+mod text;
+mod url;
+
+pub use client::{BodyReader, Head, HttpClient, Response, MAX_ANSWER_BYTES};
+pub(crate) use endpoint::endpoint_headers;
+pub use endpoint::{config_error, connect_timeout, option_flag, option_text};
+pub use text::{float_count, json_count, quote_server_text, server_message, MAX_QUOTED_CHARS};
+pub use url::{redact_url, url_encode, with_query, HttpUrl};
+
+#[cfg(test)]
+mod tests;
