@@ -36,7 +36,7 @@ const KNOWN_LONG: &[&str] = &[
     "src/check/builtins.rs",
     "src/check/cells.rs",
     "src/check/eval.rs",
-    "src/check/phases.rs",
+    "src/lower/phases.rs",
     "src/driver/pg.rs",
     "src/encode/bin.rs",
     "src/encode/ilp.rs",
