@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use wlrun::check::{check_file, Options};
+use wlrun::check::Options;
+use wlrun::compile::check_file;
 
 const WARMUP: usize = 3;
 const ITERATIONS: usize = 30;

@@ -10,7 +10,8 @@ use stats::median;
 use std::sync::Arc;
 use std::time::Instant;
 
-use wlrun::check::{check_text, schema_plan, Options};
+use wlrun::check::Options;
+use wlrun::compile::{check_text, schema_plan};
 use wlrun::encode::csv::CsvBatchEncoder;
 use wlrun::encode::{BinWriter, IlpEncoder, TimestampStyle};
 use wlrun::gen::batch::{Batch, BatchSchema};

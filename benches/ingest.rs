@@ -23,7 +23,8 @@ use std::io::Read;
 use std::net::TcpListener;
 use std::time::Instant;
 
-use wlrun::check::{check_text, schema_plan, Options};
+use wlrun::check::Options;
+use wlrun::compile::{check_text, schema_plan};
 use wlrun::encode::IlpEncoder;
 use wlrun::gen::Columnar;
 use wlrun::report::PhaseReport;

@@ -4,8 +4,9 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::path::Path;
 use std::time::Instant;
 
-use crate::check::{self, Checked};
+use crate::check::Checked;
 use crate::cli::{GenFormat, TimestampText};
+use crate::compile;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::encode::csv::CsvBatchEncoder;
@@ -96,7 +97,7 @@ pub fn run(
         Ok(s) => s,
         Err(m) => return fail(m),
     };
-    let plan = match check::schema_plan(checked, schema) {
+    let plan = match compile::schema_plan(checked, schema) {
         Ok(p) => p,
         Err(m) => return fail(m),
     };

@@ -30,6 +30,7 @@ macro_rules! sayln {
 pub mod check;
 pub mod cli;
 pub mod client;
+pub mod compile;
 pub mod diag;
 pub mod driver;
 pub mod encode;

@@ -13,7 +13,7 @@ use clap::Parser;
 use crate::check::{self, Options};
 use crate::cli::{Cli, Color, Command, Select};
 use crate::diag::{self, Style};
-use crate::{exec, lower, plan, report};
+use crate::{compile, exec, lower, plan, report};
 
 pub const EXIT_OK: i32 = 0;
 /// A run failed, a threshold was exceeded, or output could not be written.
@@ -109,7 +109,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Check { files, select } => {
             let mut code = EXIT_OK;
             for file in files {
-                let out = check::check_file(&file, &options(&select));
+                let out = compile::check_file(&file, &options(&select));
                 say!("{}", diag::render_all(&out.map, &out.diagnostics, style));
                 match out.checked {
                     Some(_) => {
@@ -134,7 +134,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             code
         }
         Command::Plan { file, json, select } => {
-            let out = check::check_file(&file, &options(&select));
+            let out = compile::check_file(&file, &options(&select));
             say!("{}", diag::render_all(&out.map, &out.diagnostics, style));
             let Some(checked) = out.checked else {
                 return EXIT_USAGE;
@@ -160,7 +160,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         } => {
             let mut opts = options(&select);
             opts.csv_may_be_missing = true;
-            let out = check::check_file(&file, &opts);
+            let out = compile::check_file(&file, &opts);
             say!("{}", diag::render_all(&out.map, &out.diagnostics, style));
             let Some(checked) = out.checked else {
                 return EXIT_USAGE;
@@ -187,7 +187,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             fail_fast,
             select,
         } => {
-            let outcome = check::check_file(&file, &options(&select));
+            let outcome = compile::check_file(&file, &options(&select));
             say!(
                 "{}",
                 diag::render_all(&outcome.map, &outcome.diagnostics, style)

@@ -9,7 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
-use wlrun::check::{check_file, check_text, Options, Outcome};
+use wlrun::check::Options;
+use wlrun::compile::{check_file, check_text, Outcome};
 use wlrun::diag::{render_all, Style};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");

@@ -16,7 +16,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
-use wlrun::check::{check_file, check_text, schema_plan, Options};
+use wlrun::check::Options;
+use wlrun::compile::{check_file, check_text, schema_plan};
 use wlrun::encode::bin::{BinReader, BinWriter};
 use wlrun::encode::ilp::IlpEncoder;
 use wlrun::gen::batch::{Batch, BatchSchema, Values};

@@ -15,7 +15,8 @@ use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-use wlrun::check::{check_file, Options, Outcome};
+use wlrun::check::Options;
+use wlrun::compile::{check_file, Outcome};
 use wlrun::diag::{render_all, Code, Diagnostic, Severity, Style};
 use wlrun::source::{Origin, SourceMap};
 
@@ -267,7 +268,7 @@ query q { sql "SELECT $2" bind $1 = 1 }
 ingest i { into t via pg  rows s  workers 0 }
 run r { against t.pg  queries q  count 0  expect p98 < 1ms }
 "#;
-    let out = wlrun::check::check_text("sorted.wl", text, &Options::default());
+    let out = wlrun::compile::check_text("sorted.wl", text, &Options::default());
     let errors = out.diagnostics.iter().filter(|d| d.is_error()).count();
     assert!(errors >= 5, "expected several errors:\n{}", rendered(&out));
     assert_no_problems("sorted.wl", &order_problems("sorted.wl", &out.diagnostics));

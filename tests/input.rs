@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use wlrun::check::{check_text, schema_plan, Options};
+use wlrun::check::Options;
+use wlrun::compile::{check_text, schema_plan};
 use wlrun::encode::{BinWriter, IlpEncoder};
 use wlrun::gen::batch::{push_str, Batch, BatchSchema, ColumnMeta, Dictionary, Physical, Values};
 use wlrun::gen::{shard_of, Columnar};

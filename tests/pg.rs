@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 use indexmap::IndexMap;
 use tokio_postgres::{Client, NoTls};
 
-use wlrun::check::{check_text, schema_plan, Options};
+use wlrun::check::Options;
 use wlrun::client::pg::PgClient;
+use wlrun::compile::{check_text, schema_plan};
 use wlrun::driver::pg::{CopyEncoder, PgWriter};
 use wlrun::driver::{Chunk, DriverConfig};
 use wlrun::exec::ddl;

@@ -8,7 +8,8 @@ use std::process::Command;
 use std::sync::Arc;
 
 use serde_json::Value as Json;
-use wlrun::check::{check_text, schema_plan, Options};
+use wlrun::check::Options;
+use wlrun::compile::{check_text, schema_plan};
 use wlrun::encode::qwp::{Frame, QwpEncoder, QwpOptions};
 use wlrun::gen::batch::{Batch, Values};
 use wlrun::gen::Columnar;

@@ -10,7 +10,8 @@ use std::path::Path;
 use std::process::Command;
 
 use proptest::prelude::*;
-use wlrun::check::{check_file, check_text, Options, Outcome};
+use wlrun::check::Options;
+use wlrun::compile::{check_file, check_text, Outcome};
 use wlrun::diag::{render_all, Code, Diagnostic, Severity, Style};
 
 const STACK: usize = 2 * 1024 * 1024;

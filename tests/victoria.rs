@@ -16,9 +16,10 @@ use indexmap::IndexMap;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use wlrun::check::{check_text, schema_plan, Options};
+use wlrun::check::Options;
 use wlrun::client::http_sql::HttpSql;
 use wlrun::client::metrics::{self, InfluxColumns, MetricsClient};
+use wlrun::compile::{check_text, schema_plan};
 use wlrun::driver::ilp_http::IlpHttp;
 use wlrun::driver::{Chunk, DriverConfig};
 use wlrun::encode::IlpEncoder;

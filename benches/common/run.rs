@@ -6,7 +6,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use wlrun::check::{check_file, check_text, Options, Outcome};
+use wlrun::check::Options;
+use wlrun::compile::{check_file, check_text, Outcome};
 use wlrun::exec::{run_plan, RunEnv};
 use wlrun::report::Report;
 

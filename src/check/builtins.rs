@@ -807,7 +807,7 @@ impl Call<'_, '_> {
                     Ok((inst, super::program::Decl::Schema(s), used))
                         if used == schema_path.len() =>
                     {
-                        return super::phases::series_domain(self.ev, inst, s, &col[0]);
+                        return (self.ev.prog.schema_domain)(self.ev, inst, s, &col[0]);
                     }
                     Ok(_) | Err(_) => {}
                 }

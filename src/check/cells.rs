@@ -5,7 +5,7 @@ use indexmap::IndexMap;
 
 use super::eval::{suggest, Eval, Scope};
 use super::program::{Decl, InstanceId, Program};
-use super::{hooks, phases, Checked, Options};
+use super::{hooks, Checked, Options};
 use crate::diag::{Code, Diagnostic, Diagnostics};
 use crate::plan::{AxisInfo, Cell};
 use crate::source::{Origin, SourceMap};
@@ -66,7 +66,7 @@ pub fn check_program(
     program: Program,
     opts: &Options,
     diags: &mut Diagnostics,
-) -> Option<Checked> {
+) -> Option<Matrix> {
     let root_file = program.root().file;
     // Errors from loading (say, an unknown import argument) do not stop the cells from being
     // checked; errors in the matrix itself do.
@@ -403,94 +403,129 @@ pub fn check_program(
         .filter(|(_, e)| matches!(e.kind, ast::ExprKind::Str(_)))
         .map(|(name, e)| (name.clone(), e.span))
         .collect();
-    // Lower every cell; errors found in several cells are reported once.
-    let mut lowered = Vec::new();
-    let mut used = std::collections::HashSet::new();
-    for (i, cell) in cells.iter().enumerate() {
-        let ev = Eval::new(&program, cell);
-        let phases = phases::lower_cell(&ev, &hook_info);
-        if i == 0 {
-            phases::check_all_decls(&ev, &hook_info);
-        }
-        let params = root_params(&ev);
-        let found = ev.diags.take().into_iter();
-        diags.extend(found.map(|d| point_at_flags(map, &text_flags, d)));
-        used.extend(ev.used.take());
-        lowered.push(Cell {
-            index: cell.index,
-            key: cell.key(),
-            axes: cell.axes.clone(),
-            params,
-            phases,
-        });
+    Some(Matrix {
+        program,
+        hooks: hook_info,
+        base,
+        axes,
+        cells,
+        text_flags,
+        root_file,
+        errors_before,
+    })
+}
+
+/// The expanded matrix, ready for `lower` to lower cell by cell with the same diagnostics sink.
+pub struct Matrix {
+    pub program: Program,
+    pub hooks: hooks::Hooks,
+    base: CellEnv,
+    axes: Vec<AxisDef>,
+    pub cells: Vec<CellEnv>,
+    /// The params set to text by a flag, and where: see `point_at_flags`.
+    text_flags: Vec<(String, Span)>,
+    root_file: crate::span::FileId,
+    /// Errors reported before the cells were lowered: later ones mean lowering failed.
+    pub errors_before: usize,
+}
+
+impl Matrix {
+    /// Points a diagnostic found while lowering at the `--param` flag that set a text value.
+    pub fn point_at_flags(&self, map: &SourceMap, d: Diagnostic) -> Diagnostic {
+        point_at_flags(map, &self.text_flags, d)
     }
 
-    // Warnings: a root param nothing reads, an axis no block reads. After an error they would
-    // be noise: a block that failed to lower read nothing.
-    let lowering_failed = diags.error_count() > errors_before;
-    // A hook sees every param in `ctx.params`: what it reads is not known here.
-    let hooks_read = lowered.iter().any(|c: &Cell| {
-        c.phases.iter().any(|p| {
-            matches!(p, crate::plan::Phase::Requests(r)
-                if matches!(r.request, crate::plan::RequestPlan::Hook { .. }))
-        })
-    });
-    for (name, d) in program
-        .root()
-        .decls
-        .iter()
-        .filter(|_| !lowering_failed && !hooks_read)
-    {
-        if let Decl::Param(p) = d {
-            let shadowed = axes.iter().any(|a| &a.name == name);
-            if !used.contains(&(InstanceId::ROOT, name.clone())) && !shadowed {
+    /// The root params of a cell, as the Plan records them.
+    pub fn root_params(ev: &Eval<'_>) -> IndexMap<String, Value> {
+        root_params(ev)
+    }
+
+    /// Warnings: a root param nothing reads, an axis no block reads. After an error they would
+    /// be noise: a block that failed to lower read nothing.
+    pub fn warn_unused(
+        &self,
+        used: &std::collections::HashSet<(InstanceId, String)>,
+        lowering_failed: bool,
+        hooks_read: bool,
+        diags: &mut Diagnostics,
+    ) {
+        let program = &self.program;
+        let axes = &self.axes;
+        for (name, d) in program
+            .root()
+            .decls
+            .iter()
+            .filter(|_| !lowering_failed && !hooks_read)
+        {
+            if let Decl::Param(p) = d {
+                let shadowed = axes.iter().any(|a| &a.name == name);
+                if !used.contains(&(InstanceId::ROOT, name.clone())) && !shadowed {
+                    diags.push(
+                        Diagnostic::warning(
+                            Code::W0001,
+                            p.name.span,
+                            format!("param `{name}` is never used"),
+                        )
+                        .label("declared but not read by any block"),
+                    );
+                }
+            }
+        }
+        for a in axes
+            .iter()
+            .filter(|a| !a.implicit && !lowering_failed && !hooks_read)
+        {
+            if !used.contains(&(InstanceId::ROOT, a.name.clone())) {
                 diags.push(
                     Diagnostic::warning(
-                        Code::W0001,
-                        p.name.span,
-                        format!("param `{name}` is never used"),
+                        Code::W0002,
+                        a.span,
+                        format!("no block uses the axis `{}`", a.name),
                     )
-                    .label("declared but not read by any block"),
+                    .label("every cell of this axis runs the same phases")
+                    .note("refer to the axis by name in an ingest or run block, or remove it"),
                 );
             }
         }
     }
-    for a in axes
-        .iter()
-        .filter(|a| !a.implicit && !lowering_failed && !hooks_read)
-    {
-        if !used.contains(&(InstanceId::ROOT, a.name.clone())) {
-            diags.push(
-                Diagnostic::warning(
-                    Code::W0002,
-                    a.span,
-                    format!("no block uses the axis `{}`", a.name),
-                )
-                .label("every cell of this axis runs the same phases")
-                .note("refer to the axis by name in an ingest or run block, or remove it"),
-            );
+
+    /// The lowered cells become the checked workload: its seed and description are evaluated
+    /// last, after the cells, as they always were (diagnostics keep their order).
+    pub fn finish(
+        self,
+        map: &SourceMap,
+        opts: &Options,
+        lowered: Vec<Cell>,
+        diags: &mut Diagnostics,
+    ) -> Checked {
+        let Matrix {
+            program,
+            base,
+            axes,
+            cells,
+            root_file,
+            ..
+        } = self;
+        let seed = workload_seed(&program, opts, &base, diags);
+        let description = workload_description(&program, &base, diags);
+        let axes_info = axes
+            .iter()
+            .map(|a| AxisInfo {
+                name: a.name.clone(),
+                values: a.values.clone(),
+                implicit: a.implicit,
+            })
+            .collect();
+        Checked {
+            program,
+            seed,
+            description,
+            axes: axes_info,
+            cells,
+            lowered,
+            file: map.get(root_file).name.clone(),
         }
     }
-
-    let seed = workload_seed(&program, opts, &base, diags);
-    let description = workload_description(&program, &base, diags);
-    let axes_info = axes
-        .iter()
-        .map(|a| AxisInfo {
-            name: a.name.clone(),
-            values: a.values.clone(),
-            implicit: a.implicit,
-        })
-        .collect();
-    Some(Checked {
-        program,
-        seed,
-        description,
-        axes: axes_info,
-        cells,
-        lowered,
-        file: map.get(root_file).name.clone(),
-    })
 }
 
 /// The name a condition operand refers to: `protocol`, or `load.via` for an implicit axis.

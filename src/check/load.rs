@@ -18,6 +18,7 @@ pub fn load_program(
     map: &mut SourceMap,
     root: FileId,
     problem: Option<LoadProblem>,
+    schema_domain: super::program::SchemaDomainFn,
     diags: &mut Diagnostics,
 ) -> Option<Program> {
     if let Some(p) = problem {
@@ -29,6 +30,7 @@ pub fn load_program(
             modules: Vec::new(),
             instances: Vec::new(),
             inputs: Default::default(),
+            schema_domain,
         },
         by_file: IndexMap::new(),
         stack: Vec::new(),

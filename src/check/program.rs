@@ -82,7 +82,20 @@ pub struct Program {
     pub instances: Vec<Instance>,
     /// Files other than modules that checking read.
     pub inputs: Inputs,
+    /// How `sample(schema.column)` finds its domain: by lowering the schema, which is `lower`'s
+    /// work. `check` must not import `lower` (data flows check -> lower), so the compile entry
+    /// hands the function in when it loads the program, and the evaluator calls it through
+    /// this pointer: every evaluator of the program sees it, as when it was a direct call.
+    pub schema_domain: SchemaDomainFn,
 }
+
+/// See [`Program::schema_domain`].
+pub type SchemaDomainFn = for<'a> fn(
+    &super::eval::Eval<'a>,
+    InstanceId,
+    &crate::syntax::ast::Schema,
+    &crate::span::Ident,
+) -> super::eval::Ev<crate::plan::Domain>;
 
 /// The files besides modules that checking read (CSV tables, hook scripts, files to replay),
 /// in the order first read: `--out` copies them so that the run's directory checks and runs as

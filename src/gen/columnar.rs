@@ -627,11 +627,11 @@ mod tests {
     use crate::gen::rows;
 
     fn plan(text: &str, name: &str) -> SchemaPlan {
-        let out = crate::check::check_text("t.wl", text, &Default::default());
+        let out = crate::compile::check_text("t.wl", text, &Default::default());
         let checked = out
             .checked
             .unwrap_or_else(|| panic!("{:?}", out.diagnostics));
-        crate::check::schema_plan(&checked, Some(name)).unwrap()
+        crate::compile::schema_plan(&checked, Some(name)).unwrap()
     }
 
     /// The columnar rows, as cells, for comparison with the reference.
@@ -738,8 +738,8 @@ mod speed {
     #[ignore]
     fn tsbs_generate_only() {
         let text = "import \"std/tsbs/cpu-only.wl\" as tsbs (hosts = 4000, end = 2016-01-01T00:20:00Z)\nschema unused { rows 1 field a: long = 1 }";
-        let out = crate::check::check_text("t.wl", text, &Default::default());
-        let plan = crate::check::schema_plan(&out.checked.unwrap(), Some("tsbs.cpu")).unwrap();
+        let out = crate::compile::check_text("t.wl", text, &Default::default());
+        let plan = crate::compile::schema_plan(&out.checked.unwrap(), Some("tsbs.cpu")).unwrap();
         for _ in 0..std::env::var("WLRUN_SPEED_RUNS")
             .ok()
             .and_then(|v| v.parse().ok())

@@ -1,9 +1,131 @@
-//! Lowering: a checked workload becomes the Plan. Checking already lowered every cell with a
-//! diagnostics sink (that is how it found value-dependent mistakes), so this step only assembles
-//! the result; it cannot fail.
+//! Lowering: checked blocks become plain Plan data, cell by cell.
+//!
+//! [`lower_cells`] lowers every cell of the expanded matrix with the compile's diagnostics sink
+//! (that is how checking finds value-dependent mistakes: `wlrun check` lowers every cell too),
+//! reports each diagnostic once, then warns on unused params and axes. [`lower`] assembles the
+//! result into the [`Plan`]; it cannot fail. `lower` uses `check`'s evaluator and checked
+//! program; `check` never imports `lower`.
 
-use crate::check::Checked;
-use crate::plan::{Plan, WorkloadInfo, PLAN_FORMAT};
+mod phases;
+
+pub(crate) use phases::series_domain;
+pub use phases::{bad_placeholders, placeholders, MAX_BATCH_ROWS, MAX_PLACEHOLDER, MAX_WORKERS};
+
+use crate::check::{Checked, Decl, Eval, InstanceId, Matrix, Options};
+use crate::diag::Diagnostics;
+use crate::plan::{Cell, Plan, WorkloadInfo, PLAN_FORMAT};
+use crate::source::SourceMap;
+use phases::lower_schema;
+
+/// Lowers every cell; errors found in several cells are reported once (the sink dedups).
+pub(crate) fn lower_cells(
+    map: &SourceMap,
+    matrix: Matrix,
+    opts: &Options,
+    diags: &mut Diagnostics,
+) -> Checked {
+    let mut lowered = Vec::new();
+    let mut used = std::collections::HashSet::new();
+    for (i, cell) in matrix.cells.iter().enumerate() {
+        let ev = Eval::new(&matrix.program, cell);
+        let phases = phases::lower_cell(&ev, &matrix.hooks);
+        if i == 0 {
+            phases::check_all_decls(&ev, &matrix.hooks);
+        }
+        let params = Matrix::root_params(&ev);
+        let found = ev.diags.take().into_iter();
+        diags.extend(found.map(|d| matrix.point_at_flags(map, d)));
+        used.extend(ev.used.take());
+        lowered.push(Cell {
+            index: cell.index,
+            key: cell.key(),
+            axes: cell.axes.clone(),
+            params,
+            phases,
+        });
+    }
+    let lowering_failed = diags.error_count() > matrix.errors_before;
+    // A hook sees every param in `ctx.params`: what it reads is not known here.
+    let hooks_read = lowered.iter().any(|c: &Cell| {
+        c.phases.iter().any(|p| {
+            matches!(p, crate::plan::Phase::Requests(r)
+                if matches!(r.request, crate::plan::RequestPlan::Hook { .. }))
+        })
+    });
+    matrix.warn_unused(&used, lowering_failed, hooks_read, diags);
+    matrix.finish(map, opts, lowered, diags)
+}
+
+/// The schema a `wlrun gen` names (`name` or `alias.name`), lowered with the first cell's
+/// values; without a name, the only schema of the root file or the first ingest block's.
+pub fn schema_plan(
+    checked: &Checked,
+    name: Option<&str>,
+) -> Result<crate::plan::SchemaPlan, String> {
+    let root = checked.program.root();
+    let path: Vec<crate::span::Ident> = match name {
+        Some(n) => n
+            .split('.')
+            .map(|p| crate::span::Ident {
+                name: p.to_string(),
+                span: crate::span::Span::default(),
+            })
+            .collect(),
+        None => {
+            let schemas: Vec<&String> = root
+                .decls
+                .iter()
+                .filter(|(_, d)| matches!(d, Decl::Schema(_)))
+                .map(|(k, _)| k)
+                .collect();
+            if schemas.len() == 1 {
+                vec![crate::span::Ident {
+                    name: schemas[0].clone(),
+                    span: crate::span::Span::default(),
+                }]
+            } else {
+                let first_ingest = checked.lowered.first().and_then(|c| {
+                    c.phases.iter().find_map(|p| match p {
+                        crate::plan::Phase::Ingest(i) => match &i.source {
+                            crate::plan::RowSource::Schema(s) => Some(s.clone()),
+                            _ => None,
+                        },
+                        _ => None,
+                    })
+                });
+                return first_ingest.ok_or_else(|| {
+                    format!(
+                        "name the schema with --schema; this file declares {}",
+                        if schemas.is_empty() {
+                            "no schema".to_string()
+                        } else {
+                            schemas
+                                .iter()
+                                .map(|s| s.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        }
+                    )
+                });
+            }
+        }
+    };
+    let cell = checked.cells.first().ok_or("the workload has no cell")?;
+    let ev = Eval::new(&checked.program, cell);
+    let found = ev.resolve_decl(&path, InstanceId::ROOT);
+    let plan = match found {
+        Ok((inst, Decl::Schema(s), used)) if used == path.len() => lower_schema(&ev, inst, s),
+        Ok((_, d, _)) => {
+            return Err(format!(
+                "`{}` is a {}, not a schema",
+                name.unwrap_or(""),
+                d.kind()
+            ))
+        }
+        Err(d) => return Err(d.message),
+    };
+    plan.ok_or_else(|| "the schema does not lower".to_string())
+}
 
 pub fn lower(checked: &Checked) -> Plan {
     let root = checked.program.root();

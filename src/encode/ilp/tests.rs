@@ -556,11 +556,11 @@ fn tsbs_plan(hosts: u64, end: &str) -> SchemaPlan {
         "import \"std/tsbs/cpu-only.wl\" as tsbs (hosts = {hosts}, end = {end})\n\
          schema x {{ rows 1 field a: long = 1 }}"
     );
-    let outcome = crate::check::check_text("t.wl", &text, &Default::default());
+    let outcome = crate::compile::check_text("t.wl", &text, &Default::default());
     let checked = outcome
         .checked
         .unwrap_or_else(|| panic!("{:?}", outcome.diagnostics));
-    crate::check::schema_plan(&checked, Some("tsbs.cpu")).unwrap()
+    crate::compile::schema_plan(&checked, Some("tsbs.cpu")).unwrap()
 }
 
 /// Rows, their series indexes, the text layout and the dictionary layout.

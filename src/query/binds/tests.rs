@@ -13,7 +13,7 @@ const T2016: i64 = 1_451_606_400_000_000_000; // 2016-01-01T00:00:00Z
 const SECOND: i64 = 1_000_000_000;
 const HOUR: i64 = 3600 * SECOND;
 
-fn lowered(out: crate::check::Outcome) -> (Plan, u64) {
+fn lowered(out: crate::compile::Outcome) -> (Plan, u64) {
     let Some(checked) = &out.checked else {
         panic!(
             "{}",
@@ -37,13 +37,17 @@ fn queries(plan: &Plan) -> Vec<QueryPlan> {
 }
 
 fn from_text(text: &str) -> (Vec<QueryPlan>, u64) {
-    let (plan, seed) = lowered(crate::check::check_text("t.wl", text, &Default::default()));
+    let (plan, seed) = lowered(crate::compile::check_text(
+        "t.wl",
+        text,
+        &Default::default(),
+    ));
     (queries(&plan), seed)
 }
 
 fn from_file(rel: &str) -> (Vec<QueryPlan>, u64, PathBuf) {
     let path = Path::new(ROOT).join(rel);
-    let (plan, seed) = lowered(crate::check::check_file(&path, &Default::default()));
+    let (plan, seed) = lowered(crate::compile::check_file(&path, &Default::default()));
     (queries(&plan), seed, path.parent().unwrap().to_path_buf())
 }
 
@@ -354,10 +358,10 @@ target local { sqlite "t.db" }
 query s { sql "SELECT 1 FROM ev WHERE id IN $1"  bind $1 = sample(ev.id, 20) }
 run r { against local.sqlite  queries s  count 1 }
 "#;
-    let out = crate::check::check_text("t.wl", text, &Default::default());
+    let out = crate::compile::check_text("t.wl", text, &Default::default());
     let (plan, seed) = lowered(out);
-    let schema = crate::check::schema_plan(
-        crate::check::check_text("t.wl", text, &Default::default())
+    let schema = crate::compile::schema_plan(
+        crate::compile::check_text("t.wl", text, &Default::default())
             .checked
             .as_ref()
             .unwrap(),
