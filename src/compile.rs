@@ -61,7 +61,7 @@ fn check_loaded(
         };
     };
     let checked = crate::check::check_program(&mut map, program, opts, &mut diags)
-        .map(|matrix| crate::lower::lower_cells(&mut map, matrix, opts, &mut diags));
+        .map(|matrix| crate::lower::lower_cells(&map, matrix, opts, &mut diags));
     let failed = diags.has_errors();
     Outcome {
         map,

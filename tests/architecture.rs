@@ -15,11 +15,7 @@ const MAX_LINES: usize = 800;
 
 /// Imports that still close a circle, while issue 16 moves them down. The list only shrinks: an
 /// entry that no longer occurs fails the test, so it is taken out when its import is gone.
-const KNOWN_BACK_EDGES: &[&str] = &[
-    "value -> plan",
-    "syntax -> check",
-    "gen_cmd -> run",
-];
+const KNOWN_BACK_EDGES: &[&str] = &["value -> plan", "syntax -> check", "gen_cmd -> run"];
 
 /// Files still over [`MAX_LINES`], while issue 16 splits them; the list only shrinks.
 const KNOWN_LONG: &[&str] = &[
@@ -614,5 +610,59 @@ fn no_source_file_has_more_than_800_lines_of_non_test_code() {
     assert!(
         stale.is_empty(),
         "these files are short now: take them out of KNOWN_LONG: {stale:?}"
+    );
+}
+
+/// The "where is" table of ARCHITECTURE.md: every `src/file.rs::item` it names exists, so the map
+/// cannot rot. `item` may be `Type::method`; each name must be declared in that file.
+#[test]
+fn the_where_is_table_of_architecture_md_names_real_places() {
+    let text = fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md exists");
+    let table = text
+        .split("## Where is")
+        .nth(1)
+        .expect("ARCHITECTURE.md has a `## Where is` section");
+    let mut named = 0;
+    let mut missing = Vec::new();
+    for cell in table.split('`').skip(1).step_by(2) {
+        let Some((file, item)) = cell.split_once(".rs::") else {
+            continue;
+        };
+        named += 1;
+        let path = root().join(format!("{file}.rs"));
+        let Ok(code) = fs::read_to_string(&path) else {
+            missing.push(format!("{cell}: no file {file}.rs"));
+            continue;
+        };
+        let code = blank(&code);
+        for name in item.split("::") {
+            let declared = [
+                "fn", "struct", "enum", "trait", "const", "static", "type", "mod", "impl",
+            ]
+            .iter()
+            .any(|kw| {
+                code.match_indices(kw).any(|(at, _)| {
+                    let before = code[..at].chars().next_back();
+                    let rest = code[at + kw.len()..].trim_start();
+                    let rest = rest.strip_prefix("<'_>").unwrap_or(rest);
+                    !before.is_some_and(is_ident)
+                        && code[at + kw.len()..].starts_with(char::is_whitespace)
+                        && rest.starts_with(name)
+                        && !rest[name.len()..].starts_with(is_ident)
+                })
+            });
+            if !declared {
+                missing.push(format!("{cell}: `{name}` is not declared in {file}.rs"));
+            }
+        }
+    }
+    assert!(
+        named >= 20,
+        "the table names {named} places; it should name about twenty"
+    );
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names places that do not exist:\n{}",
+        missing.join("\n")
     );
 }
