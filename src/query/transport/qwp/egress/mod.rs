@@ -26,11 +26,11 @@
 use std::borrow::Cow;
 
 use crate::query::checksum::{canonical_decimal, ResultHasher};
-use crate::value::BindValue;
 use crate::qwp::{
     put_str, put_varint, read_header, types, Malformed, Reader, FLAG_DELTA_SYMBOL_DICT,
     FLAG_GORILLA, FLAG_ZSTD,
 };
+use crate::value::BindValue;
 
 /// Message kinds: the first payload byte.
 pub mod kind {
