@@ -1,8 +1,20 @@
-//! The command line, clap derive only: no logic here.
+//! The command line, clap derive only: no logic here. The exit codes live here too, as the
+//! other half of the command line's contract, so `run` and `gen_cmd` share them without one
+//! importing the other.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub const EXIT_OK: i32 = 0;
+/// A run failed, a threshold was exceeded, or output could not be written.
+pub const EXIT_FAILED: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+/// Ctrl-C (SIGINT): the report of what was measured is still printed and written.
+pub const EXIT_INTERRUPTED: i32 = 130;
+/// SIGTERM, handled as SIGINT; 128 + 15, what a shell reports for a process SIGTERM ended, so
+/// a supervisor that reads the status sees the cause it sent.
+pub const EXIT_TERMINATED: i32 = 143;
 
 const EXAMPLES: &str = "\
 Examples:

@@ -36,7 +36,7 @@ impl<W: Write> Write for Counting<W> {
         self.inner.flush()
     }
 }
-use crate::run::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::cli::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 /// A closed reader (`| head`) anywhere in the error's chain.
 fn broken_pipe(e: &std::io::Error) -> bool {

@@ -1,12 +1,13 @@
 //! wlrun: a workload DSL compiler and runner for database benchmarks.
 //!
-//! The pipeline, one module per phase, each with its own types:
+//! ARCHITECTURE.md at the repository root maps the stages and layers. In short:
 //!
-//! - [`source`]: files and the embedded stdlib;
-//! - [`syntax`]: text -> [`syntax::ast::File`] (pest; stops at the first error);
-//! - [`check`]: ASTs -> [`check::Checked`] (names, types, units, endpoints, hooks; collects every
-//!   error);
-//! - [`lower`]: checked model -> [`plan::Plan`] (the matrix expanded into cells);
+//! - compile side: [`source`] (files, the embedded stdlib) -> [`syntax`] (text -> AST; pest stays
+//!   there) -> [`check`] (names, imports, the matrix's cells, hooks, the evaluator) -> [`lower`]
+//!   (every cell lowered through the diagnostics sink into [`plan::Plan`]); [`compile`] runs them;
+//! - run side: [`gen`] (column batches) -> [`encode`] (bytes) -> [`net`] (connections, HTTP,
+//!   errors) -> [`driver`] (ingest), [`client`] (single statements), [`query`] (query runs) ->
+//!   [`exec`] (cells, phases, schedules) -> [`report`];
 //! - [`cli`]: the `wlrun` command line.
 //!
 //! The library API exists for the binary and the tests; it makes no stability promise.

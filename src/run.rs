@@ -11,19 +11,12 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::check::{self, Options};
-use crate::cli::{Cli, Color, Command, Select};
+use crate::cli::{
+    Cli, Color, Command, Select, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED,
+    EXIT_USAGE,
+};
 use crate::diag::{self, Style};
 use crate::{compile, exec, lower, plan, report};
-
-pub const EXIT_OK: i32 = 0;
-/// A run failed, a threshold was exceeded, or output could not be written.
-pub const EXIT_FAILED: i32 = 1;
-pub const EXIT_USAGE: i32 = 2;
-/// Ctrl-C (SIGINT): the report of what was measured is still printed and written.
-pub const EXIT_INTERRUPTED: i32 = 130;
-/// SIGTERM, handled as SIGINT; 128 + 15, what a shell reports for a process SIGTERM ended, so
-/// a supervisor that reads the status sees the cause it sent.
-pub const EXIT_TERMINATED: i32 = 143;
 
 const SUBCOMMANDS: &[&str] = &["check", "plan", "gen", "run", "help"];
 

@@ -1,6 +1,10 @@
 //! Values of the language after evaluation: numbers with their units, text that may carry
 //! secrets from the environment, lists, maps and generator programs. Formatting here is the one
 //! place that turns a unit back into what a user writes (`10s`, `64MiB`, `5000/s`).
+//!
+//! Generator programs (`gen`) live here, not in `plan`, because a value can be a generator and a
+//! generator holds values: the two types are one recursive family, and `plan` (which holds both)
+//! sits above them and re-exports `Gen`, `Ty` and `Domain` under its own name.
 
 use std::fmt::{self, Write};
 
@@ -9,7 +13,9 @@ use serde::Serialize;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
-use crate::plan::Gen;
+mod gen;
+
+pub use gen::{Domain, Gen, Ty};
 
 /// Text that may contain `env("NAME")` parts. Secrets are resolved when a run starts, never
 /// stored in a plan and never printed: the listing shows `${env:NAME}`.

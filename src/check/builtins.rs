@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::eval::{Ev, Eval, Scope};
-use crate::diag::{Code, Diagnostic};
+use crate::diag::{suggest, Code, Diagnostic};
 use crate::plan::{Domain, Gen, Ty};
 use crate::span::{Ident, Span};
 use crate::syntax::ast::{self, CallArg};
@@ -218,7 +218,7 @@ pub fn call(
     let Some((_, params, _)) = FUNCTIONS.iter().find(|(n, _, _)| *n == name.name) else {
         let mut d = Diagnostic::error(Code::E0204, name.span, format!("unknown function `{name}`"))
             .label("not a built-in function");
-        if let Some(s) = super::eval::suggest(&name.name, FUNCTIONS.iter().map(|f| f.0)) {
+        if let Some(s) = suggest(&name.name, FUNCTIONS.iter().map(|f| f.0)) {
             d = d.note(format!("did you mean `{s}`?"));
         }
         return ev.fail(d);

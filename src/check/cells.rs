@@ -3,10 +3,10 @@
 
 use indexmap::IndexMap;
 
-use super::eval::{suggest, Eval, Scope};
+use super::eval::{Eval, Scope};
 use super::program::{Decl, InstanceId, Program};
 use super::{hooks, Checked, Options};
-use crate::diag::{Code, Diagnostic, Diagnostics};
+use crate::diag::{suggest, Code, Diagnostic, Diagnostics};
 use crate::plan::{AxisInfo, Cell};
 use crate::source::{Origin, SourceMap};
 use crate::span::Span;

@@ -281,7 +281,7 @@ impl Loader {
                     } else {
                         format!("its params: {}", params.join(", "))
                     });
-                    if let Some(s) = super::eval::suggest(&arg.name.name, params.iter().copied()) {
+                    if let Some(s) = crate::diag::suggest(&arg.name.name, params.iter().copied()) {
                         d = d.note(format!("did you mean `{s}`?"));
                     }
                     diags.push(d);

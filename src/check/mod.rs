@@ -18,7 +18,6 @@ pub(crate) mod targets;
 pub(crate) use builtins::read_csv_header;
 pub use cells::CellEnv;
 pub(crate) use cells::Matrix;
-pub use eval::suggest;
 pub(crate) use eval::{Ev, Eval, Scope};
 pub(crate) use hooks::Hooks;
 pub(crate) use load::load_program;

@@ -3,9 +3,9 @@
 
 use indexmap::IndexMap;
 
-use super::eval::{suggest, Ev, Eval, Scope};
+use super::eval::{Ev, Eval, Scope};
 use super::program::{Decl, InstanceId};
-use crate::diag::{Code, Diagnostic};
+use crate::diag::{suggest, Code, Diagnostic};
 use crate::exec::ddl::{self, Store};
 use crate::plan::{EndpointPlan, IngestPhase, Setup, Teardown};
 use crate::span::{Ident, Span};

@@ -3,9 +3,11 @@
 
 mod code;
 mod render;
+mod suggest;
 
 pub use code::Code;
 pub use render::{render, render_all, Style, MAX_SHOWN};
+pub use suggest::suggest;
 
 use crate::span::Span;
 

@@ -228,7 +228,7 @@ fn column_type(ev: &Eval<'_>, t: &ast::ColType, role: ColumnRole) -> Ev<(String,
         )
         .label("not a column type")
         .note(format!("column types: {}", COLUMN_TYPES.join(", ")));
-        if let Some(s) = crate::check::suggest(name, COLUMN_TYPES.iter().copied()) {
+        if let Some(s) = crate::diag::suggest(name, COLUMN_TYPES.iter().copied()) {
             d = d.note(format!("did you mean `{s}`?"));
         }
         return ev.fail(d);
@@ -854,7 +854,7 @@ pub fn series_domain(ev: &Eval<'_>, inst: InstanceId, s: &ast::Schema, col: &Ide
         )
         .label("unknown column")
         .note(format!("its columns: {}", names.join(", ")));
-        if let Some(x) = crate::check::suggest(&col.name, names.iter().copied()) {
+        if let Some(x) = crate::diag::suggest(&col.name, names.iter().copied()) {
             d = d.note(format!("did you mean `{x}`?"));
         }
         return ev.fail(d);
@@ -1346,7 +1346,7 @@ fn lower_csv(ev: &Eval<'_>, inst: InstanceId, c: &ast::CsvBinds) -> Ev<CsvPlan> 
             .label("not in the CSV header")
             .note(format!("the header is: {}", table.header.join(",")));
             if let Some(s) =
-                crate::check::suggest(&name.name, table.header.iter().map(String::as_str))
+                crate::diag::suggest(&name.name, table.header.iter().map(String::as_str))
             {
                 d = d.note(format!("did you mean `{s}`?"));
             }
@@ -1500,7 +1500,7 @@ fn thresholds(
                     )
                     .label("not a metric")
                     .note(format!("metrics: {}", all.join(", ")));
-                    if let Some(s) = crate::check::suggest(metric, all.iter().copied()) {
+                    if let Some(s) = crate::diag::suggest(metric, all.iter().copied()) {
                         d = d.note(format!("did you mean `{s}`?"));
                     }
                     ev.error(d);
@@ -1598,7 +1598,7 @@ fn require(ev: &Eval<'_>, c: &ast::Clause<ast::Expr>, scope: &Scope) -> Ev<Requi
                     .filter(|(_, d)| matches!(d, Decl::Schema(_)))
                     .map(|(k, _)| k.as_str())
                     .collect();
-                if let Some(s) = crate::check::suggest(&p[0].name, schemas.iter().copied()) {
+                if let Some(s) = crate::diag::suggest(&p[0].name, schemas.iter().copied()) {
                     ev.error(
                         Diagnostic::warning(
                             Code::W0004,
@@ -2077,7 +2077,7 @@ fn word(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope, words: &[&str]) -> Ev<Strin
                 format!("`{s}` is not one of {}", words.join(", ")),
             )
             .label(format!("expected {}", words.join(", ")));
-            if let Some(w) = crate::check::suggest(&s, words.iter().copied()) {
+            if let Some(w) = crate::diag::suggest(&s, words.iter().copied()) {
                 d = d.note(format!("did you mean `{w}`?"));
             }
             ev.fail(d)

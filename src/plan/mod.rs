@@ -2,10 +2,9 @@
 //! param is resolved, the matrix is expanded into ordered cells, and each cell lists its phases
 //! with endpoint, load model and expected row counts. No spans and no AST in here.
 
-mod gen;
 mod listing;
 
-pub use gen::{Domain, Gen, Ty};
+pub use crate::value::{Domain, Gen, Ty};
 pub use listing::{listing, thousands};
 
 use indexmap::IndexMap;

@@ -166,7 +166,7 @@ fn syntax_error(map: &SourceMap, file: FileId, e: &pest::error::Error<parser::Ru
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '_')
     {
-        crate::check::suggest(word_at, keywords.iter().copied())
+        crate::diag::suggest(word_at, keywords.iter().copied())
     } else {
         None
     };

@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::value::Value;
+use super::Value;
 
 /// The type a generator yields.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -218,8 +218,8 @@ impl fmt::Display for Gen {
             Gen::Normal { mean, stddev } => write!(
                 f,
                 "normal({}, {})",
-                crate::value::fmt_float(*mean),
-                crate::value::fmt_float(*stddev)
+                super::fmt_float(*mean),
+                super::fmt_float(*stddev)
             ),
             Gen::Walk {
                 start,
@@ -229,8 +229,8 @@ impl fmt::Display for Gen {
             } => write!(
                 f,
                 "walk({start}, {step}, clamp = {}..{})",
-                crate::value::fmt_float(*min),
-                crate::value::fmt_float(*max)
+                super::fmt_float(*min),
+                super::fmt_float(*max)
             ),
             Gen::Pick { values } => {
                 f.write_str("pick(")?;
@@ -260,7 +260,7 @@ impl fmt::Display for Gen {
                 }
                 f.write_str("})")
             }
-            Gen::Zipf { n, s } => write!(f, "zipf({n}, {})", crate::value::fmt_float(*s)),
+            Gen::Zipf { n, s } => write!(f, "zipf({n}, {})", super::fmt_float(*s)),
             Gen::Format { format, args } => {
                 write!(f, "format({format:?}")?;
                 for a in args {
