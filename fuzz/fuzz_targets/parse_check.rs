@@ -3,7 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wlrun::check::{check_text, Options};
+use wlrun::check::Options;
+use wlrun::compile::check_text;
 
 fuzz_target!(|data: &[u8]| {
     // Bound pest's backtracking so a pathological input shows up as a slow case, not a hang.
