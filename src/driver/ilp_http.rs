@@ -14,7 +14,8 @@ use bytes::Bytes;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::Method;
 
-use super::{Chunk, DriverConfig, DriverError, Sent};
+use super::{Chunk, DriverConfig, Sent};
+use crate::net::error::DriverError;
 use crate::net::http::{config_error, option_flag, option_text, with_query, HttpClient};
 use crate::plan::EndpointPlan;
 use crate::value::Value;

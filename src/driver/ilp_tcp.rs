@@ -7,7 +7,8 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use super::{Chunk, DriverConfig, DriverError, ErrorClass, Sent};
+use super::{Chunk, DriverConfig, Sent};
+use crate::net::error::{DriverError, ErrorClass};
 
 pub struct IlpTcp {
     stream: TcpStream,

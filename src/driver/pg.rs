@@ -23,8 +23,9 @@ use futures_util::SinkExt;
 use tokio_postgres::types::{IsNull, ToSql, Type};
 use tokio_postgres::Statement;
 
-use super::{Chunk, DriverConfig, DriverError, Encoding, ErrorClass, Sent};
+use super::{Chunk, DriverConfig, Encoding, Sent};
 use crate::gen::batch::{Batch, BatchSchema, ColumnBatch, Dictionary, Nulls, Physical, Values};
+use crate::net::error::{DriverError, ErrorClass};
 use crate::net::pg::{connect, Conn, EncodeCause};
 use crate::net::sql_text::push_ident;
 use crate::plan::EndpointPlan;

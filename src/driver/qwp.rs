@@ -33,8 +33,9 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
-use super::{Chunk, DriverConfig, DriverError, ErrorClass, Sent};
+use super::{Chunk, DriverConfig, Sent};
 use crate::encode::qwp::{QwpOptions, DEFAULT_MAX_MESSAGE};
+use crate::net::error::{DriverError, ErrorClass};
 use crate::net::http::{config_error, option_text};
 use crate::plan::{Ack, EndpointPlan};
 use crate::qwp::{self, status, ws, Reader};

@@ -4,9 +4,10 @@
 use rusqlite::types::ToSqlOutput;
 use rusqlite::{CachedStatement, Connection};
 
-use super::{Chunk, DriverConfig, DriverError, Sent};
+use super::{Chunk, DriverConfig, Sent};
 use crate::encode::sqlite_time::sqlite_timestamp_text;
 use crate::gen::batch::Values;
+use crate::net::error::DriverError;
 use crate::net::sql_text::quote_ident;
 use crate::net::sqlite::{open, sqlite_error};
 

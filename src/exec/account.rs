@@ -166,7 +166,7 @@ pub fn cut_off_warning(a: &Accounting, unit: &str, load: &Load, stop: &Stop) -> 
         format!(
             "{} {unit} were still in flight {} after {end} and were cut off (counted, not measured)",
             crate::plan::thousands(a.cut_off),
-            super::fmt_duration(STOP_GRACE)
+            crate::net::fmt::fmt_duration(STOP_GRACE)
         )
     })
 }

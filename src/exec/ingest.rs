@@ -831,7 +831,7 @@ fn judge(report: &mut IngestReport, phase: &IngestPhase, workers: WorkersDone, i
         report.rows_expected = Some(report.rows_generated);
         report.warnings.push(format!(
             "stopped at its duration ({}): judged on the {} rows its span allowed{}",
-            super::fmt_duration(d),
+            crate::net::fmt::fmt_duration(d),
             thousands(report.rows_generated),
             planned
                 .map(|p| format!(", of the {} planned", thousands(p)))
@@ -853,8 +853,8 @@ fn judge(report: &mut IngestReport, phase: &IngestPhase, workers: WorkersDone, i
         if !lost.is_empty() {
             report.failures.push(format!(
                 "cut off at its duration ({}) plus {} of grace: {}",
-                super::fmt_duration(d),
-                super::fmt_duration(STOP_GRACE),
+                crate::net::fmt::fmt_duration(d),
+                crate::net::fmt::fmt_duration(STOP_GRACE),
                 lost.join("; ")
             ));
         }

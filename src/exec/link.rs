@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use super::fmt_duration;
+use crate::net::fmt::fmt_duration;
 use crate::query::{QueryError, QueryErrorClass};
 
 /// How long a worker keeps trying to connect (a server restarting comes back well within it).

@@ -24,8 +24,6 @@ use base64::Engine as _;
 use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
-// Private: `account`, `ingest` and `link` name it `super::fmt_duration`.
-use crate::net::fmt::fmt_duration;
 use crate::plan::{EndpointPlan, Phase, Plan};
 use crate::report::{CellReport, Latency, PhaseReport, Report, REPORT_FORMAT};
 use crate::value::{Text, Value};
