@@ -22,7 +22,6 @@ const KNOWN_LONG: &[&str] = &[
     "src/check/builtins.rs",
     "src/check/cells.rs",
     "src/check/eval.rs",
-    "src/lower/phases.rs",
     "src/driver/pg.rs",
     "src/exec/ingest.rs",
     "src/exec/queries.rs",

@@ -6,16 +6,24 @@
 //! result into the [`Plan`]; it cannot fail. `lower` uses `check`'s evaluator and checked
 //! program; `check` never imports `lower`.
 
-mod phases;
+mod cell;
+mod expect;
+mod ingest;
+mod query;
+mod run;
+mod schema;
+mod values;
+mod via;
 
-pub(crate) use phases::series_domain;
-pub use phases::{bad_placeholders, placeholders, MAX_BATCH_ROWS, MAX_PLACEHOLDER, MAX_WORKERS};
+pub use query::{bad_placeholders, placeholders, MAX_PLACEHOLDER};
+pub(crate) use schema::series_domain;
+pub use values::{MAX_BATCH_ROWS, MAX_WORKERS};
 
 use crate::check::{Checked, Decl, Eval, InstanceId, Matrix, Options};
 use crate::diag::Diagnostics;
 use crate::plan::{Cell, Plan, WorkloadInfo, PLAN_FORMAT};
 use crate::source::SourceMap;
-use phases::lower_schema;
+use schema::lower_schema;
 
 /// Lowers every cell; errors found in several cells are reported once (the sink dedups).
 pub(crate) fn lower_cells(
@@ -28,9 +36,9 @@ pub(crate) fn lower_cells(
     let mut used = std::collections::HashSet::new();
     for (i, cell) in matrix.cells.iter().enumerate() {
         let ev = Eval::new(&matrix.program, cell);
-        let phases = phases::lower_cell(&ev, &matrix.hooks);
+        let phases = cell::lower_cell(&ev, &matrix.hooks);
         if i == 0 {
-            phases::check_all_decls(&ev, &matrix.hooks);
+            cell::check_all_decls(&ev, &matrix.hooks);
         }
         let params = Matrix::root_params(&ev);
         let found = ev.diags.take().into_iter();

@@ -1,0 +1,409 @@
+//! Ingest blocks: source, endpoint, batching, workers, ack, stop rules and `verify visible`,
+//! lowered into an ingest phase.
+
+use super::schema::lower_schema;
+use super::values::{
+    bounded_int, duration, join, missing, positive_int, single, text_value, word, MAX_BATCH_ROWS,
+    MAX_WORKERS,
+};
+use super::via::{count_endpoint, count_query, target_name, via_name};
+use crate::check::targets::{self, Operation};
+use crate::check::{Decl, Ev, Eval, InstanceId, Scope};
+use crate::diag::{Code, Diagnostic};
+use crate::plan::*;
+use crate::syntax::ast;
+use crate::value::Value;
+
+pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
+    let scope = Scope::new(InstanceId::ROOT);
+    let into = single(ev, &i.into, |x| x.span, "into");
+    let rows_clause = single(ev, &i.rows, |x| x.span, "rows");
+    let Some(into) = into else {
+        return ev.fail(missing(i.name.span, "into", "into questdb via ilp_tcp"));
+    };
+    let Some(rows_clause) = rows_clause else {
+        return ev.fail(missing(i.name.span, "rows", "rows tsbs.cpu"));
+    };
+    let target_name = target_name(ev, &into.target, &scope)?;
+    let (tinst, target, _) =
+        targets::resolve_target(ev, InstanceId::ROOT, std::slice::from_ref(&target_name))?;
+    let (ep_name, ep_span) = via_name(ev, &into.via, &i.name, &scope)?;
+    let ep = targets::find_endpoint(ev, target, &ep_name, ep_span)?;
+    targets::check_fit(ev, ep, Operation::Ingest, ep_span)?;
+    let endpoint = targets::endpoint_plan(ev, tinst, target, ep)?;
+
+    let (source, schema_rows, range, series_col) = match &rows_clause.source {
+        ast::RowsSource::Schema(path) => match ev.resolve_decl(path, InstanceId::ROOT) {
+            Ok((sinst, Decl::Schema(s), used)) if used == path.len() => {
+                let plan = lower_schema(ev, sinst, s)?;
+                let rows = plan.rows;
+                let range = plan.time.as_ref().map(|t| match (&t.start, &t.step) {
+                    (Value::Timestamp(s), Value::Duration(d)) => (*s, s + d * t.count as i64),
+                    _ => (0, 0),
+                });
+                let series_col = plan
+                    .columns
+                    .iter()
+                    .find(|c| c.role == "series")
+                    .map(|c| c.name.clone());
+                (RowSource::Schema(plan), Some(rows), range, series_col)
+            }
+            Ok((_, d, _)) => {
+                return ev.fail(
+                    Diagnostic::error(
+                        Code::E0201,
+                        path[0].span.to(path[path.len() - 1].span),
+                        format!("`{}` is a {}, not a schema", join(path), d.kind()),
+                    )
+                    .label("expected a schema"),
+                )
+            }
+            Err(d) => return ev.fail(d),
+        },
+        ast::RowsSource::File(f) => {
+            let Some(rel) = f.as_plain() else {
+                return ev.fail(
+                    Diagnostic::error(Code::E0203, f.span, "file paths cannot interpolate")
+                        .label("write the path literally"),
+                );
+            };
+            let format = match rel.rsplit('.').next() {
+                Some("ilp" | "lp") => "ilp",
+                Some("csv") => "csv",
+                Some("wlb" | "bin") => "bin",
+                Some("qwp") => "tsbs-qwp",
+                _ => {
+                    return ev.fail(
+                        Diagnostic::error(
+                            Code::E0203,
+                            f.span,
+                            format!("cannot tell the format of `{rel}`"),
+                        )
+                        .label("expected a .ilp, .lp, .csv, .wlb or .qwp file"),
+                    )
+                }
+            };
+            let dir = ev.prog.root().dir.clone().unwrap_or_default();
+            let bytes = std::fs::metadata(dir.join(&rel)).ok().map(|m| m.len());
+            if bytes.is_some() {
+                ev.prog
+                    .inputs
+                    .record(crate::source::Origin::Disk(dir.join(&rel)));
+            }
+            if bytes.is_none() {
+                ev.error(
+                    Diagnostic::warning(Code::W0004, f.span, format!("`{rel}` does not exist yet"))
+                        .label("the run will fail unless it is generated first")
+                        .note("generate it with `wlrun gen`"),
+                );
+            }
+            (
+                RowSource::File {
+                    path: rel,
+                    format: format.to_string(),
+                    bytes,
+                },
+                None,
+                None,
+                None,
+            )
+        }
+    };
+    let limit = match &rows_clause.limit {
+        Some(e) => Some(positive_int(ev, e, &scope, "limit")?),
+        None => None,
+    };
+    let rows_expected = match (schema_rows, limit) {
+        (Some(r), Some(l)) => Some(r.min(l)),
+        (Some(r), None) => Some(r),
+        (None, l) => l,
+    };
+    let table = match (&into.table, &source) {
+        (Some(e), _) => text_value(ev, e, &scope, "a table name")?,
+        (None, RowSource::Schema(s)) => s.table.clone(),
+        (None, RowSource::File { .. }) => {
+            return ev.fail(
+                Diagnostic::error(Code::E0109, into.span, "rows from a file need a table name")
+                    .label("add `table \"name\"` to this clause"),
+            )
+        }
+    };
+    let batch_rows = match single(ev, &i.batch, |c| c.span, "batch") {
+        Some(c) => bounded_int(ev, &c.value, &scope, "the batch size", MAX_BATCH_ROWS),
+        None => Some(10_000),
+    };
+    let workers = match single(ev, &i.workers, |c| c.span, "workers") {
+        Some(c) => bounded_int(ev, &c.value, &scope, "workers", MAX_WORKERS),
+        None => Some(1),
+    };
+    let kind = ep.kind;
+    let ack = (|| match single(ev, &i.ack, |c| c.span, "ack") {
+        None => Some(default_ack(kind)),
+        Some(c) => match ev.eval(&c.value, &scope)? {
+            Value::None => Some(default_ack(kind)),
+            Value::Symbol(s) if s == "publish" || s == "per_batch" => {
+                let ack = if s == "publish" {
+                    Ack::Publish
+                } else {
+                    Ack::PerBatch
+                };
+                let fits = match ack {
+                    Ack::Publish => kind == ast::EndpointKind::Qwp,
+                    _ => !matches!(kind, ast::EndpointKind::IlpTcp | ast::EndpointKind::Null),
+                };
+                if !fits {
+                    return ev.fail(
+                        Diagnostic::error(
+                            Code::E0302,
+                            c.value.span,
+                            format!(
+                                "`ack {s}` does not fit the {} endpoint `{}`",
+                                kind.as_str(),
+                                ep.name()
+                            ),
+                        )
+                        .label(match kind {
+                            ast::EndpointKind::IlpTcp => {
+                                "ILP over TCP has no acknowledgements".to_string()
+                            }
+                            ast::EndpointKind::Null => {
+                                "the null sink acknowledges nothing".to_string()
+                            }
+                            _ => "only qwp publishes without waiting per batch".to_string(),
+                        }),
+                    );
+                }
+                Some(ack)
+            }
+            other => {
+                let d = if let Value::Symbol(w) = &other {
+                    Diagnostic::error(
+                        Code::E0203,
+                        c.value.span,
+                        format!("unknown ack policy `{w}`"),
+                    )
+                    .label("expected publish, per_batch or none")
+                } else {
+                    ev.mismatch(
+                        c.value.span,
+                        "an ack policy (publish, per_batch or none)",
+                        &other,
+                        &scope,
+                    )
+                };
+                ev.fail(d)
+            }
+        },
+    })();
+    let setup = match single(ev, &i.setup, |c| c.span, "setup") {
+        None => Some(Setup::Recreate),
+        Some(c) => word(ev, &c.value, &scope, &["recreate", "truncate", "shared"]).map(|w| match w
+            .as_str()
+        {
+            "truncate" => Setup::Truncate,
+            "shared" => Setup::Shared,
+            _ => Setup::Recreate,
+        }),
+    };
+    let teardown = match single(ev, &i.teardown, |c| c.span, "teardown") {
+        None => Some(Teardown::Keep),
+        Some(c) => word(ev, &c.value, &scope, &["keep", "drop"]).map(|w| match w.as_str() {
+            "drop" => Teardown::Drop,
+            _ => Teardown::Keep,
+        }),
+    };
+    // Default budget: 2 GiB of pre-encoded batches, across all workers of the cell.
+    let replay_budget = match single(ev, &i.replay, |r| r.span, "replay") {
+        None => Some(None),
+        Some(r) => match &r.budget {
+            None => Some(Some(2u64 << 30)),
+            Some(e) => match ev.eval(e, &scope) {
+                Some(Value::Size(b)) if b > 0 => Some(Some(b)),
+                Some(Value::Int(i)) => ev.fail(
+                    Diagnostic::error(
+                        Code::E0202,
+                        e.span,
+                        format!("`{i}` has no unit; a size is expected"),
+                    )
+                    .label(format!("write e.g. `{i}MiB` or `{i}GiB`")),
+                ),
+                Some(other) => {
+                    ev.fail(ev.mismatch(e.span, "a size such as `4GiB`", &other, &scope))
+                }
+                None => None,
+            },
+        },
+    };
+    let verify = match single(ev, &i.verify, |v| v.span, "verify") {
+        None => Some(None),
+        Some(v) => lower_verify(ev, v, tinst, target, ep, &endpoint, &table, range).map(Some),
+    };
+    let ingest_duration = match single(ev, &i.duration, |c| c.span, "duration") {
+        None => Some(None),
+        Some(c) => duration(ev, &c.value, &scope, false).map(|d| Some(Value::Duration(d))),
+    };
+    // Every clause above is checked before giving up, so all their mistakes show at once.
+    let (
+        Some(batch_rows),
+        Some(workers),
+        Some(ack),
+        Some(setup),
+        Some(teardown),
+        Some(verify),
+        Some(ingest_duration),
+    ) = (
+        batch_rows,
+        workers,
+        ack,
+        setup,
+        teardown,
+        verify,
+        ingest_duration,
+    )
+    else {
+        return None;
+    };
+    let routing = match (&series_col, &source) {
+        (Some(c), _) => format!("fnv1a64({c}) % workers"),
+        (None, RowSource::File { .. }) => "fnv1a64(first tag) % workers".to_string(),
+        (None, RowSource::Schema(_)) => "fnv1a64(row index) % workers".to_string(),
+    };
+    if setup == Setup::Shared && range.is_none() {
+        ev.error(
+            Diagnostic::error(
+                Code::E0501,
+                i.setup[0].value.span,
+                "`setup shared` counts rows inside the cell's time range",
+            )
+            .label("the rows have no timestamp progression")
+            .note("use `setup recreate` or `setup truncate`"),
+        );
+        return None;
+    }
+    let phase = IngestPhase {
+        name: i.name.name.clone(),
+        endpoint,
+        table,
+        source,
+        rows_expected,
+        bytes_expected: None,
+        batch_rows,
+        workers,
+        routing,
+        ack,
+        setup,
+        teardown,
+        verify,
+        calibrate: !i.calibrate.is_empty(),
+        replay_budget: replay_budget?,
+        duration: ingest_duration,
+    };
+    targets::check_store_admin(
+        ev,
+        &phase,
+        i.setup.first().map(|c| c.value.span),
+        i.teardown.first().map(|c| c.value.span),
+        into.span,
+    )?;
+    Some(phase)
+}
+
+pub(super) fn default_ack(kind: ast::EndpointKind) -> Ack {
+    match kind {
+        ast::EndpointKind::IlpTcp | ast::EndpointKind::Null => Ack::None,
+        ast::EndpointKind::Qwp => Ack::Publish,
+        _ => Ack::PerBatch,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn lower_verify(
+    ev: &Eval<'_>,
+    v: &ast::Verify,
+    tinst: InstanceId,
+    target: &ast::Target,
+    ingest_ep: &ast::Endpoint,
+    ingest_plan: &EndpointPlan,
+    table: &str,
+    range: Option<(i64, i64)>,
+) -> Ev<VerifyPlan> {
+    let within = match &v.within {
+        Some(e) => Value::Duration(duration(ev, e, &Scope::new(InstanceId::ROOT), false)?),
+        None => Value::Duration(60_000_000_000),
+    };
+    let default_sql = |ep: EndpointPlan| VerifyPlan {
+        endpoint: ep,
+        language: "sql".into(),
+        unit: "rows".into(),
+        query: format!("SELECT count(*) FROM {table}"),
+        within: within.clone(),
+    };
+    let from_rule = |rule: &ast::CountRule| -> Ev<VerifyPlan> {
+        let (ep, lang) = count_endpoint(ev, tinst, target, rule)?;
+        let query = count_query(ev, tinst, &rule.query, table, range)?;
+        Some(VerifyPlan {
+            endpoint: ep,
+            language: lang,
+            unit: match rule.unit {
+                ast::CountUnit::Rows => "rows".into(),
+                ast::CountUnit::Samples => "samples".into(),
+            },
+            query,
+            within: within.clone(),
+        })
+    };
+    match &v.via {
+        Some(path) => {
+            let (vt_inst, vt, used) = targets::resolve_target(ev, InstanceId::ROOT, path)?;
+            if used != path.len() - 1 {
+                return ev.fail(
+                    Diagnostic::error(
+                        Code::E0301,
+                        path[0].span.to(path[path.len() - 1].span),
+                        "name an endpoint: `verify visible via TARGET.ENDPOINT`",
+                    )
+                    .label("expected TARGET.ENDPOINT"),
+                );
+            }
+            let last = &path[path.len() - 1];
+            let ep = targets::find_endpoint(ev, vt, &last.name, last.span)?;
+            if let Some(rule) = vt.counts.iter().find(|c| c.endpoint.name == ep.name()) {
+                return from_rule(rule);
+            }
+            targets::check_fit(ev, ep, Operation::CountSql, last.span)?;
+            Some(default_sql(targets::endpoint_plan(ev, vt_inst, vt, ep)?))
+        }
+        None => {
+            if let Some(rule) = target.counts.first() {
+                return from_rule(rule);
+            }
+            if matches!(
+                ingest_ep.kind,
+                ast::EndpointKind::Pg | ast::EndpointKind::Sqlite
+            ) {
+                return Some(default_sql(ingest_plan.clone()));
+            }
+            if let Some(sql_ep) = target
+                .endpoints
+                .iter()
+                .find(|e| matches!(e.kind, ast::EndpointKind::Pg | ast::EndpointKind::Sqlite))
+            {
+                return Some(default_sql(targets::endpoint_plan(
+                    ev, tinst, target, sql_ep,
+                )?));
+            }
+            if ingest_ep.kind == ast::EndpointKind::Null {
+                return ev.fail(
+                    Diagnostic::error(Code::E0306, v.span, "the null sink keeps no rows to count")
+                        .label("remove `verify visible` for null cells"),
+                );
+            }
+            ev.fail(
+                Diagnostic::error(Code::E0306, v.span, format!("target `{}` has no way to count rows", target.name))
+                    .label("nothing to verify with")
+                    .also(target.name.span, "add a count rule to this target")
+                    .note("for example: count rows via pg sql \"SELECT count(*) FROM ${table}\", or count samples via http promql \"...\""),
+            )
+        }
+    }
+}

@@ -1,0 +1,498 @@
+//! Queries: a SQL template, its placeholders and binds (expressions or CSV files), lowered into
+//! a query plan.
+
+use super::expect::thresholds;
+use super::values::{as_gen, missing, single};
+use crate::check::{Ev, Eval, InstanceId, Scope};
+use crate::diag::{Code, Diagnostic};
+use crate::plan::*;
+use crate::syntax::ast;
+use crate::value::Value;
+
+/// The largest placeholder number. A number sizes a query's bind slots, so it must not come
+/// from the text unbounded (`$99999999` took 22 GB); 65,535 is as many parameters as
+/// PostgreSQL's Bind message can count.
+pub const MAX_PLACEHOLDER: u32 = 65_535;
+
+/// `$n` tokens of SQL text that are not placeholders: `$0` or past [`MAX_PLACEHOLDER`].
+pub fn bad_placeholders(sql: &str) -> Vec<String> {
+    let b = sql.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"') => {
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += 1;
+                }
+            }
+            b'$' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                let start = i + 1;
+                i += 1;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if !matches!(sql[start..i].parse::<u32>(), Ok(n) if (1..=MAX_PLACEHOLDER).contains(&n))
+                {
+                    out.push(sql[start - 1..i].to_string());
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// `$n` placeholders of SQL text, outside quotes and comments.
+pub fn placeholders(sql: &str) -> Vec<u32> {
+    let b = sql.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"') => {
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += 1;
+                }
+            }
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'$' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                let start = i + 1;
+                i += 1;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if let Ok(n) = sql[start..i].parse::<u32>() {
+                    if (1..=MAX_PLACEHOLDER).contains(&n) {
+                        out.push(n);
+                    }
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+pub(super) const CSV_TYPES: &[&str] = &[
+    "text",
+    "varchar",
+    "int",
+    "bigint",
+    "long",
+    "double",
+    "float8",
+    "bool",
+    "boolean",
+    "timestamp",
+    "timestamptz",
+];
+
+pub(super) fn csv_type_ty(t: &str) -> Ty {
+    match t {
+        "int" | "bigint" | "long" => Ty::Long,
+        "double" | "float8" => Ty::Double,
+        "bool" | "boolean" => Ty::Bool,
+        "timestamp" | "timestamptz" => Ty::Timestamp,
+        _ => Ty::Str,
+    }
+}
+
+pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64) -> Ev<QueryPlan> {
+    let mut scope = Scope::new(inst);
+    scope.binds = Some(Vec::new());
+    let mut ok = true;
+    let Some(sql_clause) = single(ev, &q.sql, |c| c.span, "sql") else {
+        return ev.fail(missing(
+            q.name.span,
+            "sql",
+            "sql \"SELECT count(*) FROM cpu WHERE hostname = $1\"",
+        ));
+    };
+    let sql = match ev.string(&sql_clause.value, &Scope::new(inst)) {
+        Some(t) => match t.as_lit() {
+            Some(s) => s,
+            None => {
+                return ev.fail(
+                    Diagnostic::error(
+                        Code::E0203,
+                        sql_clause.value.span,
+                        "SQL cannot contain env(...) values",
+                    )
+                    .label("secrets do not belong in SQL text"),
+                )
+            }
+        },
+        None => return None,
+    };
+    let used = placeholders(&sql);
+    // A set, so that the checks below cost the numbers used, not their product.
+    let used_set: std::collections::BTreeSet<u32> = used.iter().copied().collect();
+    let mut seen = std::collections::HashSet::new();
+    let bad: Vec<String> = bad_placeholders(&sql)
+        .into_iter()
+        .filter(|b| seen.insert(b.clone()))
+        .collect();
+    if !bad.is_empty() {
+        // One diagnostic for the whole SQL, however many there are.
+        let shown: Vec<String> = bad.iter().take(3).map(|b| format!("`{b}`")).collect();
+        let more = match bad.len() - shown.len() {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        let is = if bad.len() == 1 {
+            "is not a placeholder"
+        } else {
+            "are not placeholders"
+        };
+        ev.error(
+            Diagnostic::error(
+                Code::E0601,
+                sql_clause.value.span,
+                format!("{}{more} {is}", shown.join(", ")),
+            )
+            .label(format!(
+                "placeholders run $1, $2, ... up to ${MAX_PLACEHOLDER}"
+            )),
+        );
+        ok = false;
+    }
+    let max = used_set.last().copied().unwrap_or(0);
+    let gaps = number_ranges((1..=max).filter(|n| !used_set.contains(n)));
+    if !gaps.is_empty() {
+        ev.error(
+            Diagnostic::error(
+                Code::E0601,
+                sql_clause.value.span,
+                format!("the SQL uses ${max} but not {}", describe_ranges(&gaps)),
+            )
+            .label("placeholders must run $1, $2, ... without gaps"),
+        );
+        ok = false;
+    }
+    let label = match single(ev, &q.label, |c| c.span, "label") {
+        Some(c) => match ev.eval(&c.value, &scope) {
+            Some(Value::Str(t)) => t.redacted(),
+            Some(other) => {
+                ev.error(ev.mismatch(c.value.span, "a string", &other, &scope));
+                ok = false;
+                String::new()
+            }
+            None => {
+                ok = false;
+                String::new()
+            }
+        },
+        None => q.name.name.clone(),
+    };
+    let mut lets = Vec::new();
+    for l in &q.lets {
+        if scope.local(&l.name.name).is_some() {
+            ev.error(
+                Diagnostic::error(
+                    Code::E0103,
+                    l.name.span,
+                    format!("`{}` is defined twice", l.name),
+                )
+                .label("duplicate let"),
+            );
+            ok = false;
+            continue;
+        }
+        let Some(v) = ev.eval(&l.value, &scope) else {
+            scope.poisoned.push(l.name.name.clone());
+            ok = false;
+            continue;
+        };
+        let Some(ty) = ev.value_ty(&v, &scope) else {
+            ev.error(ev.mismatch(l.value.span, "a value or a generator", &v, &scope));
+            scope.poisoned.push(l.name.name.clone());
+            ok = false;
+            continue;
+        };
+        lets.push((l.name.name.clone(), as_gen(&v)));
+        scope.locals.push((
+            l.name.name.clone(),
+            Value::Gen(Box::new(Gen::Let {
+                name: l.name.name.clone(),
+            })),
+            Some(ty),
+        ));
+    }
+    let mut binds: Vec<BindPlan> = Vec::new();
+    let mut csv_plan = None;
+    if let Some(c) = single(ev, &q.csv, |c| c.span, "binds from csv") {
+        match lower_csv(ev, inst, c) {
+            Some(plan) => {
+                for (i, (name, t)) in plan.columns.iter().enumerate() {
+                    let index = i as u32 + 1;
+                    scope.binds.as_mut().unwrap().push((index, csv_type_ty(t)));
+                    let _ = name;
+                }
+                csv_plan = Some(plan);
+            }
+            None => {
+                // Keep the declared columns bound so one CSV problem does not cascade into
+                // "no bind" errors for every placeholder.
+                for (i, (_, t)) in c.columns.iter().enumerate() {
+                    scope
+                        .binds
+                        .as_mut()
+                        .unwrap()
+                        .push((i as u32 + 1, csv_type_ty(&t.name)));
+                }
+                ok = false;
+            }
+        }
+    }
+    for b in &q.binds {
+        if !used.contains(&b.index) {
+            ev.error(
+                Diagnostic::error(
+                    Code::E0601,
+                    b.index_span,
+                    format!("the SQL has no `${}`", b.index),
+                )
+                .label("this bind is never used")
+                .also(
+                    sql_clause.value.span,
+                    format!("placeholders in this SQL: {}", describe_placeholders(&used)),
+                ),
+            );
+            ok = false;
+            continue;
+        }
+        if scope
+            .binds
+            .as_ref()
+            .unwrap()
+            .iter()
+            .any(|(i, _)| *i == b.index)
+        {
+            ev.error(
+                Diagnostic::error(
+                    Code::E0601,
+                    b.index_span,
+                    format!("`${}` is bound twice", b.index),
+                )
+                .label(if csv_plan.is_some() {
+                    "already bound by a CSV column or an earlier bind"
+                } else {
+                    "already bound above"
+                }),
+            );
+            ok = false;
+            continue;
+        }
+        // A bind that fails still counts as bound, so one mistake is reported once.
+        let Some(v) = ev.eval(&b.value, &scope) else {
+            scope.binds.as_mut().unwrap().push((b.index, Ty::Str));
+            ok = false;
+            continue;
+        };
+        let Some(ty) = ev.value_ty(&v, &scope) else {
+            ev.error(ev.mismatch(b.value.span, "a value or a generator", &v, &scope));
+            scope.binds.as_mut().unwrap().push((b.index, Ty::Str));
+            ok = false;
+            continue;
+        };
+        if ty == Ty::Window {
+            ev.error(
+                Diagnostic::error(Code::E0201, b.value.span, "a window is not a bind value")
+                    .label("bind its `.start` or `.end`"),
+            );
+            ok = false;
+            continue;
+        }
+        scope.binds.as_mut().unwrap().push((b.index, ty));
+        binds.push(BindPlan {
+            index: b.index,
+            gen: as_gen(&v),
+        });
+    }
+    let bound: std::collections::BTreeSet<u32> = scope
+        .binds
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|(i, _)| *i)
+        .collect();
+    let unbound = number_ranges(used_set.iter().copied().filter(|n| !bound.contains(n)));
+    if let Some(&(first, _)) = unbound.first() {
+        let message = match unbound[..] {
+            [(a, b)] if a == b => format!("`${a}` has no bind"),
+            _ => format!("binds {} are missing", describe_ranges(&unbound)),
+        };
+        ev.error(
+            Diagnostic::error(Code::E0601, sql_clause.value.span, message)
+                .label(format!("add `bind ${first} = ...`"))
+                .also(q.name.span, "in this query"),
+        );
+        ok = false;
+    }
+    if let Some(plan) = &csv_plan {
+        if plan.columns.len() as u32 > max {
+            ev.error(
+                Diagnostic::error(
+                    Code::E0601,
+                    q.csv[0].span,
+                    format!(
+                        "{} CSV columns but the SQL has {} placeholder{}",
+                        plan.columns.len(),
+                        max,
+                        if max == 1 { "" } else { "s" }
+                    ),
+                )
+                .label("CSV columns bind $1, $2, ... in order"),
+            );
+            ok = false;
+        }
+    }
+    let route = match single(ev, &q.route, |c| c.span, "route by") {
+        Some(c) => match ev.eval(&c.value, &scope) {
+            Some(v @ Value::Gen(_)) => Some(as_gen(&v)),
+            Some(other) => {
+                ev.error(
+                    Diagnostic::error(
+                        Code::E0603,
+                        c.value.span,
+                        format!("`route by` needs a bind, found {}", other.kind()),
+                    )
+                    .label("route by a value that changes per query, such as `$1`"),
+                );
+                ok = false;
+                None
+            }
+            None => {
+                ok = false;
+                None
+            }
+        },
+        None => None,
+    };
+    let expects = thresholds(ev, &q.expects, &scope, true);
+    ok.then_some(QueryPlan {
+        name: q.name.name.clone(),
+        label,
+        sql,
+        placeholders: max,
+        lets,
+        binds,
+        csv: csv_plan,
+        route,
+        weight,
+        expects: expects?,
+    })
+}
+
+/// Increasing numbers as runs of consecutive ones: 2, 3, 4, 7 is (2, 4), (7, 7).
+pub(super) fn number_ranges(numbers: impl Iterator<Item = u32>) -> Vec<(u32, u32)> {
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for n in numbers {
+        match out.last_mut() {
+            Some((_, hi)) if hi.checked_add(1) == Some(n) => *hi = n,
+            _ => out.push((n, n)),
+        }
+    }
+    out
+}
+
+/// `$2`, `$4..$9`, ...: a handful of runs, then how many more, so a message stays one line.
+pub(super) fn describe_ranges(ranges: &[(u32, u32)]) -> String {
+    const SHOWN: usize = 5;
+    let mut parts: Vec<String> = ranges
+        .iter()
+        .take(SHOWN)
+        .map(|&(a, b)| match b - a {
+            0 => format!("${a}"),
+            1 => format!("${a}, ${b}"),
+            _ => format!("${a}..${b}"),
+        })
+        .collect();
+    if ranges.len() > SHOWN {
+        parts.push(format!("{} more", ranges.len() - SHOWN));
+    }
+    match &parts[..] {
+        [init @ .., last] if !init.is_empty() => format!("{} and {last}", init.join(", ")),
+        _ => parts.join(""),
+    }
+}
+
+pub(super) fn describe_placeholders(used: &[u32]) -> String {
+    if used.is_empty() {
+        return "none".to_string();
+    }
+    let mut u = used.to_vec();
+    u.sort_unstable();
+    u.dedup();
+    describe_ranges(&number_ranges(u.into_iter()))
+}
+
+pub(super) fn lower_csv(ev: &Eval<'_>, inst: InstanceId, c: &ast::CsvBinds) -> Ev<CsvPlan> {
+    let Some(path) = c.path.as_plain() else {
+        return ev.fail(
+            Diagnostic::error(Code::E0602, c.path.span, "CSV paths cannot interpolate")
+                .label("write the path literally"),
+        );
+    };
+    let table = crate::check::read_csv_header(ev, inst, &path, c.path.span)?;
+    let mut ok = true;
+    let mut columns = Vec::new();
+    for (name, ty) in &c.columns {
+        if !CSV_TYPES.contains(&ty.name.as_str()) {
+            ev.error(
+                Diagnostic::error(
+                    Code::E0602,
+                    ty.span,
+                    format!("unknown CSV column type `{ty}`"),
+                )
+                .label("not a CSV bind type")
+                .note(format!("types: {}", CSV_TYPES.join(", "))),
+            );
+            ok = false;
+        }
+        if !table.header.contains(&name.name) {
+            let mut d = Diagnostic::error(
+                Code::E0602,
+                name.span,
+                format!("`{path}` has no column `{name}`"),
+            )
+            .label("not in the CSV header")
+            .note(format!("the header is: {}", table.header.join(",")));
+            if let Some(s) =
+                crate::diag::suggest(&name.name, table.header.iter().map(String::as_str))
+            {
+                d = d.note(format!("did you mean `{s}`?"));
+            }
+            ev.error(d);
+            ok = false;
+        }
+        columns.push((name.name.clone(), ty.name.clone()));
+    }
+    if table.rows == 0 {
+        ev.error(
+            Diagnostic::error(
+                Code::E0602,
+                c.path.span,
+                format!("`{path}` has a header but no rows"),
+            )
+            .label("nothing to bind"),
+        );
+        ok = false;
+    }
+    ok.then_some(CsvPlan {
+        path,
+        columns,
+        rows: table.rows,
+    })
+}
