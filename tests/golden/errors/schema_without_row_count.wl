@@ -1,0 +1,5 @@
+target db { sqlite "bench.db" }
+schema s {
+  field a: long = seq()
+}
+ingest load { into db via sqlite  rows s }
