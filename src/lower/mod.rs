@@ -7,6 +7,7 @@
 //! program; `check` never imports `lower`.
 
 mod cell;
+mod column;
 mod expect;
 mod ingest;
 mod query;
