@@ -22,34 +22,75 @@ pub(super) fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Ph
     };
     let queries = single(ev, &r.queries, |c| c.span, "queries");
     let request = single(ev, &r.request, |c| c.span, "request");
-    let op = match (queries, request) {
-        (Some(_), Some(rq)) => {
-            return ev.fail(
-                Diagnostic::error(
-                    Code::E0701,
-                    rq.span,
-                    "a run has either `queries` or `request`, not both",
-                )
-                .label("split this into two runs"),
-            )
+    let op = run_operation(ev, r, queries.is_some(), request)?;
+    let endpoint = run_endpoint(ev, r, against, op, &scope)?;
+    let Some(common) = run_clauses(ev, r, op, &scope) else {
+        // Still check the queries, so their mistakes show too.
+        if let Some(sel) = queries {
+            for s in &sel.value {
+                if let Some(qs) = select_queries(ev, s) {
+                    for (qi, q) in qs {
+                        let _ = lower_query(ev, qi, q, 1.0);
+                    }
+                }
+            }
         }
-        (None, None) => {
-            return ev.fail(
-                Diagnostic::error(
-                    Code::E0109,
-                    r.name.span,
-                    "a run needs `queries` or `request`",
-                )
-                .label("nothing to run")
-                .note("for example: queries tsbsq.*   or   request pull.request"),
-            )
-        }
-        (Some(_), None) => Operation::Queries,
-        (None, Some(_)) => Operation::Requests,
+        return None;
     };
+    check_same_fits(ev, r, against, op)?;
+    match op {
+        Operation::Queries => {
+            let sel = queries.expect("query run");
+            query_run(ev, r, sel, endpoint, common, &scope).map(Phase::Queries)
+        }
+        _ => {
+            let rq = request.expect("request run");
+            request_run(ev, r, rq, endpoint, common, hooks, &scope).map(Phase::Requests)
+        }
+    }
+}
+
+/// A run has `queries` or `request`, exactly one.
+fn run_operation(
+    ev: &Eval<'_>,
+    r: &ast::Run,
+    queries: bool,
+    request: Option<&ast::Clause<ast::RequestSpec>>,
+) -> Option<Operation> {
+    match (queries, request) {
+        (true, Some(rq)) => ev.fail(
+            Diagnostic::error(
+                Code::E0701,
+                rq.span,
+                "a run has either `queries` or `request`, not both",
+            )
+            .label("split this into two runs"),
+        ),
+        (false, None) => ev.fail(
+            Diagnostic::error(
+                Code::E0109,
+                r.name.span,
+                "a run needs `queries` or `request`",
+            )
+            .label("nothing to run")
+            .note("for example: queries tsbsq.*   or   request pull.request"),
+        ),
+        (true, None) => Some(Operation::Queries),
+        (false, Some(_)) => Some(Operation::Requests),
+    }
+}
+
+/// The endpoint `against T via E` or `against T.E` names, fit for the run's operation.
+fn run_endpoint(
+    ev: &Eval<'_>,
+    r: &ast::Run,
+    against: &ast::Against,
+    op: Operation,
+    scope: &Scope,
+) -> Option<EndpointPlan> {
     let (tinst, target, used) = targets::resolve_target(ev, InstanceId::ROOT, &against.target)?;
     let (ep_name, ep_span) = match (&against.via, used == against.target.len()) {
-        (Some(via), true) => via_name(ev, via, &r.name, &scope)?,
+        (Some(via), true) => via_name(ev, via, &r.name, scope)?,
         (None, false) if used == against.target.len() - 1 => {
             let last = &against.target[against.target.len() - 1];
             (last.name.clone(), last.span)
@@ -73,23 +114,80 @@ pub(super) fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Ph
     };
     let ep = targets::find_endpoint(ev, target, &ep_name, ep_span)?;
     targets::check_fit(ev, ep, op, ep_span)?;
-    let endpoint = targets::endpoint_plan(ev, tinst, target, ep)?;
+    targets::endpoint_plan(ev, tinst, target, ep)
+}
 
-    // Each clause is checked even when an earlier one failed, so every mistake shows at once.
+/// The clauses query and request runs share.
+struct RunClauses {
+    workers: u64,
+    stop: Stop,
+    warmup: Option<Value>,
+    repeat: u64,
+    stop_after_errors: Option<u64>,
+    load: Load,
+    expects: Vec<Threshold>,
+}
+
+/// Each clause is checked even when an earlier one failed, so every mistake shows at once.
+fn run_clauses(ev: &Eval<'_>, r: &ast::Run, op: Operation, scope: &Scope) -> Option<RunClauses> {
     let workers = match single(ev, &r.workers, |c| c.span, "workers") {
-        Some(c) => bounded_int(ev, &c.value, &scope, "workers", MAX_WORKERS),
+        Some(c) => bounded_int(ev, &c.value, scope, "workers", MAX_WORKERS),
         None => Some(1),
     };
+    let stop = run_stop(ev, r, op, scope);
+    let warmup = match single(ev, &r.warmup, |c| c.span, "warmup") {
+        None => Some(None),
+        Some(c) => match ev.eval(&c.value, scope) {
+            Some(v @ Value::Int(i)) if i >= 0 => Some(Some(v)),
+            Some(v @ Value::Duration(d)) if d >= 0 => Some(Some(v)),
+            Some(other) => {
+                ev.fail(ev.mismatch(c.value.span, "a warm-up count or duration", &other, scope))
+            }
+            None => None,
+        },
+    };
+    let repeat = match single(ev, &r.repeat, |c| c.span, "repeat") {
+        Some(c) => positive_int(ev, &c.value, scope, "repeat"),
+        None => Some(1),
+    };
+    let stop_after_errors = match single(ev, &r.stop_after, |c| c.span, "stop after") {
+        Some(c) => positive_int(ev, &c.value, scope, "`stop after N errors`").map(Some),
+        None => Some(None),
+    };
+    let load = match single(ev, &r.rate, |c| c.span, "rate") {
+        None => Some(Load::Closed),
+        Some(c) => rate(ev, &c.value.rate, scope).map(|x| Load::Open {
+            rate: Value::Rate(x),
+            arrival: match c.value.arrival {
+                Some(ast::Arrival::Poisson) => "poisson".into(),
+                _ => "fixed".into(),
+            },
+        }),
+    };
+    let expects = thresholds(ev, &r.expects, scope, false);
+    Some(RunClauses {
+        workers: workers?,
+        stop: stop?,
+        warmup: warmup?,
+        repeat: repeat?,
+        stop_after_errors: stop_after_errors?,
+        load: load?,
+        expects: expects?,
+    })
+}
+
+/// `count N [per query]` or `duration D`, exactly one.
+fn run_stop(ev: &Eval<'_>, r: &ast::Run, op: Operation, scope: &Scope) -> Option<Stop> {
     let count = single(ev, &r.count, |c| c.span, "count");
     let run_duration = single(ev, &r.duration, |c| c.span, "duration");
     let stop = match (count, run_duration) {
         (Some(c), None) => {
-            positive_int(ev, &c.value.count, &scope, "the count").map(|n| Stop::Count {
+            positive_int(ev, &c.value.count, scope, "the count").map(|n| Stop::Count {
                 count: n,
                 per_query: c.value.per_query,
             })
         }
-        (None, Some(d)) => duration(ev, &d.value, &scope, false).map(|x| Stop::Duration {
+        (None, Some(d)) => duration(ev, &d.value, scope, false).map(|x| Stop::Duration {
             duration: Value::Duration(x),
         }),
         (Some(_), Some(d)) => ev.fail(
@@ -106,7 +204,7 @@ pub(super) fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Ph
             "count 1000 per query   or   duration 60s",
         )),
     };
-    let stop = match (stop, op) {
+    match (stop, op) {
         (
             Some(Stop::Count {
                 per_query: true, ..
@@ -121,271 +219,233 @@ pub(super) fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Ph
             .label("request runs have no queries"),
         ),
         (s, _) => s,
+    }
+}
+
+/// `check same results across endpoints` needs a query run over a list of endpoints.
+fn check_same_fits(
+    ev: &Eval<'_>,
+    r: &ast::Run,
+    against: &ast::Against,
+    op: Operation,
+) -> Option<()> {
+    let Some(span) = r.check_same.first() else {
+        return Some(());
     };
-    let warmup = match single(ev, &r.warmup, |c| c.span, "warmup") {
-        None => Some(None),
-        Some(c) => match ev.eval(&c.value, &scope) {
-            Some(v @ Value::Int(i)) if i >= 0 => Some(Some(v)),
-            Some(v @ Value::Duration(d)) if d >= 0 => Some(Some(v)),
-            Some(other) => {
-                ev.fail(ev.mismatch(c.value.span, "a warm-up count or duration", &other, &scope))
+    if !matches!(against.via, Some(ast::Via::List(..))) {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0701,
+                *span,
+                "`check same results across endpoints` needs several endpoints",
+            )
+            .label("this run uses one endpoint")
+            .note("write `against T via [pg, http, qwp]`"),
+        );
+    }
+    if op == Operation::Requests {
+        return ev.fail(
+            Diagnostic::error(Code::E0701, *span, "result checks apply to query runs")
+                .label("not a query run"),
+        );
+    }
+    Some(())
+}
+
+/// A query run: the selected queries with their weights, and its `require` guards.
+fn query_run(
+    ev: &Eval<'_>,
+    r: &ast::Run,
+    sel: &ast::Clause<Vec<ast::QuerySelector>>,
+    endpoint: EndpointPlan,
+    common: RunClauses,
+    scope: &Scope,
+) -> Option<QueryPhase> {
+    if let Some(e) = r
+        .expects
+        .iter()
+        .find(|e| matches!(e, ast::Expect::Body(..)))
+    {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0702,
+                e.span(),
+                "`expect body` belongs to request runs",
+            )
+            .label("queries have no HTTP body to check"),
+        );
+    }
+    if common.expects.iter().any(|t| t.metric == "status") {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0702,
+                r.expects
+                    .iter()
+                    .find(|e| matches!(e, ast::Expect::Status(..)))
+                    .map_or(r.name.span, |e| e.span()),
+                "`expect status` belongs to request runs",
+            )
+            .label("queries have no HTTP status to expect"),
+        );
+    }
+    let mut plans = Vec::new();
+    let mut weighted = false;
+    let mut ok = true;
+    for s in &sel.value {
+        let weight = match &s.weight {
+            Some(w) => {
+                weighted = true;
+                match ev.eval(w, scope) {
+                    Some(Value::Int(i)) if i > 0 => i as f64,
+                    Some(Value::Float(f)) if f > 0.0 => f,
+                    Some(other) => {
+                        ev.error(ev.mismatch(w.span, "a positive weight", &other, scope));
+                        ok = false;
+                        continue;
+                    }
+                    None => {
+                        ok = false;
+                        continue;
+                    }
+                }
             }
-            None => None,
+            None => 1.0,
+        };
+        for (qinst, q) in select_queries(ev, s)? {
+            match lower_query(ev, qinst, q, weight) {
+                Some(p) => plans.push(p),
+                None => ok = false,
+            }
+        }
+    }
+    let mut require_plans = Vec::new();
+    for c in &r.require {
+        match require(ev, c, scope) {
+            Some(x) => require_plans.push(x),
+            None => ok = false,
+        }
+    }
+    if !ok {
+        return None;
+    }
+    Some(QueryPhase {
+        name: r.name.name.clone(),
+        endpoint,
+        queries: plans,
+        mix: if weighted {
+            "weighted".into()
+        } else {
+            "round_robin".into()
+        },
+        workers: common.workers,
+        load: common.load,
+        stop: common.stop,
+        warmup: common.warmup,
+        repeat: common.repeat,
+        stop_after_errors: common.stop_after_errors,
+        require: require_plans,
+        expects: common.expects,
+        check_same_results: !r.check_same.is_empty(),
+    })
+}
+
+/// A request run: a hook's requests or one fixed HTTP request, with its guards and body checks.
+fn request_run(
+    ev: &Eval<'_>,
+    r: &ast::Run,
+    rq: &ast::Clause<ast::RequestSpec>,
+    endpoint: EndpointPlan,
+    common: RunClauses,
+    hooks: &Hooks,
+    scope: &Scope,
+) -> Option<RequestPhase> {
+    let mut require_plans = Vec::new();
+    for c in &r.require {
+        require_plans.push(require(ev, c, scope)?);
+    }
+    let body = body_checks(ev, &r.expects, scope)?;
+    let request = match &rq.value {
+        ast::RequestSpec::Hook(path) => hook_request(ev, rq.span, path, hooks)?,
+        ast::RequestSpec::Fixed { method, path, body } => {
+            fixed_request(ev, rq.span, method, path, body.as_ref(), &endpoint, scope)?
+        }
+    };
+    Some(RequestPhase {
+        name: r.name.name.clone(),
+        endpoint,
+        request,
+        workers: common.workers,
+        load: common.load,
+        stop: common.stop,
+        warmup: common.warmup,
+        repeat: common.repeat,
+        stop_after_errors: common.stop_after_errors,
+        require: require_plans,
+        expects: common.expects,
+        body,
+    })
+}
+
+/// `request GET "/path" [body "..."]` over an `http` endpoint.
+fn fixed_request(
+    ev: &Eval<'_>,
+    span: Span,
+    method: &str,
+    path: &ast::Expr,
+    body: Option<&ast::Expr>,
+    endpoint: &EndpointPlan,
+    scope: &Scope,
+) -> Option<RequestPlan> {
+    if endpoint.kind != "http" {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0302,
+                span,
+                format!(
+                    "a fixed HTTP request needs an `http` endpoint, not `{}`",
+                    endpoint.kind
+                ),
+            )
+            .label("an HTTP request")
+            .note("SQL endpoints take requests from a hook: `#{sql, binds}`"),
+        );
+    }
+    let path = match ev.eval(path, scope)? {
+        Value::Str(t) if t.as_lit().is_some_and(|p| p.starts_with('/')) => {
+            t.as_lit().unwrap_or_default().to_string()
+        }
+        Value::Str(_) => {
+            return ev.fail(
+                Diagnostic::error(Code::E0202, path.span, "a request path starts with `/`")
+                    .label("for example \"/query\""),
+            )
+        }
+        other => return ev.fail(ev.mismatch(path.span, "a path string", &other, scope)),
+    };
+    let body = match body {
+        None => None,
+        Some(b) => match ev.eval(b, scope)? {
+            Value::Str(t) => match t.as_lit() {
+                Some(p) => Some(p.to_string()),
+                None => {
+                    return ev.fail(
+                        Diagnostic::error(
+                            Code::E0202,
+                            b.span,
+                            "a request body cannot carry a secret from `env(...)`",
+                        )
+                        .label("bodies are printed in plans"),
+                    )
+                }
+            },
+            other => return ev.fail(ev.mismatch(b.span, "a body string", &other, scope)),
         },
     };
-    let repeat = match single(ev, &r.repeat, |c| c.span, "repeat") {
-        Some(c) => positive_int(ev, &c.value, &scope, "repeat"),
-        None => Some(1),
-    };
-    let stop_after_errors = match single(ev, &r.stop_after, |c| c.span, "stop after") {
-        Some(c) => positive_int(ev, &c.value, &scope, "`stop after N errors`").map(Some),
-        None => Some(None),
-    };
-    let load = match single(ev, &r.rate, |c| c.span, "rate") {
-        None => Some(Load::Closed),
-        Some(c) => rate(ev, &c.value.rate, &scope).map(|x| Load::Open {
-            rate: Value::Rate(x),
-            arrival: match c.value.arrival {
-                Some(ast::Arrival::Poisson) => "poisson".into(),
-                _ => "fixed".into(),
-            },
-        }),
-    };
-    let expects = thresholds(ev, &r.expects, &scope, false);
-    let (
-        Some(workers),
-        Some(stop),
-        Some(warmup),
-        Some(repeat),
-        Some(stop_after_errors),
-        Some(load),
-        Some(expects),
-    ) = (
-        workers,
-        stop,
-        warmup,
-        repeat,
-        stop_after_errors,
-        load,
-        expects,
-    )
-    else {
-        // Still check the queries, so their mistakes show too.
-        if let Some(sel) = queries {
-            for s in &sel.value {
-                if let Some(qs) = select_queries(ev, s) {
-                    for (qi, q) in qs {
-                        let _ = lower_query(ev, qi, q, 1.0);
-                    }
-                }
-            }
-        }
-        return None;
-    };
-    let list_via = matches!(against.via, Some(ast::Via::List(..)));
-    if let Some(span) = r.check_same.first() {
-        if !list_via {
-            ev.error(
-                Diagnostic::error(
-                    Code::E0701,
-                    *span,
-                    "`check same results across endpoints` needs several endpoints",
-                )
-                .label("this run uses one endpoint")
-                .note("write `against T via [pg, http, qwp]`"),
-            );
-            return None;
-        }
-        if op == Operation::Requests {
-            ev.error(
-                Diagnostic::error(Code::E0701, *span, "result checks apply to query runs")
-                    .label("not a query run"),
-            );
-            return None;
-        }
-    }
-    match op {
-        Operation::Queries => {
-            if let Some(e) = r
-                .expects
-                .iter()
-                .find(|e| matches!(e, ast::Expect::Body(..)))
-            {
-                ev.error(
-                    Diagnostic::error(
-                        Code::E0702,
-                        e.span(),
-                        "`expect body` belongs to request runs",
-                    )
-                    .label("queries have no HTTP body to check"),
-                );
-                return None;
-            }
-            if expects.iter().any(|t| t.metric == "status") {
-                ev.error(
-                    Diagnostic::error(
-                        Code::E0702,
-                        r.expects
-                            .iter()
-                            .find(|e| matches!(e, ast::Expect::Status(..)))
-                            .map_or(r.name.span, |e| e.span()),
-                        "`expect status` belongs to request runs",
-                    )
-                    .label("queries have no HTTP status to expect"),
-                );
-                return None;
-            }
-            let sel = queries.expect("query run");
-            let mut plans = Vec::new();
-            let mut weighted = false;
-            let mut ok = true;
-            for s in &sel.value {
-                let weight = match &s.weight {
-                    Some(w) => {
-                        weighted = true;
-                        match ev.eval(w, &scope) {
-                            Some(Value::Int(i)) if i > 0 => i as f64,
-                            Some(Value::Float(f)) if f > 0.0 => f,
-                            Some(other) => {
-                                ev.error(ev.mismatch(w.span, "a positive weight", &other, &scope));
-                                ok = false;
-                                continue;
-                            }
-                            None => {
-                                ok = false;
-                                continue;
-                            }
-                        }
-                    }
-                    None => 1.0,
-                };
-                for (qinst, q) in select_queries(ev, s)? {
-                    match lower_query(ev, qinst, q, weight) {
-                        Some(p) => plans.push(p),
-                        None => ok = false,
-                    }
-                }
-            }
-            let mut require_plans = Vec::new();
-            for c in &r.require {
-                match require(ev, c, &scope) {
-                    Some(x) => require_plans.push(x),
-                    None => ok = false,
-                }
-            }
-            if !ok {
-                return None;
-            }
-            Some(Phase::Queries(QueryPhase {
-                name: r.name.name.clone(),
-                endpoint,
-                queries: plans,
-                mix: if weighted {
-                    "weighted".into()
-                } else {
-                    "round_robin".into()
-                },
-                workers,
-                load,
-                stop,
-                warmup,
-                repeat,
-                stop_after_errors,
-                require: require_plans,
-                expects,
-                check_same_results: !r.check_same.is_empty(),
-            }))
-        }
-        _ => {
-            let rq = request.expect("request run");
-            let mut require_plans = Vec::new();
-            for c in &r.require {
-                require_plans.push(require(ev, c, &scope)?);
-            }
-            let body = body_checks(ev, &r.expects, &scope)?;
-            let request = match &rq.value {
-                ast::RequestSpec::Hook(path) => hook_request(ev, rq.span, path, hooks)?,
-                ast::RequestSpec::Fixed { method, path, body } => {
-                    if endpoint.kind != "http" {
-                        return ev.fail(
-                            Diagnostic::error(
-                                Code::E0302,
-                                rq.span,
-                                format!(
-                                    "a fixed HTTP request needs an `http` endpoint, not `{}`",
-                                    endpoint.kind
-                                ),
-                            )
-                            .label("an HTTP request")
-                            .note("SQL endpoints take requests from a hook: `#{sql, binds}`"),
-                        );
-                    }
-                    let path = match ev.eval(path, &scope)? {
-                        Value::Str(t) if t.as_lit().is_some_and(|p| p.starts_with('/')) => {
-                            t.as_lit().unwrap_or_default().to_string()
-                        }
-                        Value::Str(_) => {
-                            return ev.fail(
-                                Diagnostic::error(
-                                    Code::E0202,
-                                    path.span,
-                                    "a request path starts with `/`",
-                                )
-                                .label("for example \"/query\""),
-                            )
-                        }
-                        other => {
-                            return ev.fail(ev.mismatch(path.span, "a path string", &other, &scope))
-                        }
-                    };
-                    let body =
-                        match body {
-                            None => None,
-                            Some(b) => match ev.eval(b, &scope)? {
-                                Value::Str(t) => match t.as_lit() {
-                                    Some(p) => Some(p.to_string()),
-                                    None => return ev.fail(
-                                        Diagnostic::error(
-                                            Code::E0202,
-                                            b.span,
-                                            "a request body cannot carry a secret from `env(...)`",
-                                        )
-                                        .label("bodies are printed in plans"),
-                                    ),
-                                },
-                                other => {
-                                    return ev.fail(ev.mismatch(
-                                        b.span,
-                                        "a body string",
-                                        &other,
-                                        &scope,
-                                    ))
-                                }
-                            },
-                        };
-                    RequestPlan::Fixed {
-                        method: method.clone(),
-                        path,
-                        body,
-                    }
-                }
-            };
-            Some(Phase::Requests(RequestPhase {
-                name: r.name.name.clone(),
-                endpoint,
-                request,
-                workers,
-                load,
-                stop,
-                warmup,
-                repeat,
-                stop_after_errors,
-                require: require_plans,
-                expects,
-                body,
-            }))
-        }
-    }
+    Some(RequestPlan::Fixed {
+        method: method.to_string(),
+        path,
+        body,
+    })
 }
 
 /// `expect body ...` of a request run.
