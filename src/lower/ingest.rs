@@ -24,101 +24,23 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
     let Some(rows_clause) = rows_clause else {
         return ev.fail(missing(i.name.span, "rows", "rows tsbs.cpu"));
     };
-    let target_name = target_name(ev, &into.target, &scope)?;
-    let (tinst, target, _) =
-        targets::resolve_target(ev, InstanceId::ROOT, std::slice::from_ref(&target_name))?;
-    let (ep_name, ep_span) = via_name(ev, &into.via, &i.name, &scope)?;
-    let ep = targets::find_endpoint(ev, target, &ep_name, ep_span)?;
-    targets::check_fit(ev, ep, Operation::Ingest, ep_span)?;
-    let endpoint = targets::endpoint_plan(ev, tinst, target, ep)?;
-
-    let (source, schema_rows, range, series_col) = match &rows_clause.source {
-        ast::RowsSource::Schema(path) => match ev.resolve_decl(path, InstanceId::ROOT) {
-            Ok((sinst, Decl::Schema(s), used)) if used == path.len() => {
-                let plan = lower_schema(ev, sinst, s)?;
-                let rows = plan.rows;
-                let range = plan.time.as_ref().map(|t| match (&t.start, &t.step) {
-                    (Value::Timestamp(s), Value::Duration(d)) => (*s, s + d * t.count as i64),
-                    _ => (0, 0),
-                });
-                let series_col = plan
-                    .columns
-                    .iter()
-                    .find(|c| c.role == "series")
-                    .map(|c| c.name.clone());
-                (RowSource::Schema(plan), Some(rows), range, series_col)
-            }
-            Ok((_, d, _)) => {
-                return ev.fail(
-                    Diagnostic::error(
-                        Code::E0201,
-                        path[0].span.to(path[path.len() - 1].span),
-                        format!("`{}` is a {}, not a schema", join(path), d.kind()),
-                    )
-                    .label("expected a schema"),
-                )
-            }
-            Err(d) => return ev.fail(d),
-        },
-        ast::RowsSource::File(f) => {
-            let Some(rel) = f.as_plain() else {
-                return ev.fail(
-                    Diagnostic::error(Code::E0203, f.span, "file paths cannot interpolate")
-                        .label("write the path literally"),
-                );
-            };
-            let format = match rel.rsplit('.').next() {
-                Some("ilp" | "lp") => "ilp",
-                Some("csv") => "csv",
-                Some("wlb" | "bin") => "bin",
-                Some("qwp") => "tsbs-qwp",
-                _ => {
-                    return ev.fail(
-                        Diagnostic::error(
-                            Code::E0203,
-                            f.span,
-                            format!("cannot tell the format of `{rel}`"),
-                        )
-                        .label("expected a .ilp, .lp, .csv, .wlb or .qwp file"),
-                    )
-                }
-            };
-            let dir = ev.prog.root().dir.clone().unwrap_or_default();
-            let bytes = std::fs::metadata(dir.join(&rel)).ok().map(|m| m.len());
-            if bytes.is_some() {
-                ev.prog
-                    .inputs
-                    .record(crate::source::Origin::Disk(dir.join(&rel)));
-            }
-            if bytes.is_none() {
-                ev.error(
-                    Diagnostic::warning(Code::W0004, f.span, format!("`{rel}` does not exist yet"))
-                        .label("the run will fail unless it is generated first")
-                        .note("generate it with `wlrun gen`"),
-                );
-            }
-            (
-                RowSource::File {
-                    path: rel,
-                    format: format.to_string(),
-                    bytes,
-                },
-                None,
-                None,
-                None,
-            )
-        }
-    };
+    let Endpoint {
+        tinst,
+        target,
+        ep,
+        plan: endpoint,
+    } = ingest_endpoint(ev, i, into, &scope)?;
+    let rows = row_source(ev, &rows_clause.source)?;
     let limit = match &rows_clause.limit {
         Some(e) => Some(positive_int(ev, e, &scope, "limit")?),
         None => None,
     };
-    let rows_expected = match (schema_rows, limit) {
+    let rows_expected = match (rows.schema_rows, limit) {
         (Some(r), Some(l)) => Some(r.min(l)),
         (Some(r), None) => Some(r),
         (None, l) => l,
     };
-    let table = match (&into.table, &source) {
+    let table = match (&into.table, &rows.source) {
         (Some(e), _) => text_value(ev, e, &scope, "a table name")?,
         (None, RowSource::Schema(s)) => s.table.clone(),
         (None, RowSource::File { .. }) => {
@@ -136,107 +58,12 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         Some(c) => bounded_int(ev, &c.value, &scope, "workers", MAX_WORKERS),
         None => Some(1),
     };
-    let kind = ep.kind;
-    let ack = (|| match single(ev, &i.ack, |c| c.span, "ack") {
-        None => Some(default_ack(kind)),
-        Some(c) => match ev.eval(&c.value, &scope)? {
-            Value::None => Some(default_ack(kind)),
-            Value::Symbol(s) if s == "publish" || s == "per_batch" => {
-                let ack = if s == "publish" {
-                    Ack::Publish
-                } else {
-                    Ack::PerBatch
-                };
-                let fits = match ack {
-                    Ack::Publish => kind == ast::EndpointKind::Qwp,
-                    _ => !matches!(kind, ast::EndpointKind::IlpTcp | ast::EndpointKind::Null),
-                };
-                if !fits {
-                    return ev.fail(
-                        Diagnostic::error(
-                            Code::E0302,
-                            c.value.span,
-                            format!(
-                                "`ack {s}` does not fit the {} endpoint `{}`",
-                                kind.as_str(),
-                                ep.name()
-                            ),
-                        )
-                        .label(match kind {
-                            ast::EndpointKind::IlpTcp => {
-                                "ILP over TCP has no acknowledgements".to_string()
-                            }
-                            ast::EndpointKind::Null => {
-                                "the null sink acknowledges nothing".to_string()
-                            }
-                            _ => "only qwp publishes without waiting per batch".to_string(),
-                        }),
-                    );
-                }
-                Some(ack)
-            }
-            other => {
-                let d = if let Value::Symbol(w) = &other {
-                    Diagnostic::error(
-                        Code::E0203,
-                        c.value.span,
-                        format!("unknown ack policy `{w}`"),
-                    )
-                    .label("expected publish, per_batch or none")
-                } else {
-                    ev.mismatch(
-                        c.value.span,
-                        "an ack policy (publish, per_batch or none)",
-                        &other,
-                        &scope,
-                    )
-                };
-                ev.fail(d)
-            }
-        },
-    })();
-    let setup = match single(ev, &i.setup, |c| c.span, "setup") {
-        None => Some(Setup::Recreate),
-        Some(c) => word(ev, &c.value, &scope, &["recreate", "truncate", "shared"]).map(|w| match w
-            .as_str()
-        {
-            "truncate" => Setup::Truncate,
-            "shared" => Setup::Shared,
-            _ => Setup::Recreate,
-        }),
-    };
-    let teardown = match single(ev, &i.teardown, |c| c.span, "teardown") {
-        None => Some(Teardown::Keep),
-        Some(c) => word(ev, &c.value, &scope, &["keep", "drop"]).map(|w| match w.as_str() {
-            "drop" => Teardown::Drop,
-            _ => Teardown::Keep,
-        }),
-    };
-    // Default budget: 2 GiB of pre-encoded batches, across all workers of the cell.
-    let replay_budget = match single(ev, &i.replay, |r| r.span, "replay") {
-        None => Some(None),
-        Some(r) => match &r.budget {
-            None => Some(Some(2u64 << 30)),
-            Some(e) => match ev.eval(e, &scope) {
-                Some(Value::Size(b)) if b > 0 => Some(Some(b)),
-                Some(Value::Int(i)) => ev.fail(
-                    Diagnostic::error(
-                        Code::E0202,
-                        e.span,
-                        format!("`{i}` has no unit; a size is expected"),
-                    )
-                    .label(format!("write e.g. `{i}MiB` or `{i}GiB`")),
-                ),
-                Some(other) => {
-                    ev.fail(ev.mismatch(e.span, "a size such as `4GiB`", &other, &scope))
-                }
-                None => None,
-            },
-        },
-    };
+    let ack = ingest_ack(ev, i, ep, &scope);
+    let (setup, teardown) = setup_and_teardown(ev, i, &scope);
+    let replay_budget = replay_budget(ev, i, &scope);
     let verify = match single(ev, &i.verify, |v| v.span, "verify") {
         None => Some(None),
-        Some(v) => lower_verify(ev, v, tinst, target, ep, &endpoint, &table, range).map(Some),
+        Some(v) => lower_verify(ev, v, tinst, target, ep, &endpoint, &table, rows.range).map(Some),
     };
     let ingest_duration = match single(ev, &i.duration, |c| c.span, "duration") {
         None => Some(None),
@@ -263,13 +90,13 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
     else {
         return None;
     };
-    let routing = match (&series_col, &source) {
+    let routing = match (&rows.series_col, &rows.source) {
         (Some(c), _) => format!("fnv1a64({c}) % workers"),
         (None, RowSource::File { .. }) => "fnv1a64(first tag) % workers".to_string(),
         (None, RowSource::Schema(_)) => "fnv1a64(row index) % workers".to_string(),
     };
-    if setup == Setup::Shared && range.is_none() {
-        ev.error(
+    if setup == Setup::Shared && rows.range.is_none() {
+        return ev.fail(
             Diagnostic::error(
                 Code::E0501,
                 i.setup[0].value.span,
@@ -278,13 +105,12 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
             .label("the rows have no timestamp progression")
             .note("use `setup recreate` or `setup truncate`"),
         );
-        return None;
     }
     let phase = IngestPhase {
         name: i.name.name.clone(),
         endpoint,
         table,
-        source,
+        source: rows.source,
         rows_expected,
         bytes_expected: None,
         batch_rows,
@@ -306,6 +132,241 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         into.span,
     )?;
     Some(phase)
+}
+
+/// The endpoint an ingest sends to, with the target it belongs to.
+struct Endpoint<'p> {
+    tinst: InstanceId,
+    target: &'p ast::Target,
+    ep: &'p ast::Endpoint,
+    plan: EndpointPlan,
+}
+
+/// `into TARGET via ENDPOINT`, fit for ingest.
+fn ingest_endpoint<'p>(
+    ev: &Eval<'p>,
+    i: &ast::Ingest,
+    into: &ast::Into,
+    scope: &Scope,
+) -> Option<Endpoint<'p>> {
+    let target_name = target_name(ev, &into.target, scope)?;
+    let (tinst, target, _) =
+        targets::resolve_target(ev, InstanceId::ROOT, std::slice::from_ref(&target_name))?;
+    let (ep_name, ep_span) = via_name(ev, &into.via, &i.name, scope)?;
+    let ep = targets::find_endpoint(ev, target, &ep_name, ep_span)?;
+    targets::check_fit(ev, ep, Operation::Ingest, ep_span)?;
+    let plan = targets::endpoint_plan(ev, tinst, target, ep)?;
+    Some(Endpoint {
+        tinst,
+        target,
+        ep,
+        plan,
+    })
+}
+
+/// Where the rows come from, and what the source tells about them.
+struct Rows {
+    source: RowSource,
+    /// A schema's row count; a file's is not known before reading it.
+    schema_rows: Option<u64>,
+    /// A schema's time range `[start, end)`, in nanoseconds.
+    range: Option<(i64, i64)>,
+    series_col: Option<String>,
+}
+
+/// `rows SCHEMA` or `rows "FILE"`.
+fn row_source(ev: &Eval<'_>, source: &ast::RowsSource) -> Option<Rows> {
+    let path = match source {
+        ast::RowsSource::Schema(path) => path,
+        ast::RowsSource::File(f) => return file_source(ev, f),
+    };
+    match ev.resolve_decl(path, InstanceId::ROOT) {
+        Ok((sinst, Decl::Schema(s), used)) if used == path.len() => {
+            let plan = lower_schema(ev, sinst, s)?;
+            let rows = plan.rows;
+            let range = plan.time.as_ref().map(|t| match (&t.start, &t.step) {
+                (Value::Timestamp(s), Value::Duration(d)) => (*s, s + d * t.count as i64),
+                _ => (0, 0),
+            });
+            let series_col = plan
+                .columns
+                .iter()
+                .find(|c| c.role == "series")
+                .map(|c| c.name.clone());
+            Some(Rows {
+                source: RowSource::Schema(plan),
+                schema_rows: Some(rows),
+                range,
+                series_col,
+            })
+        }
+        Ok((_, d, _)) => ev.fail(
+            Diagnostic::error(
+                Code::E0201,
+                path[0].span.to(path[path.len() - 1].span),
+                format!("`{}` is a {}, not a schema", join(path), d.kind()),
+            )
+            .label("expected a schema"),
+        ),
+        Err(d) => ev.fail(d),
+    }
+}
+
+/// `rows "FILE"`: the format from the extension; a file not there yet is a warning.
+fn file_source(ev: &Eval<'_>, f: &ast::StrLit) -> Option<Rows> {
+    let Some(rel) = f.as_plain() else {
+        return ev.fail(
+            Diagnostic::error(Code::E0203, f.span, "file paths cannot interpolate")
+                .label("write the path literally"),
+        );
+    };
+    let format = match rel.rsplit('.').next() {
+        Some("ilp" | "lp") => "ilp",
+        Some("csv") => "csv",
+        Some("wlb" | "bin") => "bin",
+        Some("qwp") => "tsbs-qwp",
+        _ => {
+            return ev.fail(
+                Diagnostic::error(
+                    Code::E0203,
+                    f.span,
+                    format!("cannot tell the format of `{rel}`"),
+                )
+                .label("expected a .ilp, .lp, .csv, .wlb or .qwp file"),
+            )
+        }
+    };
+    let dir = ev.prog.root().dir.clone().unwrap_or_default();
+    let bytes = std::fs::metadata(dir.join(&rel)).ok().map(|m| m.len());
+    if bytes.is_some() {
+        ev.prog
+            .inputs
+            .record(crate::source::Origin::Disk(dir.join(&rel)));
+    }
+    if bytes.is_none() {
+        ev.error(
+            Diagnostic::warning(Code::W0004, f.span, format!("`{rel}` does not exist yet"))
+                .label("the run will fail unless it is generated first")
+                .note("generate it with `wlrun gen`"),
+        );
+    }
+    Some(Rows {
+        source: RowSource::File {
+            path: rel,
+            format: format.to_string(),
+            bytes,
+        },
+        schema_rows: None,
+        range: None,
+        series_col: None,
+    })
+}
+
+/// `ack publish | per_batch | none`, where the endpoint kind can honour it.
+fn ingest_ack(ev: &Eval<'_>, i: &ast::Ingest, ep: &ast::Endpoint, scope: &Scope) -> Option<Ack> {
+    let kind = ep.kind;
+    let Some(c) = single(ev, &i.ack, |c| c.span, "ack") else {
+        return Some(default_ack(kind));
+    };
+    let s = match ev.eval(&c.value, scope)? {
+        Value::None => return Some(default_ack(kind)),
+        Value::Symbol(s) if s == "publish" || s == "per_batch" => s,
+        Value::Symbol(w) => {
+            return ev.fail(
+                Diagnostic::error(
+                    Code::E0203,
+                    c.value.span,
+                    format!("unknown ack policy `{w}`"),
+                )
+                .label("expected publish, per_batch or none"),
+            )
+        }
+        other => {
+            return ev.fail(ev.mismatch(
+                c.value.span,
+                "an ack policy (publish, per_batch or none)",
+                &other,
+                scope,
+            ))
+        }
+    };
+    let ack = if s == "publish" {
+        Ack::Publish
+    } else {
+        Ack::PerBatch
+    };
+    let fits = match ack {
+        Ack::Publish => kind == ast::EndpointKind::Qwp,
+        _ => !matches!(kind, ast::EndpointKind::IlpTcp | ast::EndpointKind::Null),
+    };
+    if !fits {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0302,
+                c.value.span,
+                format!(
+                    "`ack {s}` does not fit the {} endpoint `{}`",
+                    kind.as_str(),
+                    ep.name()
+                ),
+            )
+            .label(match kind {
+                ast::EndpointKind::IlpTcp => "ILP over TCP has no acknowledgements".to_string(),
+                ast::EndpointKind::Null => "the null sink acknowledges nothing".to_string(),
+                _ => "only qwp publishes without waiting per batch".to_string(),
+            }),
+        );
+    }
+    Some(ack)
+}
+
+/// `setup recreate | truncate | shared` and `teardown keep | drop`.
+fn setup_and_teardown(
+    ev: &Eval<'_>,
+    i: &ast::Ingest,
+    scope: &Scope,
+) -> (Option<Setup>, Option<Teardown>) {
+    let setup = match single(ev, &i.setup, |c| c.span, "setup") {
+        None => Some(Setup::Recreate),
+        Some(c) => word(ev, &c.value, scope, &["recreate", "truncate", "shared"]).map(|w| match w
+            .as_str()
+        {
+            "truncate" => Setup::Truncate,
+            "shared" => Setup::Shared,
+            _ => Setup::Recreate,
+        }),
+    };
+    let teardown = match single(ev, &i.teardown, |c| c.span, "teardown") {
+        None => Some(Teardown::Keep),
+        Some(c) => word(ev, &c.value, scope, &["keep", "drop"]).map(|w| match w.as_str() {
+            "drop" => Teardown::Drop,
+            _ => Teardown::Keep,
+        }),
+    };
+    (setup, teardown)
+}
+
+/// `replay [BUDGET]`: `Some(None)` without replay. Default budget: 2 GiB of pre-encoded
+/// batches, across all workers of the cell.
+fn replay_budget(ev: &Eval<'_>, i: &ast::Ingest, scope: &Scope) -> Option<Option<u64>> {
+    let Some(r) = single(ev, &i.replay, |r| r.span, "replay") else {
+        return Some(None);
+    };
+    let Some(e) = &r.budget else {
+        return Some(Some(2u64 << 30));
+    };
+    match ev.eval(e, scope)? {
+        Value::Size(b) if b > 0 => Some(Some(b)),
+        Value::Int(i) => ev.fail(
+            Diagnostic::error(
+                Code::E0202,
+                e.span,
+                format!("`{i}` has no unit; a size is expected"),
+            )
+            .label(format!("write e.g. `{i}MiB` or `{i}GiB`")),
+        ),
+        other => ev.fail(ev.mismatch(e.span, "a size such as `4GiB`", &other, scope)),
+    }
 }
 
 pub(super) fn default_ack(kind: ast::EndpointKind) -> Ack {
