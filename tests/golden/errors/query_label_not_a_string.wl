@@ -1,0 +1,10 @@
+target db { pg "postgres://postgres@127.0.0.1:5432/postgres" }
+query q {
+  sql "SELECT 1"
+  label 42
+}
+run r {
+  against db.pg
+  queries q
+  count 10
+}
