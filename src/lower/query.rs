@@ -6,8 +6,10 @@ use super::values::{as_gen, missing, single};
 use crate::check::{Ev, Eval, InstanceId, Scope};
 use crate::diag::{Code, Diagnostic};
 use crate::plan::*;
+use crate::span::Span;
 use crate::syntax::ast;
 use crate::value::Value;
+use std::collections::BTreeSet;
 
 /// The largest placeholder number. A number sizes a query's bind slots, so it must not come
 /// from the text unbounded (`$99999999` took 22 GB); 65,535 is as many parameters as
@@ -111,235 +113,25 @@ pub(super) fn csv_type_ty(t: &str) -> Ty {
 pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64) -> Ev<QueryPlan> {
     let mut scope = Scope::new(inst);
     scope.binds = Some(Vec::new());
-    let mut ok = true;
-    let Some(sql_clause) = single(ev, &q.sql, |c| c.span, "sql") else {
-        return ev.fail(missing(
-            q.name.span,
-            "sql",
-            "sql \"SELECT count(*) FROM cpu WHERE hostname = $1\"",
-        ));
-    };
-    let sql = match ev.string(&sql_clause.value, &Scope::new(inst)) {
-        Some(t) => match t.as_lit() {
-            Some(s) => s,
-            None => {
-                return ev.fail(
-                    Diagnostic::error(
-                        Code::E0203,
-                        sql_clause.value.span,
-                        "SQL cannot contain env(...) values",
-                    )
-                    .label("secrets do not belong in SQL text"),
-                )
-            }
-        },
-        None => return None,
-    };
+    let (sql, sql_span) = query_sql(ev, inst, q)?;
     let used = placeholders(&sql);
     // A set, so that the checks below cost the numbers used, not their product.
-    let used_set: std::collections::BTreeSet<u32> = used.iter().copied().collect();
-    let mut seen = std::collections::HashSet::new();
-    let bad: Vec<String> = bad_placeholders(&sql)
-        .into_iter()
-        .filter(|b| seen.insert(b.clone()))
-        .collect();
-    if !bad.is_empty() {
-        // One diagnostic for the whole SQL, however many there are.
-        let shown: Vec<String> = bad.iter().take(3).map(|b| format!("`{b}`")).collect();
-        let more = match bad.len() - shown.len() {
-            0 => String::new(),
-            n => format!(" and {n} more"),
-        };
-        let is = if bad.len() == 1 {
-            "is not a placeholder"
-        } else {
-            "are not placeholders"
-        };
-        ev.error(
-            Diagnostic::error(
-                Code::E0601,
-                sql_clause.value.span,
-                format!("{}{more} {is}", shown.join(", ")),
-            )
-            .label(format!(
-                "placeholders run $1, $2, ... up to ${MAX_PLACEHOLDER}"
-            )),
-        );
-        ok = false;
-    }
+    let used_set: BTreeSet<u32> = used.iter().copied().collect();
     let max = used_set.last().copied().unwrap_or(0);
-    let gaps = number_ranges((1..=max).filter(|n| !used_set.contains(n)));
-    if !gaps.is_empty() {
-        ev.error(
-            Diagnostic::error(
-                Code::E0601,
-                sql_clause.value.span,
-                format!("the SQL uses ${max} but not {}", describe_ranges(&gaps)),
-            )
-            .label("placeholders must run $1, $2, ... without gaps"),
-        );
-        ok = false;
-    }
-    let label = match single(ev, &q.label, |c| c.span, "label") {
-        Some(c) => match ev.eval(&c.value, &scope) {
-            Some(Value::Str(t)) => t.redacted(),
-            Some(other) => {
-                ev.error(ev.mismatch(c.value.span, "a string", &other, &scope));
-                ok = false;
-                String::new()
-            }
-            None => {
-                ok = false;
-                String::new()
-            }
-        },
-        None => q.name.name.clone(),
-    };
-    let mut lets = Vec::new();
-    for l in &q.lets {
-        if scope.local(&l.name.name).is_some() {
-            ev.error(
-                Diagnostic::error(
-                    Code::E0103,
-                    l.name.span,
-                    format!("`{}` is defined twice", l.name),
-                )
-                .label("duplicate let"),
-            );
-            ok = false;
-            continue;
-        }
-        let Some(v) = ev.eval(&l.value, &scope) else {
-            scope.poisoned.push(l.name.name.clone());
-            ok = false;
-            continue;
-        };
-        let Some(ty) = ev.value_ty(&v, &scope) else {
-            ev.error(ev.mismatch(l.value.span, "a value or a generator", &v, &scope));
-            scope.poisoned.push(l.name.name.clone());
-            ok = false;
-            continue;
-        };
-        lets.push((l.name.name.clone(), as_gen(&v)));
-        scope.locals.push((
-            l.name.name.clone(),
-            Value::Gen(Box::new(Gen::Let {
-                name: l.name.name.clone(),
-            })),
-            Some(ty),
-        ));
-    }
-    let mut binds: Vec<BindPlan> = Vec::new();
-    let mut csv_plan = None;
-    if let Some(c) = single(ev, &q.csv, |c| c.span, "binds from csv") {
-        match lower_csv(ev, inst, c) {
-            Some(plan) => {
-                for (i, (name, t)) in plan.columns.iter().enumerate() {
-                    let index = i as u32 + 1;
-                    scope.binds.as_mut().unwrap().push((index, csv_type_ty(t)));
-                    let _ = name;
-                }
-                csv_plan = Some(plan);
-            }
-            None => {
-                // Keep the declared columns bound so one CSV problem does not cascade into
-                // "no bind" errors for every placeholder.
-                for (i, (_, t)) in c.columns.iter().enumerate() {
-                    scope
-                        .binds
-                        .as_mut()
-                        .unwrap()
-                        .push((i as u32 + 1, csv_type_ty(&t.name)));
-                }
-                ok = false;
-            }
-        }
-    }
-    for b in &q.binds {
-        if !used.contains(&b.index) {
-            ev.error(
-                Diagnostic::error(
-                    Code::E0601,
-                    b.index_span,
-                    format!("the SQL has no `${}`", b.index),
-                )
-                .label("this bind is never used")
-                .also(
-                    sql_clause.value.span,
-                    format!("placeholders in this SQL: {}", describe_placeholders(&used)),
-                ),
-            );
-            ok = false;
-            continue;
-        }
-        if scope
-            .binds
-            .as_ref()
-            .unwrap()
-            .iter()
-            .any(|(i, _)| *i == b.index)
-        {
-            ev.error(
-                Diagnostic::error(
-                    Code::E0601,
-                    b.index_span,
-                    format!("`${}` is bound twice", b.index),
-                )
-                .label(if csv_plan.is_some() {
-                    "already bound by a CSV column or an earlier bind"
-                } else {
-                    "already bound above"
-                }),
-            );
-            ok = false;
-            continue;
-        }
-        // A bind that fails still counts as bound, so one mistake is reported once.
-        let Some(v) = ev.eval(&b.value, &scope) else {
-            scope.binds.as_mut().unwrap().push((b.index, Ty::Str));
-            ok = false;
-            continue;
-        };
-        let Some(ty) = ev.value_ty(&v, &scope) else {
-            ev.error(ev.mismatch(b.value.span, "a value or a generator", &v, &scope));
-            scope.binds.as_mut().unwrap().push((b.index, Ty::Str));
-            ok = false;
-            continue;
-        };
-        if ty == Ty::Window {
-            ev.error(
-                Diagnostic::error(Code::E0201, b.value.span, "a window is not a bind value")
-                    .label("bind its `.start` or `.end`"),
-            );
-            ok = false;
-            continue;
-        }
-        scope.binds.as_mut().unwrap().push((b.index, ty));
-        binds.push(BindPlan {
-            index: b.index,
-            gen: as_gen(&v),
-        });
-    }
-    let bound: std::collections::BTreeSet<u32> = scope
-        .binds
-        .as_ref()
-        .unwrap()
-        .iter()
-        .map(|(i, _)| *i)
-        .collect();
-    let unbound = number_ranges(used_set.iter().copied().filter(|n| !bound.contains(n)));
-    if let Some(&(first, _)) = unbound.first() {
-        let message = match unbound[..] {
-            [(a, b)] if a == b => format!("`${a}` has no bind"),
-            _ => format!("binds {} are missing", describe_ranges(&unbound)),
-        };
-        ev.error(
-            Diagnostic::error(Code::E0601, sql_clause.value.span, message)
-                .label(format!("add `bind ${first} = ...`"))
-                .also(q.name.span, "in this query"),
-        );
-        ok = false;
-    }
+    let mut ok = placeholders_fit(ev, &sql, sql_span, &used_set, max);
+    let label = query_label(ev, q, &scope, &mut ok);
+    let lets = query_lets(ev, q, &mut scope, &mut ok);
+    let csv_plan = csv_binds(ev, inst, q, &mut scope, &mut ok);
+    let binds = expr_binds(
+        ev,
+        q,
+        &used,
+        sql_span,
+        csv_plan.is_some(),
+        &mut scope,
+        &mut ok,
+    );
+    ok &= all_bound(ev, q, &used_set, sql_span, &scope);
     if let Some(plan) = &csv_plan {
         if plan.columns.len() as u32 > max {
             ev.error(
@@ -358,28 +150,7 @@ pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64)
             ok = false;
         }
     }
-    let route = match single(ev, &q.route, |c| c.span, "route by") {
-        Some(c) => match ev.eval(&c.value, &scope) {
-            Some(v @ Value::Gen(_)) => Some(as_gen(&v)),
-            Some(other) => {
-                ev.error(
-                    Diagnostic::error(
-                        Code::E0603,
-                        c.value.span,
-                        format!("`route by` needs a bind, found {}", other.kind()),
-                    )
-                    .label("route by a value that changes per query, such as `$1`"),
-                );
-                ok = false;
-                None
-            }
-            None => {
-                ok = false;
-                None
-            }
-        },
-        None => None,
-    };
+    let route = query_route(ev, q, &scope, &mut ok);
     let expects = thresholds(ev, &q.expects, &scope, true);
     ok.then_some(QueryPlan {
         name: q.name.name.clone(),
@@ -393,6 +164,309 @@ pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64)
         weight,
         expects: expects?,
     })
+}
+
+/// The `sql` clause as literal text, with its span.
+fn query_sql(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query) -> Option<(String, Span)> {
+    let Some(sql_clause) = single(ev, &q.sql, |c| c.span, "sql") else {
+        return ev.fail(missing(
+            q.name.span,
+            "sql",
+            "sql \"SELECT count(*) FROM cpu WHERE hostname = $1\"",
+        ));
+    };
+    let span = sql_clause.value.span;
+    match ev.string(&sql_clause.value, &Scope::new(inst))?.as_lit() {
+        Some(s) => Some((s, span)),
+        None => ev.fail(
+            Diagnostic::error(Code::E0203, span, "SQL cannot contain env(...) values")
+                .label("secrets do not belong in SQL text"),
+        ),
+    }
+}
+
+/// Placeholders are `$1` up to [`MAX_PLACEHOLDER`], used without gaps.
+fn placeholders_fit(
+    ev: &Eval<'_>,
+    sql: &str,
+    span: Span,
+    used_set: &BTreeSet<u32>,
+    max: u32,
+) -> bool {
+    let mut ok = true;
+    let mut seen = std::collections::HashSet::new();
+    let bad: Vec<String> = bad_placeholders(sql)
+        .into_iter()
+        .filter(|b| seen.insert(b.clone()))
+        .collect();
+    if !bad.is_empty() {
+        // One diagnostic for the whole SQL, however many there are.
+        let shown: Vec<String> = bad.iter().take(3).map(|b| format!("`{b}`")).collect();
+        let more = match bad.len() - shown.len() {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        let is = if bad.len() == 1 {
+            "is not a placeholder"
+        } else {
+            "are not placeholders"
+        };
+        ev.error(
+            Diagnostic::error(
+                Code::E0601,
+                span,
+                format!("{}{more} {is}", shown.join(", ")),
+            )
+            .label(format!(
+                "placeholders run $1, $2, ... up to ${MAX_PLACEHOLDER}"
+            )),
+        );
+        ok = false;
+    }
+    let gaps = number_ranges((1..=max).filter(|n| !used_set.contains(n)));
+    if !gaps.is_empty() {
+        ev.error(
+            Diagnostic::error(
+                Code::E0601,
+                span,
+                format!("the SQL uses ${max} but not {}", describe_ranges(&gaps)),
+            )
+            .label("placeholders must run $1, $2, ... without gaps"),
+        );
+        ok = false;
+    }
+    ok
+}
+
+/// `label "..."`, the query's name without one.
+fn query_label(ev: &Eval<'_>, q: &ast::Query, scope: &Scope, ok: &mut bool) -> String {
+    let Some(c) = single(ev, &q.label, |c| c.span, "label") else {
+        return q.name.name.clone();
+    };
+    match ev.eval(&c.value, scope) {
+        Some(Value::Str(t)) => t.redacted(),
+        Some(other) => {
+            ev.error(ev.mismatch(c.value.span, "a string", &other, scope));
+            *ok = false;
+            String::new()
+        }
+        None => {
+            *ok = false;
+            String::new()
+        }
+    }
+}
+
+/// `let NAME = EXPR`, each visible to the lets and binds after it. A let that fails is
+/// poisoned, so its uses do not report again.
+fn query_lets(
+    ev: &Eval<'_>,
+    q: &ast::Query,
+    scope: &mut Scope,
+    ok: &mut bool,
+) -> Vec<(String, Gen)> {
+    let mut lets = Vec::new();
+    for l in &q.lets {
+        if scope.local(&l.name.name).is_some() {
+            ev.error(
+                Diagnostic::error(
+                    Code::E0103,
+                    l.name.span,
+                    format!("`{}` is defined twice", l.name),
+                )
+                .label("duplicate let"),
+            );
+            *ok = false;
+            continue;
+        }
+        let Some(v) = ev.eval(&l.value, scope) else {
+            scope.poisoned.push(l.name.name.clone());
+            *ok = false;
+            continue;
+        };
+        let Some(ty) = ev.value_ty(&v, scope) else {
+            ev.error(ev.mismatch(l.value.span, "a value or a generator", &v, scope));
+            scope.poisoned.push(l.name.name.clone());
+            *ok = false;
+            continue;
+        };
+        lets.push((l.name.name.clone(), as_gen(&v)));
+        scope.locals.push((
+            l.name.name.clone(),
+            Value::Gen(Box::new(Gen::Let {
+                name: l.name.name.clone(),
+            })),
+            Some(ty),
+        ));
+    }
+    lets
+}
+
+/// `binds from csv`: its columns bind `$1`, `$2`, ... in order.
+fn csv_binds(
+    ev: &Eval<'_>,
+    inst: InstanceId,
+    q: &ast::Query,
+    scope: &mut Scope,
+    ok: &mut bool,
+) -> Option<CsvPlan> {
+    let c = single(ev, &q.csv, |c| c.span, "binds from csv")?;
+    let binds = scope.binds.as_mut().expect("a query scope has binds");
+    match lower_csv(ev, inst, c) {
+        Some(plan) => {
+            for (i, (_, t)) in plan.columns.iter().enumerate() {
+                binds.push((i as u32 + 1, csv_type_ty(t)));
+            }
+            Some(plan)
+        }
+        None => {
+            // Keep the declared columns bound so one CSV problem does not cascade into
+            // "no bind" errors for every placeholder.
+            for (i, (_, t)) in c.columns.iter().enumerate() {
+                binds.push((i as u32 + 1, csv_type_ty(&t.name)));
+            }
+            *ok = false;
+            None
+        }
+    }
+}
+
+/// `bind $N = EXPR`: used by the SQL, bound once, not a window.
+fn expr_binds(
+    ev: &Eval<'_>,
+    q: &ast::Query,
+    used: &[u32],
+    sql_span: Span,
+    has_csv: bool,
+    scope: &mut Scope,
+    ok: &mut bool,
+) -> Vec<BindPlan> {
+    let mut binds = Vec::new();
+    for b in &q.binds {
+        if !used.contains(&b.index) {
+            ev.error(
+                Diagnostic::error(
+                    Code::E0601,
+                    b.index_span,
+                    format!("the SQL has no `${}`", b.index),
+                )
+                .label("this bind is never used")
+                .also(
+                    sql_span,
+                    format!("placeholders in this SQL: {}", describe_placeholders(used)),
+                ),
+            );
+            *ok = false;
+            continue;
+        }
+        let bound = scope.binds.as_ref().expect("a query scope has binds");
+        if bound.iter().any(|(i, _)| *i == b.index) {
+            ev.error(
+                Diagnostic::error(
+                    Code::E0601,
+                    b.index_span,
+                    format!("`${}` is bound twice", b.index),
+                )
+                .label(if has_csv {
+                    "already bound by a CSV column or an earlier bind"
+                } else {
+                    "already bound above"
+                }),
+            );
+            *ok = false;
+            continue;
+        }
+        // A bind that fails still counts as bound, so one mistake is reported once.
+        let ty = match ev.eval(&b.value, scope) {
+            None => None,
+            Some(v) => match ev.value_ty(&v, scope) {
+                None => {
+                    ev.error(ev.mismatch(b.value.span, "a value or a generator", &v, scope));
+                    None
+                }
+                Some(Ty::Window) => {
+                    ev.error(
+                        Diagnostic::error(
+                            Code::E0201,
+                            b.value.span,
+                            "a window is not a bind value",
+                        )
+                        .label("bind its `.start` or `.end`"),
+                    );
+                    *ok = false;
+                    continue;
+                }
+                Some(ty) => Some((ty, v)),
+            },
+        };
+        let binds_so_far = scope.binds.as_mut().expect("a query scope has binds");
+        let Some((ty, v)) = ty else {
+            binds_so_far.push((b.index, Ty::Str));
+            *ok = false;
+            continue;
+        };
+        binds_so_far.push((b.index, ty));
+        binds.push(BindPlan {
+            index: b.index,
+            gen: as_gen(&v),
+        });
+    }
+    binds
+}
+
+/// Every placeholder the SQL uses has a bind.
+fn all_bound(
+    ev: &Eval<'_>,
+    q: &ast::Query,
+    used_set: &BTreeSet<u32>,
+    sql_span: Span,
+    scope: &Scope,
+) -> bool {
+    let bound: BTreeSet<u32> = scope
+        .binds
+        .as_ref()
+        .expect("a query scope has binds")
+        .iter()
+        .map(|(i, _)| *i)
+        .collect();
+    let unbound = number_ranges(used_set.iter().copied().filter(|n| !bound.contains(n)));
+    let Some(&(first, _)) = unbound.first() else {
+        return true;
+    };
+    let message = match unbound[..] {
+        [(a, b)] if a == b => format!("`${a}` has no bind"),
+        _ => format!("binds {} are missing", describe_ranges(&unbound)),
+    };
+    ev.error(
+        Diagnostic::error(Code::E0601, sql_span, message)
+            .label(format!("add `bind ${first} = ...`"))
+            .also(q.name.span, "in this query"),
+    );
+    false
+}
+
+/// `route by EXPR`: a bind (a generator), so that routing follows the values sent.
+fn query_route(ev: &Eval<'_>, q: &ast::Query, scope: &Scope, ok: &mut bool) -> Option<Gen> {
+    let c = single(ev, &q.route, |c| c.span, "route by")?;
+    match ev.eval(&c.value, scope) {
+        Some(v @ Value::Gen(_)) => Some(as_gen(&v)),
+        Some(other) => {
+            ev.error(
+                Diagnostic::error(
+                    Code::E0603,
+                    c.value.span,
+                    format!("`route by` needs a bind, found {}", other.kind()),
+                )
+                .label("route by a value that changes per query, such as `$1`"),
+            );
+            *ok = false;
+            None
+        }
+        None => {
+            *ok = false;
+            None
+        }
+    }
 }
 
 /// Increasing numbers as runs of consecutive ones: 2, 3, 4, 7 is (2, 4), (7, 7).
