@@ -30,60 +30,8 @@ pub(super) fn thresholds(
     let mut out = Vec::new();
     let mut ok = true;
     for e in expects {
-        match e {
-            ast::Expect::Status(v, _) => {
-                if in_query {
-                    ev.error(
-                        Diagnostic::error(
-                            Code::E0702,
-                            e.span(),
-                            "`expect status` belongs to request runs",
-                        )
-                        .label("queries have no HTTP status to expect"),
-                    );
-                    ok = false;
-                    continue;
-                }
-                let (codes, value) = match ev.eval(v, scope) {
-                    Some(Value::Int(c)) => (vec![Value::Int(c)], Value::List(vec![Value::Int(c)])),
-                    Some(Value::List(l)) if !l.is_empty() => (l.clone(), Value::List(l)),
-                    // A range is half-open, as everywhere: `200..300` is every 2xx.
-                    Some(Value::Range(lo, hi)) if lo < hi => (
-                        vec![Value::Int(lo), Value::Int(hi - 1)],
-                        Value::Range(lo, hi),
-                    ),
-                    Some(other) => {
-                        ev.error(ev.mismatch(
-                            v.span,
-                            "an HTTP status, a list of them or a range such as `200..300`",
-                            &other,
-                            scope,
-                        ));
-                        ok = false;
-                        continue;
-                    }
-                    None => {
-                        ok = false;
-                        continue;
-                    }
-                };
-                if codes
-                    .iter()
-                    .any(|c| !matches!(c, Value::Int(x) if (100..=599).contains(x)))
-                {
-                    ev.error(
-                        Diagnostic::error(Code::E0702, v.span, "an HTTP status is 100..599")
-                            .label("invalid status"),
-                    );
-                    ok = false;
-                    continue;
-                }
-                out.push(Threshold {
-                    metric: "status".into(),
-                    op: "in".into(),
-                    value,
-                });
-            }
+        let threshold = match e {
+            ast::Expect::Status(v, _) => status_threshold(ev, e, v, scope, in_query),
             // Body checks are not thresholds: `body_checks` collects them for request runs.
             ast::Expect::Body(..) => {
                 if in_query {
@@ -97,95 +45,132 @@ pub(super) fn thresholds(
                     );
                     ok = false;
                 }
+                continue;
             }
-            ast::Expect::Condition(cond, _) => {
-                let ExprKind::Binary(op, lhs, rhs) = &cond.kind else {
-                    ev.error(bad_threshold(cond.span));
-                    ok = false;
-                    continue;
-                };
-                let ExprKind::Path(p) = &lhs.kind else {
-                    ev.error(bad_threshold(cond.span));
-                    ok = false;
-                    continue;
-                };
-                if p.len() != 1
-                    || !matches!(
-                        op,
-                        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne
-                    )
-                {
-                    ev.error(bad_threshold(cond.span));
-                    ok = false;
-                    continue;
-                }
-                let metric = p[0].name.as_str();
-                if !DURATION_METRICS.contains(&metric) && !OTHER_METRICS.contains(&metric) {
-                    let all: Vec<&str> = DURATION_METRICS
-                        .iter()
-                        .chain(OTHER_METRICS)
-                        .copied()
-                        .collect();
-                    let mut d = Diagnostic::error(
-                        Code::E0702,
-                        p[0].span,
-                        format!("unknown metric `{metric}`"),
-                    )
-                    .label("not a metric")
-                    .note(format!("metrics: {}", all.join(", ")));
-                    if let Some(s) = crate::diag::suggest(metric, all.iter().copied()) {
-                        d = d.note(format!("did you mean `{s}`?"));
-                    }
-                    ev.error(d);
-                    ok = false;
-                    continue;
-                }
-                let Some(v) = ev.eval(rhs, scope) else {
-                    ok = false;
-                    continue;
-                };
-                let value = match (metric, v) {
-                    (m, Value::Duration(d)) if DURATION_METRICS.contains(&m) && d >= 0 => {
-                        Value::Duration(d)
-                    }
-                    ("error_rate" | "achieved_rate", Value::Percent(p))
-                        if (0.0..=100.0).contains(&p) =>
-                    {
-                        Value::Percent(p)
-                    }
-                    ("errors" | "rows", Value::Int(i)) if i >= 0 => Value::Int(i),
-                    ("qps" | "rps", Value::Rate(r)) => Value::Rate(r),
-                    ("qps" | "rps", Value::Int(i)) => Value::Rate(i as f64),
-                    ("qps" | "rps", Value::Float(f)) => Value::Rate(f),
-                    (m, other) => {
-                        let want = match m {
-                            "error_rate" => "a percentage such as `0.1%`",
-                            "achieved_rate" => "a percentage such as `80%`",
-                            "errors" | "rows" => "a count",
-                            "qps" | "rps" => "a rate such as `100/s`",
-                            _ => "a duration such as `20ms`",
-                        };
-                        ev.error(
-                            Diagnostic::error(
-                                Code::E0202,
-                                rhs.span,
-                                format!("`{m}` is compared with {want}, found {}", other.kind()),
-                            )
-                            .label(format!("expected {want}")),
-                        );
-                        ok = false;
-                        continue;
-                    }
-                };
-                out.push(Threshold {
-                    metric: metric.to_string(),
-                    op: op.as_str().to_string(),
-                    value,
-                });
-            }
+            ast::Expect::Condition(cond, _) => condition_threshold(ev, cond, scope),
+        };
+        match threshold {
+            Some(t) => out.push(t),
+            None => ok = false,
         }
     }
     ok.then_some(out)
+}
+
+/// `expect status 200 | [200, 204] | 200..300`, request runs only.
+fn status_threshold(
+    ev: &Eval<'_>,
+    e: &ast::Expect,
+    v: &ast::Expr,
+    scope: &Scope,
+    in_query: bool,
+) -> Option<Threshold> {
+    if in_query {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0702,
+                e.span(),
+                "`expect status` belongs to request runs",
+            )
+            .label("queries have no HTTP status to expect"),
+        );
+    }
+    let (codes, value) = match ev.eval(v, scope)? {
+        Value::Int(c) => (vec![Value::Int(c)], Value::List(vec![Value::Int(c)])),
+        Value::List(l) if !l.is_empty() => (l.clone(), Value::List(l)),
+        // A range is half-open, as everywhere: `200..300` is every 2xx.
+        Value::Range(lo, hi) if lo < hi => (
+            vec![Value::Int(lo), Value::Int(hi - 1)],
+            Value::Range(lo, hi),
+        ),
+        other => {
+            return ev.fail(ev.mismatch(
+                v.span,
+                "an HTTP status, a list of them or a range such as `200..300`",
+                &other,
+                scope,
+            ))
+        }
+    };
+    if codes
+        .iter()
+        .any(|c| !matches!(c, Value::Int(x) if (100..=599).contains(x)))
+    {
+        return ev.fail(
+            Diagnostic::error(Code::E0702, v.span, "an HTTP status is 100..599")
+                .label("invalid status"),
+        );
+    }
+    Some(Threshold {
+        metric: "status".into(),
+        op: "in".into(),
+        value,
+    })
+}
+
+/// `expect METRIC OP VALUE`, such as `expect p99 < 20ms`.
+fn condition_threshold(ev: &Eval<'_>, cond: &ast::Expr, scope: &Scope) -> Option<Threshold> {
+    let ExprKind::Binary(op, lhs, rhs) = &cond.kind else {
+        return ev.fail(bad_threshold(cond.span));
+    };
+    let ExprKind::Path(p) = &lhs.kind else {
+        return ev.fail(bad_threshold(cond.span));
+    };
+    if p.len() != 1
+        || !matches!(
+            op,
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne
+        )
+    {
+        return ev.fail(bad_threshold(cond.span));
+    }
+    let metric = p[0].name.as_str();
+    if !DURATION_METRICS.contains(&metric) && !OTHER_METRICS.contains(&metric) {
+        let all: Vec<&str> = DURATION_METRICS
+            .iter()
+            .chain(OTHER_METRICS)
+            .copied()
+            .collect();
+        let mut d = Diagnostic::error(Code::E0702, p[0].span, format!("unknown metric `{metric}`"))
+            .label("not a metric")
+            .note(format!("metrics: {}", all.join(", ")));
+        if let Some(s) = crate::diag::suggest(metric, all.iter().copied()) {
+            d = d.note(format!("did you mean `{s}`?"));
+        }
+        return ev.fail(d);
+    }
+    let value = match (metric, ev.eval(rhs, scope)?) {
+        (m, Value::Duration(d)) if DURATION_METRICS.contains(&m) && d >= 0 => Value::Duration(d),
+        ("error_rate" | "achieved_rate", Value::Percent(p)) if (0.0..=100.0).contains(&p) => {
+            Value::Percent(p)
+        }
+        ("errors" | "rows", Value::Int(i)) if i >= 0 => Value::Int(i),
+        ("qps" | "rps", Value::Rate(r)) => Value::Rate(r),
+        ("qps" | "rps", Value::Int(i)) => Value::Rate(i as f64),
+        ("qps" | "rps", Value::Float(f)) => Value::Rate(f),
+        (m, other) => {
+            let want = match m {
+                "error_rate" => "a percentage such as `0.1%`",
+                "achieved_rate" => "a percentage such as `80%`",
+                "errors" | "rows" => "a count",
+                "qps" | "rps" => "a rate such as `100/s`",
+                _ => "a duration such as `20ms`",
+            };
+            return ev.fail(
+                Diagnostic::error(
+                    Code::E0202,
+                    rhs.span,
+                    format!("`{m}` is compared with {want}, found {}", other.kind()),
+                )
+                .label(format!("expected {want}")),
+            );
+        }
+    };
+    Some(Threshold {
+        metric: metric.to_string(),
+        op: op.as_str().to_string(),
+        value,
+    })
 }
 
 pub(super) fn bad_threshold(span: Span) -> Diagnostic {

@@ -3,8 +3,8 @@
 
 use super::schema::lower_schema;
 use super::values::{
-    bounded_int, duration, join, missing, positive_int, single, text_value, word, MAX_BATCH_ROWS,
-    MAX_WORKERS,
+    bounded_int, duration, join, missing, not_unit, positive_int, single, text_value, word,
+    MAX_BATCH_ROWS, MAX_WORKERS, SIZE,
 };
 use super::via::{count_endpoint, count_query, target_name, via_name};
 use crate::check::targets::{self, Operation};
@@ -357,15 +357,10 @@ fn replay_budget(ev: &Eval<'_>, i: &ast::Ingest, scope: &Scope) -> Option<Option
     };
     match ev.eval(e, scope)? {
         Value::Size(b) if b > 0 => Some(Some(b)),
-        Value::Int(i) => ev.fail(
-            Diagnostic::error(
-                Code::E0202,
-                e.span,
-                format!("`{i}` has no unit; a size is expected"),
-            )
-            .label(format!("write e.g. `{i}MiB` or `{i}GiB`")),
-        ),
-        other => ev.fail(ev.mismatch(e.span, "a size such as `4GiB`", &other, scope)),
+        v => {
+            let of_kind = matches!(v, Value::Size(_));
+            not_unit(ev, e, scope, v, of_kind, &SIZE)
+        }
     }
 }
 

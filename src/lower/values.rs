@@ -74,42 +74,84 @@ pub(super) fn bounded_int(
     Some(n)
 }
 
+/// A clause value that carries a unit: what the diagnostics of a wrong one say.
+pub(super) struct Unit {
+    /// "a duration": in "`5` has no unit; a duration is expected".
+    name: &'static str,
+    /// The error for a value of the right kind that is not positive, and its label; `None`
+    /// where such a value is reported as a mismatch.
+    not_positive: Option<(&'static str, &'static str)>,
+    /// The units to suggest for a bare number `i`.
+    write: fn(i64) -> String,
+    /// What the mismatch says was expected.
+    example: &'static str,
+}
+
+pub(super) const DURATION: Unit = Unit {
+    name: "a duration",
+    not_positive: Some(("a duration here must be positive", "expected more than 0s")),
+    write: |i| format!("write `{i}s`, `{i}ms`, `{i}m` or `{i}h`"),
+    example: "a duration such as `10s`",
+};
+
+pub(super) const RATE: Unit = Unit {
+    name: "a rate",
+    not_positive: Some(("a rate must be positive", "expected more than 0/s")),
+    write: |i| format!("write `{i}/s`, `{i}/m` or `{i}/h`"),
+    example: "a rate such as `500/s`",
+};
+
+pub(super) const SIZE: Unit = Unit {
+    name: "a size",
+    not_positive: None,
+    write: |i| format!("write e.g. `{i}MiB` or `{i}GiB`"),
+    example: "a size such as `4GiB`",
+};
+
+/// Reports a value that is not what `unit` wants: `of_kind` when it is of the unit's kind but
+/// out of range, else a bare number (with a unit hint) or another kind of value.
+pub(super) fn not_unit<T>(
+    ev: &Eval<'_>,
+    e: &ast::Expr,
+    scope: &Scope,
+    found: Value,
+    of_kind: bool,
+    unit: &Unit,
+) -> Ev<T> {
+    match (found, unit.not_positive) {
+        (_, Some((message, label))) if of_kind => {
+            ev.fail(Diagnostic::error(Code::E0203, e.span, message).label(label))
+        }
+        (Value::Int(i), _) => ev.fail(
+            Diagnostic::error(
+                Code::E0202,
+                e.span,
+                format!("`{i}` has no unit; {} is expected", unit.name),
+            )
+            .label((unit.write)(i)),
+        ),
+        (other, _) => ev.fail(ev.mismatch(e.span, unit.example, &other, scope)),
+    }
+}
+
 /// A duration, with a unit hint when a bare number was written.
 pub(super) fn duration(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope, allow_zero: bool) -> Ev<i64> {
     match ev.eval(e, scope)? {
         Value::Duration(d) if d > 0 || (allow_zero && d == 0) => Some(d),
-        Value::Duration(_) => ev.fail(
-            Diagnostic::error(Code::E0203, e.span, "a duration here must be positive")
-                .label("expected more than 0s"),
-        ),
-        Value::Int(i) => ev.fail(
-            Diagnostic::error(
-                Code::E0202,
-                e.span,
-                format!("`{i}` has no unit; a duration is expected"),
-            )
-            .label(format!("write `{i}s`, `{i}ms`, `{i}m` or `{i}h`")),
-        ),
-        other => ev.fail(ev.mismatch(e.span, "a duration such as `10s`", &other, scope)),
+        v => {
+            let of_kind = matches!(v, Value::Duration(_));
+            not_unit(ev, e, scope, v, of_kind, &DURATION)
+        }
     }
 }
 
 pub(super) fn rate(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope) -> Ev<f64> {
     match ev.eval(e, scope)? {
         Value::Rate(r) if r > 0.0 => Some(r),
-        Value::Rate(_) => ev.fail(
-            Diagnostic::error(Code::E0203, e.span, "a rate must be positive")
-                .label("expected more than 0/s"),
-        ),
-        Value::Int(i) => ev.fail(
-            Diagnostic::error(
-                Code::E0202,
-                e.span,
-                format!("`{i}` has no unit; a rate is expected"),
-            )
-            .label(format!("write `{i}/s`, `{i}/m` or `{i}/h`")),
-        ),
-        other => ev.fail(ev.mismatch(e.span, "a rate such as `500/s`", &other, scope)),
+        v => {
+            let of_kind = matches!(v, Value::Rate(_));
+            not_unit(ev, e, scope, v, of_kind, &RATE)
+        }
     }
 }
 
