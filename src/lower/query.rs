@@ -18,72 +18,60 @@ pub const MAX_PLACEHOLDER: u32 = 65_535;
 
 /// `$n` tokens of SQL text that are not placeholders: `$0` or past [`MAX_PLACEHOLDER`].
 pub fn bad_placeholders(sql: &str) -> Vec<String> {
-    let b = sql.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            q @ (b'\'' | b'"') => {
-                i += 1;
-                while i < b.len() && b[i] != q {
-                    i += 1;
-                }
-            }
-            b'$' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
-                let start = i + 1;
-                i += 1;
-                while i < b.len() && b[i].is_ascii_digit() {
-                    i += 1;
-                }
-                if !matches!(sql[start..i].parse::<u32>(), Ok(n) if (1..=MAX_PLACEHOLDER).contains(&n))
-                {
-                    out.push(sql[start - 1..i].to_string());
-                }
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    out
+    // Comments are scanned too: a bad token there is reported, as it always was.
+    dollar_numbers(sql, false)
+        .filter(|&(digits, _)| placeholder_number(digits).is_none())
+        .map(|(_, token)| token.to_string())
+        .collect()
 }
 
 /// `$n` placeholders of SQL text, outside quotes and comments.
 pub fn placeholders(sql: &str) -> Vec<u32> {
+    dollar_numbers(sql, true)
+        .filter_map(|(digits, _)| placeholder_number(digits))
+        .collect()
+}
+
+fn placeholder_number(digits: &str) -> Option<u32> {
+    digits
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=MAX_PLACEHOLDER).contains(n))
+}
+
+/// Every `$DIGITS` token outside quotes (and outside `--` comments with `skip_comments`), as
+/// (the digits, the whole token).
+fn dollar_numbers(sql: &str, skip_comments: bool) -> impl Iterator<Item = (&str, &str)> {
     let b = sql.as_bytes();
-    let mut out = Vec::new();
     let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            q @ (b'\'' | b'"') => {
-                i += 1;
-                while i < b.len() && b[i] != q {
+    std::iter::from_fn(move || {
+        while i < b.len() {
+            match b[i] {
+                q @ (b'\'' | b'"') => {
                     i += 1;
-                }
-            }
-            b'-' if b.get(i + 1) == Some(&b'-') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'$' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
-                let start = i + 1;
-                i += 1;
-                while i < b.len() && b[i].is_ascii_digit() {
-                    i += 1;
-                }
-                if let Ok(n) = sql[start..i].parse::<u32>() {
-                    if (1..=MAX_PLACEHOLDER).contains(&n) {
-                        out.push(n);
+                    while i < b.len() && b[i] != q {
+                        i += 1;
                     }
                 }
-                continue;
+                b'-' if skip_comments && b.get(i + 1) == Some(&b'-') => {
+                    while i < b.len() && b[i] != b'\n' {
+                        i += 1;
+                    }
+                }
+                b'$' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                    let start = i + 1;
+                    i += 1;
+                    while i < b.len() && b[i].is_ascii_digit() {
+                        i += 1;
+                    }
+                    return Some((&sql[start..i], &sql[start - 1..i]));
+                }
+                _ => {}
             }
-            _ => {}
+            i += 1;
         }
-        i += 1;
-    }
-    out
+        None
+    })
 }
 
 pub(super) const CSV_TYPES: &[&str] = &[
