@@ -7,20 +7,23 @@
 //! mistake is found with the values the run would use. `check` provides the evaluator
 //! ([`Eval`]) and the checked program; it never imports `lower` (data flows check -> lower).
 
+mod axes;
 mod builtins;
 mod cells;
 mod eval;
+mod flags;
 mod hooks;
 mod load;
+mod matrix;
 mod program;
 pub(crate) mod targets;
 
 pub(crate) use builtins::read_csv_header;
 pub use cells::CellEnv;
-pub(crate) use cells::Matrix;
 pub(crate) use eval::{Ev, Eval, Scope};
 pub(crate) use hooks::Hooks;
 pub(crate) use load::load_program;
+pub(crate) use matrix::Matrix;
 pub(crate) use program::Decl;
 pub use program::{InstanceId, Program};
 
