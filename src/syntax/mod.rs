@@ -19,66 +19,84 @@ use crate::span::{FileId, Span};
 pub const MAX_EXPR_OPERATORS: usize = 128;
 
 pub fn parse(map: &SourceMap, file: FileId) -> Result<ast::File, Diagnostic> {
-    let text = &map.get(file).text;
-    if let Some(at) = depth::too_deep(text) {
-        return Err(Diagnostic::error(
-            Code::E0002,
-            Span::new(file, at, at + 1),
-            format!("nesting deeper than {MAX_DEPTH} levels"),
-        )
-        .label("this opening goes too deep")
-        .note("brackets, braces, parentheses, strings and `${...}` count; flatten the value"));
-    }
-    let mut pairs = parser::parse_pairs(text).map_err(|_| {
-        match depth::unclosed(text) {
-            Some(depth::Unclosed::String(at)) => {
-                return Diagnostic::error(
-                    Code::E0001,
-                    Span::new(file, at, at + 1),
-                    "unterminated string",
-                )
-                .label("this string is never closed")
-                .note("close it with `\"`; a `\"` inside a string is written `\\\"`");
-            }
-            Some(depth::Unclosed::Comment(at)) => {
-                return Diagnostic::error(
-                    Code::E0001,
-                    Span::new(file, at, at + 2),
-                    "unterminated block comment",
-                )
-                .label("this comment is never closed")
-                .note("close it with `*/`");
-            }
-            None => {}
-        }
-        // Pest records the literal tokens it tried (`)`, `,`, ...) only with error detail on,
-        // which costs time on every parse; turn it on for the failing file alone.
-        pest::set_error_detail(true);
-        let e = parser::parse_pairs(text).expect_err("the same text fails again");
-        syntax_error(map, file, &e)
-    })?;
-    let top = pairs.next().expect("grammar: file rule");
+    let top = top_pair(map, file, Top::File)?;
     parser::Walker { file }.file(top)
 }
 
 /// Parses a single value (the right-hand side of `--param name=VALUE`).
 pub fn parse_value(map: &SourceMap, file: FileId) -> Result<ast::Expr, Diagnostic> {
+    let top = top_pair(map, file, Top::Value)?;
+    let expr = top.into_inner().next().expect("grammar: value expr");
+    parser::Walker { file }.expr(expr)
+}
+
+/// What a text is parsed as: a workload file or one `--param` value.
+#[derive(Clone, Copy, PartialEq)]
+enum Top {
+    File,
+    Value,
+}
+
+/// The top rule's pair over the file's text, or the diagnostic for its first mistake. Nesting
+/// is checked first, so no input can overflow the parser's stack.
+fn top_pair(
+    map: &SourceMap,
+    file: FileId,
+    top: Top,
+) -> Result<pest::iterators::Pair<'_, parser::Rule>, Diagnostic> {
     let text = &map.get(file).text;
     if let Some(at) = depth::too_deep(text) {
-        return Err(Diagnostic::error(
+        let d = Diagnostic::error(
             Code::E0002,
             Span::new(file, at, at + 1),
             format!("nesting deeper than {MAX_DEPTH} levels"),
-        ));
+        );
+        return Err(match top {
+            Top::File => d.label("this opening goes too deep").note(
+                "brackets, braces, parentheses, strings and `${...}` count; flatten the value",
+            ),
+            Top::Value => d,
+        });
     }
-    let mut pairs = parser::parse_value_pairs(text).map_err(|_| {
+    let parse = match top {
+        Top::File => parser::parse_pairs,
+        Top::Value => parser::parse_value_pairs,
+    };
+    let mut pairs = parse(text).map_err(|_| {
+        if let Some(d) = unclosed(file, text).filter(|_| top == Top::File) {
+            return d;
+        }
+        // Pest records the literal tokens it tried (`)`, `,`, ...) only with error detail on,
+        // which costs time on every parse; turn it on for the failing text alone.
         pest::set_error_detail(true);
-        let e = parser::parse_value_pairs(text).expect_err("the same text fails again");
+        let e = parse(text).expect_err("the same text fails again");
         syntax_error(map, file, &e)
     })?;
-    let top = pairs.next().expect("grammar: value rule");
-    let expr = top.into_inner().next().expect("grammar: value expr");
-    parser::Walker { file }.expr(expr)
+    Ok(pairs.next().expect("grammar: top rule"))
+}
+
+/// An unterminated string or block comment, named as such rather than by what pest expected.
+fn unclosed(file: FileId, text: &str) -> Option<Diagnostic> {
+    match depth::unclosed(text)? {
+        depth::Unclosed::String(at) => Some(
+            Diagnostic::error(
+                Code::E0001,
+                Span::new(file, at, at + 1),
+                "unterminated string",
+            )
+            .label("this string is never closed")
+            .note("close it with `\"`; a `\"` inside a string is written `\\\"`"),
+        ),
+        depth::Unclosed::Comment(at) => Some(
+            Diagnostic::error(
+                Code::E0001,
+                Span::new(file, at, at + 2),
+                "unterminated block comment",
+            )
+            .label("this comment is never closed")
+            .note("close it with `*/`"),
+        ),
+    }
 }
 
 fn describe(names: &[&str]) -> String {
