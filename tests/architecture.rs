@@ -29,7 +29,6 @@ const KNOWN_LONG: &[&str] = &[
     "src/exec/requests.rs",
     "src/query/transport/http.rs",
     "src/query/transport/pg.rs",
-    "src/query/transport/qwp/egress/mod.rs",
     "src/syntax/parser.rs",
 ];
 

@@ -1,9 +1,13 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::query::checksum::canonical_decimal;
+use crate::query::checksum::{canonical_decimal, ResultHasher};
 use crate::qwp::testing::hex;
-use crate::qwp::{patch_header, HEADER_LEN};
+use crate::qwp::{
+    patch_header, put_str, put_varint, types, FLAG_DELTA_SYMBOL_DICT, FLAG_GORILLA, FLAG_ZSTD,
+    HEADER_LEN,
+};
+use crate::value::BindValue;
 
 macro_rules! fixture {
     ($name:literal) => {
