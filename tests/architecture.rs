@@ -23,12 +23,9 @@ const KNOWN_LONG: &[&str] = &[
     "src/check/cells.rs",
     "src/check/eval.rs",
     "src/lower/phases.rs",
-    "src/driver/pg.rs",
     "src/exec/ingest.rs",
     "src/exec/queries.rs",
     "src/exec/requests.rs",
-    "src/query/transport/http.rs",
-    "src/query/transport/pg.rs",
     "src/syntax/parser.rs",
 ];
 
