@@ -255,19 +255,29 @@ impl Conn {
     }
 }
 
+/// A `pg` endpoint `db.pg` (dialect `postgres`) with `options`, for the unit tests of the
+/// PostgreSQL code above this layer (driver, query transport) and of this file.
+#[cfg(test)]
+pub(crate) fn test_endpoint(options: &[(&str, Value)]) -> EndpointPlan {
+    EndpointPlan {
+        target: "db".into(),
+        name: "pg".into(),
+        kind: "pg".into(),
+        dialect: "postgres".into(),
+        url: None,
+        options: options
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn endpoint() -> EndpointPlan {
-        EndpointPlan {
-            target: "db".into(),
-            name: "pg".into(),
-            kind: "pg".into(),
-            dialect: "postgres".into(),
-            url: None,
-            options: Default::default(),
-        }
+        test_endpoint(&[])
     }
 
     #[test]

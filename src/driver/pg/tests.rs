@@ -1,31 +1,13 @@
+#[path = "../../../tests/common/pg_columns.rs"]
+mod pg_columns;
+
 use super::binary::{fields, parse_uuid};
 use super::copy::COPY_HEADER;
 use super::*;
 use crate::gen::batch::{push_str, Batch, BatchSchema, ColumnMeta, Dictionary, Physical, Values};
+use crate::net::pg::test_endpoint;
 use crate::value::Text;
-
-fn col(name: &str, ty: &str, physical: Physical, dict: Option<&[&str]>) -> ColumnMeta {
-    ColumnMeta {
-        name: name.to_string(),
-        role: if physical == Physical::Timestamp {
-            "timestamp".into()
-        } else {
-            "field".into()
-        },
-        ty: ty.to_string(),
-        unit_ns: if physical == Physical::Timestamp {
-            1
-        } else {
-            0
-        },
-        physical,
-        dictionary: dict.map(|d| {
-            Arc::new(Dictionary {
-                values: d.iter().map(|s| s.to_string()).collect(),
-            })
-        }),
-    }
-}
+use pg_columns::col;
 
 fn schema(columns: Vec<ColumnMeta>) -> Arc<BatchSchema> {
     Arc::new(BatchSchema {
@@ -289,14 +271,7 @@ fn statements_quote_every_identifier() {
 
 #[test]
 fn encoding_follows_the_insert_option() {
-    let mut ep = EndpointPlan {
-        target: "db".into(),
-        name: "pg".into(),
-        kind: "pg".into(),
-        dialect: "postgres".into(),
-        url: None,
-        options: Default::default(),
-    };
+    let mut ep = test_endpoint(&[]);
     assert_eq!(encoding(&ep), Encoding::PgCopy);
     ep.options
         .insert("insert".into(), Value::Symbol("copy".into()));

@@ -168,6 +168,7 @@ pub(crate) fn client_error(message: impl Into<String>) -> QueryError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::pg::test_endpoint as endpoint;
 
     /// Workers run on tokio's multi-threaded runtime: their futures must be `Send`.
     #[allow(dead_code)]
@@ -175,20 +176,6 @@ mod tests {
         fn send<T: Send>(_: T) {}
         send(t.run(inst));
         send(Transport::connect(ep, "", Path::new("")));
-    }
-
-    fn endpoint(options: &[(&str, Value)]) -> EndpointPlan {
-        EndpointPlan {
-            target: "db".into(),
-            name: "pg".into(),
-            kind: "pg".into(),
-            dialect: "postgres".into(),
-            url: None,
-            options: options
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
-        }
     }
 
     #[test]
