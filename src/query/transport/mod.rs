@@ -165,6 +165,19 @@ pub(crate) fn client_error(message: impl Into<String>) -> QueryError {
     }
 }
 
+/// The checksum of `rows`, each pushed by a closure: what the transports' unit tests expect a
+/// result to sum to.
+#[cfg(test)]
+pub(crate) fn expected_checksum(rows: &[&dyn Fn(&mut super::checksum::ResultHasher)]) -> u64 {
+    let mut h = super::checksum::ResultHasher::new();
+    for push in rows {
+        h.begin_row();
+        push(&mut h);
+        h.end_row();
+    }
+    h.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::query::checksum::ResultHasher;
+use crate::query::transport::expected_checksum as expected;
 use hyper::StatusCode;
 
 /// `body` read as it arrives in pieces of `piece` bytes.
@@ -141,17 +141,6 @@ fn errors_carry_the_status_and_the_servers_text() {
 
 fn sums(body: &str) -> Result<Outcome, QueryError> {
     read("SELECT x FROM t", 200, body, true)
-}
-
-/// The checksum of `rows`, each pushed by a closure.
-fn expected(rows: &[&dyn Fn(&mut ResultHasher)]) -> u64 {
-    let mut h = ResultHasher::new();
-    for push in rows {
-        h.begin_row();
-        push(&mut h);
-        h.end_row();
-    }
-    h.finish()
 }
 
 #[test]

@@ -43,7 +43,6 @@
 
 use std::collections::HashMap;
 use std::error::Error as StdError;
-use std::fmt::Write as _;
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,7 +56,7 @@ mod checksums;
 mod params;
 
 use super::{client_error, from_driver, timeout_error, Timeouts};
-use crate::net::pg::{connect, Conn};
+use crate::net::pg::{connect, push_db_details, Conn};
 use crate::plan::EndpointPlan;
 use crate::query::sql::{inline_all, Dialect};
 use crate::query::{Instance, Outcome, QueryError, QueryErrorClass};
@@ -345,15 +344,7 @@ impl PgTransport {
 /// The server's message, with the detail and hint it gave; the SQLSTATE goes in `code`.
 fn db_message(db: &DbError) -> String {
     let mut out = db.message().to_string();
-    if let Some(d) = db.detail() {
-        let _ = write!(out, "; detail: {d}");
-    }
-    if let Some(h) = db.hint() {
-        let _ = write!(out, "; hint: {h}");
-    }
-    if let Some(w) = db.where_() {
-        let _ = write!(out, "; where: {w}");
-    }
+    push_db_details(&mut out, db);
     out
 }
 
