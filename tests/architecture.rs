@@ -21,13 +21,9 @@ const KNOWN_BACK_EDGES: &[&str] = &[];
 const KNOWN_LONG: &[&str] = &[
     "src/check/builtins.rs",
     "src/check/eval.rs",
-    "src/driver/pg.rs",
     "src/exec/ingest.rs",
     "src/exec/queries.rs",
     "src/exec/requests.rs",
-    "src/query/transport/http.rs",
-    "src/query/transport/pg.rs",
-    "src/query/transport/qwp/egress/mod.rs",
     "src/syntax/parser.rs",
 ];
 

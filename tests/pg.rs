@@ -7,6 +7,10 @@
 //! cannot be reached the tests that need it are skipped with a note, except under `CI=true`,
 //! where they fail: see `server`.
 
+#[path = "common/endpoints.rs"]
+mod endpoints;
+#[path = "common/pg_columns.rs"]
+mod pg_columns;
 #[path = "common/servers.rs"]
 mod servers;
 
@@ -14,8 +18,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use indexmap::IndexMap;
 use tokio_postgres::{Client, NoTls};
+
+use pg_columns::col;
 
 use wlrun::check::Options;
 use wlrun::client::pg::PgClient;
@@ -37,17 +42,7 @@ async fn server() -> Option<String> {
 }
 
 fn endpoint(options: &[(&str, Value)]) -> EndpointPlan {
-    EndpointPlan {
-        target: "db".into(),
-        name: "pg".into(),
-        kind: "pg".into(),
-        dialect: "postgres".into(),
-        url: None,
-        options: options
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect::<IndexMap<_, _>>(),
-    }
+    endpoints::endpoint("pg", "postgres", options)
 }
 
 fn insert_mode() -> Vec<(&'static str, Value)> {
@@ -88,6 +83,21 @@ async fn admin(url: &str) -> PgClient {
         .expect("the admin client connects")
 }
 
+/// Drops `table` (if it exists) through the admin client `c`.
+async fn drop_table(c: &mut PgClient, table: &str) {
+    c.execute(&ddl::drop_table("postgres", table).unwrap())
+        .await
+        .unwrap();
+}
+
+/// The server's URL and an admin client on it, `table` dropped first; `None` without a server.
+async fn without_table(table: &str) -> Option<(String, PgClient)> {
+    let url = server().await?;
+    let mut c = admin(&url).await;
+    drop_table(&mut c, table).await;
+    Some((url, c))
+}
+
 /// Drops and creates `table` for `schema`, through the admin client and the DDL module.
 async fn recreate(url: &str, table: &str, schema: &BatchSchema) {
     let mut c = admin(url).await;
@@ -96,6 +106,19 @@ async fn recreate(url: &str, table: &str, schema: &BatchSchema) {
     c.execute(&format!("{drop}; {create}"))
         .await
         .expect("DDL runs");
+}
+
+/// The edge batch and a COPY writer on `table`, created afresh for it; with the server's URL,
+/// `None` without a server.
+async fn edge_writer(table: &str) -> Option<(String, Batch, PgWriter)> {
+    let url = server().await?;
+    let b = edge_batch();
+    let schema = Arc::clone(&b.schema);
+    recreate(&url, table, &schema).await;
+    let w = PgWriter::connect(&config(&url, table, schema, &[]))
+        .await
+        .unwrap();
+    Some((url, b, w))
 }
 
 /// A value as compared between a batch and the table; floats by their bits, so NaN and -0.0
@@ -218,29 +241,6 @@ async fn actual(client: &Client, table: &str, schema: &BatchSchema) -> Vec<Vec<V
 fn sorted(mut rows: Vec<Vec<V>>) -> Vec<Vec<V>> {
     rows.sort();
     rows
-}
-
-fn col(name: &str, ty: &str, physical: Physical, dict: Option<&[&str]>) -> ColumnMeta {
-    ColumnMeta {
-        name: name.to_string(),
-        role: if physical == Physical::Timestamp {
-            "timestamp".into()
-        } else {
-            "field".into()
-        },
-        ty: ty.to_string(),
-        unit_ns: if physical == Physical::Timestamp {
-            1
-        } else {
-            0
-        },
-        physical,
-        dictionary: dict.map(|d| {
-            Arc::new(Dictionary {
-                values: d.iter().map(|s| s.to_string()).collect(),
-            })
-        }),
-    }
 }
 
 /// Every column type, with edge values: NULL in every column but the timestamp, times before
@@ -470,14 +470,10 @@ async fn insert_round_trip_of_edge_values() {
 
 #[tokio::test]
 async fn copy_socket_bytes_are_the_stream_plus_framing() {
-    let Some(url) = server().await else { return };
     let table = "wlrun_test_copy_bytes";
-    let b = edge_batch();
-    let schema = Arc::clone(&b.schema);
-    recreate(&url, table, &schema).await;
-    let mut w = PgWriter::connect(&config(&url, table, schema, &[]))
-        .await
-        .unwrap();
+    let Some((_, b, mut w)) = edge_writer(table).await else {
+        return;
+    };
     let chunk = copy_chunk(b);
     let sent = w.send(&chunk).await.unwrap();
     // Bind, Execute, Sync, CopyData's header, CopyDone, Sync: 48 bytes with a 3-byte name.
@@ -526,9 +522,7 @@ async fn a_rejected_chunk_is_not_fatal() {
             .await
             .unwrap();
         assert_eq!(n, 5, "{table}: only the good chunk's rows");
-        c.execute(&ddl::drop_table("postgres", table).unwrap())
-            .await
-            .unwrap();
+        drop_table(&mut c, table).await;
     }
 }
 
@@ -536,12 +530,10 @@ async fn a_rejected_chunk_is_not_fatal() {
 /// `Server`. The COPY never started, which tokio-postgres cannot recover from, so it is fatal.
 #[tokio::test]
 async fn copy_into_a_missing_table_names_the_server_error() {
-    let Some(url) = server().await else { return };
     let table = "wlrun_test_no_such_table";
-    let mut c = admin(&url).await;
-    c.execute(&ddl::drop_table("postgres", table).unwrap())
-        .await
-        .unwrap();
+    let Some((url, _c)) = without_table(table).await else {
+        return;
+    };
     let b = edge_batch();
     let mut w = PgWriter::connect(&config(&url, table, Arc::clone(&b.schema), &[]))
         .await
@@ -561,12 +553,10 @@ async fn copy_into_a_missing_table_names_the_server_error() {
 /// once the table exists the next chunk goes through on the same connection.
 #[tokio::test]
 async fn insert_into_a_missing_table_then_created() {
-    let Some(url) = server().await else { return };
     let table = "wlrun_test_insert_late_table";
-    let mut c = admin(&url).await;
-    c.execute(&ddl::drop_table("postgres", table).unwrap())
-        .await
-        .unwrap();
+    let Some((url, mut c)) = without_table(table).await else {
+        return;
+    };
     let b = edge_batch();
     let schema = Arc::clone(&b.schema);
     let mut w = PgWriter::connect(&config(&url, table, Arc::clone(&schema), &insert_mode()))
@@ -587,9 +577,7 @@ async fn insert_into_a_missing_table_then_created() {
             .acked
     );
     w.finish().await.unwrap();
-    c.execute(&ddl::drop_table("postgres", table).unwrap())
-        .await
-        .unwrap();
+    drop_table(&mut c, table).await;
 }
 
 #[tokio::test]
@@ -725,22 +713,15 @@ async fn a_silent_server_times_out() {
 /// After `finish`, sending is a fatal connection error rather than a hang or a panic.
 #[tokio::test]
 async fn send_after_finish_is_an_error() {
-    let Some(url) = server().await else { return };
     let table = "wlrun_test_after_finish";
-    let b = edge_batch();
-    let schema = Arc::clone(&b.schema);
-    recreate(&url, table, &schema).await;
-    let mut w = PgWriter::connect(&config(&url, table, schema, &[]))
-        .await
-        .unwrap();
+    let Some((url, b, mut w)) = edge_writer(table).await else {
+        return;
+    };
     w.finish().await.unwrap();
     let e = w.send(&copy_chunk(b)).await.unwrap_err();
     assert_eq!(e.class, ErrorClass::Connection);
     assert!(e.fatal);
-    let mut c = admin(&url).await;
-    c.execute(&ddl::drop_table("postgres", table).unwrap())
-        .await
-        .unwrap();
+    drop_table(&mut admin(&url).await, table).await;
 }
 
 /// Why a refused COPY is fatal: tokio-postgres 0.7 sends a Sync with the COPY's Execute and
@@ -750,12 +731,10 @@ async fn send_after_finish_is_an_error() {
 /// `PgWriter::send` no longer needs to make that error fatal.
 #[tokio::test]
 async fn the_connection_is_gone_after_a_refused_copy() {
-    let Some(url) = server().await else { return };
     let table = "wlrun_test_refused_copy";
-    let mut c = admin(&url).await;
-    c.execute(&ddl::drop_table("postgres", table).unwrap())
-        .await
-        .unwrap();
+    let Some((url, mut c)) = without_table(table).await else {
+        return;
+    };
     let b = edge_batch();
     let schema = Arc::clone(&b.schema);
     let mut w = PgWriter::connect(&config(&url, table, Arc::clone(&schema), &[]))
@@ -770,7 +749,5 @@ async fn the_connection_is_gone_after_a_refused_copy() {
     let e = w.send(&chunk).await.unwrap_err();
     assert_eq!(e.class, ErrorClass::Connection, "{e}");
     assert!(e.message.contains("unexpected message from server"), "{e}");
-    c.execute(&ddl::drop_table("postgres", table).unwrap())
-        .await
-        .unwrap();
+    drop_table(&mut c, table).await;
 }

@@ -12,64 +12,37 @@
 
 #[path = "common/checksum_cases.rs"]
 mod checksum_cases;
+#[path = "common/endpoints.rs"]
+mod endpoints;
 #[path = "common/exec_server.rs"]
 mod exec_server;
+#[path = "common/query_setup.rs"]
+mod query_setup;
 #[path = "common/servers.rs"]
 mod servers;
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use indexmap::IndexMap;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 
 use checksum_cases::{checksum_cases, make_table, make_typed_table};
+use endpoints::{endpoint, secs, text, word};
 use exec_server::ExecServer;
+use query_setup::{
+    admin, bind_kind_cases, bind_placement_cases, connect, drop_table, inst, rows,
+    server_and_table, summed, summing, unique, SEC, T0,
+};
 use wlrun::plan::EndpointPlan;
 use wlrun::query::transport::Transport;
-use wlrun::query::{Instance, Outcome, QueryError, QueryErrorClass};
+use wlrun::query::{Instance, QueryError, QueryErrorClass};
 use wlrun::value::BindValue;
-use wlrun::value::{Text, Value};
+use wlrun::value::Value;
 
 const WAIT: Duration = Duration::from_secs(10);
 
 async fn server() -> Option<String> {
     servers::pg_server().await
-}
-
-async fn admin(url: &str) -> Client {
-    let (client, conn) = tokio_postgres::connect(url, NoTls)
-        .await
-        .expect("the test server accepts an admin connection");
-    tokio::spawn(conn);
-    client
-}
-
-fn endpoint(kind: &str, dialect: &str, options: &[(&str, Value)]) -> EndpointPlan {
-    EndpointPlan {
-        target: "db".into(),
-        name: kind.into(),
-        kind: kind.into(),
-        dialect: dialect.into(),
-        url: None,
-        options: options
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect::<IndexMap<_, _>>(),
-    }
-}
-
-fn word(w: &str) -> Value {
-    Value::Symbol(w.to_string())
-}
-
-fn text(s: &str) -> Value {
-    Value::Str(Text::lit(s))
-}
-
-fn secs(s: f64) -> Value {
-    Value::Duration((s * 1e9) as i64)
 }
 
 const MODES: [&str; 3] = ["prepared", "unnamed", "simple"];
@@ -80,45 +53,11 @@ fn pg_endpoint(mode: &str, extra: &[(&str, Value)]) -> EndpointPlan {
     endpoint("pg", "postgres", &options)
 }
 
-async fn connect(ep: &EndpointPlan, url: &str) -> Transport {
-    match Transport::connect(ep, url, Path::new(".")).await {
-        Ok(t) => t,
-        Err(e) => panic!("connecting {} ({}): {e}", ep.name, ep.kind),
-    }
-}
-
-fn inst(sql: &str, binds: Vec<BindValue>) -> Instance {
-    Instance {
-        query: 0,
-        index: 0,
-        sql: Arc::from(sql),
-        binds,
-        route: None,
-    }
-}
-
-async fn rows(t: &mut Transport, i: &Instance) -> Result<u64, QueryError> {
-    t.run(i).await.map(|o: Outcome| o.rows)
-}
-
-/// A table name no other test (or concurrent run) uses.
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("wlrun_qt_{prefix}_{}_{nanos}", std::process::id())
-}
-
-/// 2016-01-01T00:00:00Z in nanoseconds.
-const T0: i64 = 1_451_606_400_000_000_000;
-const SEC: i64 = 1_000_000_000;
-
 /// The instances every transport must count alike, with the rows each returns.
 fn cases(table: &str) -> Vec<(Instance, u64)> {
     use BindValue::*;
     let q = |sql: &str| sql.replace("{T}", table);
-    vec![
+    let mut cases = vec![
         (inst(&q("SELECT * FROM {T} "), vec![]), 10),
         (
             inst(&q("SELECT * FROM {T} WHERE i4 >= $1"), vec![Int(3)]),
@@ -128,95 +67,31 @@ fn cases(table: &str) -> Vec<(Instance, u64)> {
             inst(&q("SELECT * FROM {T} WHERE i4 > $1"), vec![Int(-1)]),
             10,
         ),
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE i8 > $1"),
-                vec![Int(4_000_000_000_000)],
-            ),
-            5,
+    ];
+    cases.extend(bind_kind_cases(table));
+    cases.push((
+        inst(
+            &q("SELECT * FROM {T} WHERE ts = $1"),
+            vec![Timestamp(T0 + 30 * SEC)],
         ),
-        (
-            inst(&q("SELECT * FROM {T} WHERE f8 < $1"), vec![Float(2.75)]),
-            3,
+        1,
+    ));
+    cases.extend(bind_placement_cases(table));
+    cases.push((
+        inst(
+            &q("SELECT count(*) FROM {T} WHERE i4 < $1 AND f8 > $2 AND b = $3"),
+            vec![Int(8), Float(0.25), Bool(false)],
         ),
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE t = $1"),
-                vec![Text("row4".into())],
-            ),
-            1,
-        ),
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE t = $1"),
-                vec![Text("it's".into())],
-            ),
-            0,
-        ),
-        (
-            inst(&q("SELECT * FROM {T} WHERE b = $1"), vec![Bool(true)]),
-            5,
-        ),
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE t IS NOT DISTINCT FROM $1"),
-                vec![Null],
-            ),
-            1,
-        ),
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE ts >= $1 AND ts < $2"),
-                vec![Timestamp(T0 + 20 * SEC), Timestamp(T0 + 60 * SEC)],
-            ),
-            4,
-        ),
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE ts = $1"),
-                vec![Timestamp(T0 + 30 * SEC)],
-            ),
-            1,
-        ),
-        // A text bind compared with a timestamptz column.
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE ts >= $1"),
-                vec![Text("2016-01-01T00:01:00Z".into())],
-            ),
-            4,
-        ),
-        // Placeholders out of order, an int bind for a LIMIT.
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE i4 > $2 AND ts < $1 LIMIT $3"),
-                vec![Timestamp(T0 + 80 * SEC), Int(1), Int(4)],
-            ),
-            4,
-        ),
-        // One placeholder used twice.
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE i4 = $1 OR i4 = $1 + 5"),
-                vec![Int(2)],
-            ),
-            2,
-        ),
-        (
-            inst(
-                &q("SELECT count(*) FROM {T} WHERE i4 < $1 AND f8 > $2 AND b = $3"),
-                vec![Int(8), Float(0.25), Bool(false)],
-            ),
-            1,
-        ),
-    ]
+        1,
+    ));
+    cases
 }
 
 #[tokio::test]
 async fn pg_every_mode_counts_rows_for_every_bind_kind() {
-    let Some(url) = server().await else { return };
-    let admin = admin(&url).await;
-    let table = unique("binds");
+    let Some((url, admin, table)) = server_and_table("qt", "binds").await else {
+        return;
+    };
     make_table(&admin, &table).await;
     for mode in MODES {
         let mut t = connect(&pg_endpoint(mode, &[]), &url).await;
@@ -243,10 +118,7 @@ async fn pg_every_mode_counts_rows_for_every_bind_kind() {
             panic!("a pg endpoint gave another transport");
         }
     }
-    admin
-        .batch_execute(&format!("DROP TABLE {table}"))
-        .await
-        .unwrap();
+    drop_table(&admin, &table).await;
 }
 
 #[tokio::test]
@@ -265,15 +137,13 @@ async fn pg_large_results_are_read_to_the_last_row() {
 #[tokio::test]
 async fn pg_sql_errors_carry_the_sqlstate_and_keep_the_connection() {
     let Some(url) = server().await else { return };
-    let missing = unique("missing");
+    let missing = unique("qt", "missing");
     for mode in MODES {
         let mut t = connect(&pg_endpoint(mode, &[]), &url).await;
-        let e = rows(
+        let e = rows_of(
             &mut t,
-            &inst(
-                &format!("SELECT * FROM {missing} WHERE x = $1"),
-                vec![BindValue::Int(1)],
-            ),
+            &format!("SELECT * FROM {missing} WHERE x = $1"),
+            vec![BindValue::Int(1)],
         )
         .await
         .unwrap_err();
@@ -308,9 +178,9 @@ async fn pg_sql_errors_carry_the_sqlstate_and_keep_the_connection() {
 
 #[tokio::test]
 async fn pg_binds_that_do_not_fit_are_client_errors() {
-    let Some(url) = server().await else { return };
-    let admin = admin(&url).await;
-    let table = unique("fit");
+    let Some((url, admin, table)) = server_and_table("qt", "fit").await else {
+        return;
+    };
     make_table(&admin, &table).await;
     let sql = format!("SELECT * FROM {table} WHERE i4 = $1");
     let mut t = connect(&pg_endpoint("prepared", &[]), &url).await;
@@ -361,10 +231,7 @@ async fn pg_binds_that_do_not_fit_are_client_errors() {
         rows(&mut t, &inst(&sql, vec![BindValue::Int(4)])).await,
         Ok(1)
     );
-    admin
-        .batch_execute(&format!("DROP TABLE {table}"))
-        .await
-        .unwrap();
+    drop_table(&admin, &table).await;
 }
 
 /// Waits until no backend with `app` as application_name is left.
@@ -391,7 +258,7 @@ async fn pg_a_terminated_backend_breaks_the_connection_and_a_reconnect_works() {
     let Some(url) = server().await else { return };
     let admin = admin(&url).await;
     for mode in MODES {
-        let app = unique(&format!("kill_{mode}"));
+        let app = unique("qt", &format!("kill_{mode}"));
         let ep = pg_endpoint(mode, &[("application_name", text(&app))]);
         let probe = inst(
             "SELECT g FROM generate_series(1, $1) AS g",
@@ -438,7 +305,7 @@ async fn pg_a_query_past_the_timeout_returns_and_is_cancelled() {
     let Some(url) = server().await else { return };
     let admin = admin(&url).await;
     for mode in MODES {
-        let app = unique(&format!("slow_{mode}"));
+        let app = unique("qt", &format!("slow_{mode}"));
         let ep = pg_endpoint(
             mode,
             &[("application_name", text(&app)), ("timeout", secs(0.3))],
@@ -514,33 +381,33 @@ async fn closed_port() -> u16 {
     port
 }
 
+/// The error of connecting `ep` to `url`, where nothing listens.
+async fn refused(ep: &EndpointPlan, url: &str) -> QueryError {
+    let Err(e) = Transport::connect(ep, url, Path::new(".")).await else {
+        panic!("connected to a closed port");
+    };
+    e
+}
+
 #[tokio::test]
 async fn connecting_to_nothing_is_a_connection_error() {
     let port = closed_port().await;
     let started = Instant::now();
-    let Err(e) = Transport::connect(
+    let e = refused(
         &pg_endpoint("prepared", &[("connect_timeout", secs(2.0))]),
         &format!("postgres://u:secret@127.0.0.1:{port}/db"),
-        Path::new("."),
     )
-    .await
-    else {
-        panic!("connected to a closed port");
-    };
+    .await;
     assert_eq!(e.class, QueryErrorClass::Connection, "{e}");
     assert!(e.broken);
     assert!(!e.message.contains("secret"), "{e}");
     assert!(started.elapsed() < Duration::from_secs(5));
 
-    let Err(e) = Transport::connect(
+    let e = refused(
         &endpoint("http", "questdb", &[("connect_timeout", secs(2.0))]),
         &format!("http://127.0.0.1:{port}"),
-        Path::new("."),
     )
-    .await
-    else {
-        panic!("connected to a closed port");
-    };
+    .await;
     assert_eq!(e.class, QueryErrorClass::Connection, "{e}");
     assert!(e.broken);
 
@@ -572,9 +439,9 @@ fn http_endpoint(path: Option<&str>, timeout: f64) -> EndpointPlan {
 
 #[tokio::test]
 async fn http_and_every_pg_mode_count_the_same_rows() {
-    let Some(url) = server().await else { return };
-    let admin = admin(&url).await;
-    let table = unique("http");
+    let Some((url, admin, table)) = server_and_table("qt", "http").await else {
+        return;
+    };
     make_table(&admin, &table).await;
     let exec = ExecServer::start(Some(url.clone())).await;
     let mut http = connect(&http_endpoint(None, 10.0), &exec.url()).await;
@@ -603,10 +470,7 @@ async fn http_and_every_pg_mode_count_the_same_rows() {
     }
     // One keep-alive connection carried every request.
     assert_eq!(exec.connections(), 1);
-    admin
-        .batch_execute(&format!("DROP TABLE {table}"))
-        .await
-        .unwrap();
+    drop_table(&admin, &table).await;
 }
 
 #[tokio::test]
@@ -614,13 +478,11 @@ async fn http_sql_errors_are_400_with_the_servers_text() {
     let Some(url) = server().await else { return };
     let exec = ExecServer::start(Some(url)).await;
     let mut t = connect(&http_endpoint(Some("/exec"), 10.0), &exec.url()).await;
-    let missing = unique("missing");
-    let e = rows(
+    let missing = unique("qt", "missing");
+    let e = rows_of(
         &mut t,
-        &inst(
-            &format!("SELECT * FROM {missing} WHERE x = $1"),
-            vec![BindValue::Int(1)],
-        ),
+        &format!("SELECT * FROM {missing} WHERE x = $1"),
+        vec![BindValue::Int(1)],
     )
     .await
     .unwrap_err();
@@ -777,12 +639,24 @@ fn sqlite_db(dir: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
 
+/// A transport on a fresh `sqlite_db` in a temporary directory, which lives as long as the
+/// `TempDir` returned with it.
+async fn sqlite_transport(timeout: f64) -> (tempfile::TempDir, Transport) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = sqlite_db(dir.path());
+    let t = connect(&sqlite_endpoint(timeout), &db).await;
+    (dir, t)
+}
+
+/// `rows` of the instance of `sql` with `binds`.
+async fn rows_of(t: &mut Transport, sql: &str, binds: Vec<BindValue>) -> Result<u64, QueryError> {
+    rows(t, &inst(sql, binds)).await
+}
+
 #[tokio::test]
 async fn sqlite_timestamp_binds_compare_with_stored_text() {
     use BindValue::*;
-    let dir = tempfile::tempdir().unwrap();
-    let db = sqlite_db(dir.path());
-    let mut t = connect(&sqlite_endpoint(10.0), &db).await;
+    let (_dir, mut t) = sqlite_transport(10.0).await;
     let cases = [
         (
             "SELECT * FROM cpu WHERE ts >= $1 AND ts < $2",
@@ -831,12 +705,11 @@ async fn sqlite_timestamp_binds_compare_with_stored_text() {
 
 #[tokio::test]
 async fn sqlite_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = sqlite_db(dir.path());
-    let mut t = connect(&sqlite_endpoint(10.0), &db).await;
-    let e = rows(
+    let (_dir, mut t) = sqlite_transport(10.0).await;
+    let e = rows_of(
         &mut t,
-        &inst("SELECT * FROM nope WHERE x = $1", vec![BindValue::Int(1)]),
+        "SELECT * FROM nope WHERE x = $1",
+        vec![BindValue::Int(1)],
     )
     .await
     .unwrap_err();
@@ -845,47 +718,44 @@ async fn sqlite_errors() {
     assert!(e.message.contains("no such table: nope"), "{e}");
     assert!(!e.broken);
 
-    let e = rows(
+    let e = rows_of(
         &mut t,
-        &inst("SELECT * FROM cpu WHERE n = $2", vec![BindValue::Int(1)]),
+        "SELECT * FROM cpu WHERE n = $2",
+        vec![BindValue::Int(1)],
     )
     .await
     .unwrap_err();
     assert_eq!(e.class, QueryErrorClass::Client, "{e}");
     assert!(e.message.contains("$2"), "{e}");
-    let e = rows(
+    let e = rows_of(
         &mut t,
-        &inst(
-            "SELECT * FROM cpu WHERE n = $1",
-            vec![BindValue::Int(1), BindValue::Int(2)],
-        ),
+        "SELECT * FROM cpu WHERE n = $1",
+        vec![BindValue::Int(1), BindValue::Int(2)],
     )
     .await
     .unwrap_err();
     assert_eq!(e.class, QueryErrorClass::Client, "{e}");
-    let e = rows(
+    let e = rows_of(
         &mut t,
-        &inst("SELECT * FROM cpu WHERE n = :n", vec![BindValue::Int(1)]),
+        "SELECT * FROM cpu WHERE n = :n",
+        vec![BindValue::Int(1)],
     )
     .await
     .unwrap_err();
     assert_eq!(e.class, QueryErrorClass::Client, "{e}");
 
-    assert_eq!(
-        rows(
-            &mut t,
-            &inst("SELECT * FROM cpu WHERE n = $1", vec![BindValue::Int(1)])
-        )
-        .await,
-        Ok(1)
-    );
+    let n = rows_of(
+        &mut t,
+        "SELECT * FROM cpu WHERE n = $1",
+        vec![BindValue::Int(1)],
+    )
+    .await;
+    assert_eq!(n, Ok(1));
 }
 
 #[tokio::test]
 async fn sqlite_a_query_past_the_timeout_is_interrupted() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = sqlite_db(dir.path());
-    let mut t = connect(&sqlite_endpoint(0.3), &db).await;
+    let (_dir, mut t) = sqlite_transport(0.3).await;
     let endless = inst(
         "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < $1) \
          SELECT count(*) FROM c",
@@ -898,14 +768,13 @@ async fn sqlite_a_query_past_the_timeout_is_interrupted() {
     assert!(took < Duration::from_secs(3), "took {took:?}");
     // Interrupted, the connection came back and takes the next query.
     assert!(!e.broken, "{e}");
-    assert_eq!(
-        rows(
-            &mut t,
-            &inst("SELECT * FROM cpu WHERE n < $1", vec![BindValue::Int(3)])
-        )
-        .await,
-        Ok(3)
-    );
+    let n = rows_of(
+        &mut t,
+        "SELECT * FROM cpu WHERE n < $1",
+        vec![BindValue::Int(3)],
+    )
+    .await;
+    assert_eq!(n, Ok(3));
 }
 
 #[tokio::test]
@@ -930,24 +799,6 @@ async fn sqlite_a_missing_directory_is_a_connection_error() {
 
 use wlrun::query::checksum::ResultHasher;
 
-/// Rows and checksum of `i` on `t`, which must have checksums on.
-async fn summed(t: &mut Transport, i: &Instance, on: &str) -> (u64, u64) {
-    match t.run(i).await {
-        Ok(Outcome {
-            rows,
-            checksum: Some(sum),
-        }) => (rows, sum),
-        Ok(o) => panic!("{on}: no checksum for {} ({o:?})", i.sql),
-        Err(e) => panic!("{on}: {} with {:?}: {e}", i.sql, i.binds),
-    }
-}
-
-async fn summing(ep: &EndpointPlan, url: &str) -> Transport {
-    let mut t = connect(ep, url).await;
-    t.set_checksums(true);
-    t
-}
-
 /// `url` with session settings for the server: a time zone other than UTC (timestamptz texts
 /// carry an offset) and doubles printed with 15 significant digits, not exactly.
 fn with_session_options(url: &str) -> String {
@@ -955,29 +806,42 @@ fn with_session_options(url: &str) -> String {
     format!("{url}{sep}options=-c%20TimeZone%3DAsia%2FKolkata%20-c%20extra_float_digits%3D0")
 }
 
-#[tokio::test]
-async fn checksums_agree_across_pg_modes_and_http() {
-    let Some(url) = server().await else { return };
-    let admin = admin(&url).await;
-    let table = unique("sums");
-    make_typed_table(&admin, &table).await;
-    let exec = ExecServer::start(Some(url.clone())).await;
-    let mut transports = vec![(
+/// Transports with checksums on, named: HTTP through `exec`, then each pg mode on `url`, each
+/// followed (with `odd_sessions`) by the same mode on `with_session_options(url)`.
+async fn summing_http_and_pg(
+    exec: &ExecServer,
+    url: &str,
+    odd_sessions: bool,
+) -> Vec<(String, Transport)> {
+    let mut all = vec![(
         "http".to_string(),
         summing(&http_endpoint(None, 10.0), &exec.url()).await,
     )];
     for mode in MODES {
-        transports.push((
+        all.push((
             mode.to_string(),
-            summing(&pg_endpoint(mode, &[]), &url).await,
+            summing(&pg_endpoint(mode, &[]), url).await,
         ));
-        // The same with timestamptz printed at +05:30 and doubles printed with 15 digits.
-        let odd = with_session_options(&url);
-        transports.push((
-            format!("{mode} (Asia/Kolkata, extra_float_digits 0)"),
-            summing(&pg_endpoint(mode, &[]), &odd).await,
-        ));
+        if odd_sessions {
+            let odd = with_session_options(url);
+            all.push((
+                format!("{mode} (Asia/Kolkata, extra_float_digits 0)"),
+                summing(&pg_endpoint(mode, &[]), &odd).await,
+            ));
+        }
     }
+    all
+}
+
+#[tokio::test]
+async fn checksums_agree_across_pg_modes_and_http() {
+    let Some((url, admin, table)) = server_and_table("qt", "sums").await else {
+        return;
+    };
+    make_typed_table(&admin, &table).await;
+    let exec = ExecServer::start(Some(url.clone())).await;
+    // Each pg mode also with timestamptz printed at +05:30 and doubles printed with 15 digits.
+    let mut transports = summing_http_and_pg(&exec, &url, true).await;
     let mut seen = std::collections::HashSet::new();
     // Twice: prepared statements from the cache the second time.
     for pass in 0..2 {
@@ -1008,17 +872,14 @@ async fn checksums_agree_across_pg_modes_and_http() {
             }
         }
     }
-    admin
-        .batch_execute(&format!("DROP TABLE {table}"))
-        .await
-        .unwrap();
+    drop_table(&admin, &table).await;
 }
 
 #[tokio::test]
 async fn checksums_are_of_the_values() {
-    let Some(url) = server().await else { return };
-    let admin = admin(&url).await;
-    let table = unique("values");
+    let Some((url, admin, table)) = server_and_table("qt", "values").await else {
+        return;
+    };
     make_typed_table(&admin, &table).await;
     let exec = ExecServer::start(Some(url.clone())).await;
     // What the checksum must be, from the values the table was built with.
@@ -1057,42 +918,21 @@ async fn checksums_are_of_the_values() {
             BindValue::Int(13),
         ],
     );
-    let mut all = vec![(
-        "http".to_string(),
-        summing(&http_endpoint(None, 10.0), &exec.url()).await,
-    )];
-    for mode in MODES {
-        all.push((
-            mode.to_string(),
-            summing(&pg_endpoint(mode, &[]), &url).await,
-        ));
-    }
+    let mut all = summing_http_and_pg(&exec, &url, false).await;
     for (name, t) in &mut all {
         assert_eq!(summed(t, &i, name).await, (3, want), "{name}");
     }
-    admin
-        .batch_execute(&format!("DROP TABLE {table}"))
-        .await
-        .unwrap();
+    drop_table(&admin, &table).await;
 }
 
 #[tokio::test]
 async fn one_different_value_gives_another_checksum() {
-    let Some(url) = server().await else { return };
-    let admin = admin(&url).await;
-    let table = unique("differ");
+    let Some((url, admin, table)) = server_and_table("qt", "differ").await else {
+        return;
+    };
     make_typed_table(&admin, &table).await;
     let exec = ExecServer::start(Some(url.clone())).await;
-    let mut all = vec![(
-        "http".to_string(),
-        summing(&http_endpoint(None, 10.0), &exec.url()).await,
-    )];
-    for mode in MODES {
-        all.push((
-            mode.to_string(),
-            summing(&pg_endpoint(mode, &[]), &url).await,
-        ));
-    }
+    let mut all = summing_http_and_pg(&exec, &url, false).await;
     let q = |sql: &str| inst(&sql.replace("{T}", &table), vec![]);
     let base = q("SELECT i4, i8, f8, n, t, b, ts FROM {T}");
     let variants = [
@@ -1161,10 +1001,7 @@ async fn one_different_value_gives_another_checksum() {
     assert!(plain.run(&base).await.unwrap().checksum.is_some());
     plain.set_checksums(false);
     assert_eq!(plain.run(&base).await.map(|o| o.checksum), Ok(None));
-    admin
-        .batch_execute(&format!("DROP TABLE {table}"))
-        .await
-        .unwrap();
+    drop_table(&admin, &table).await;
 }
 
 #[tokio::test]
@@ -1222,9 +1059,9 @@ fn tsbs_row(k: i64) -> (String, i64, i64, i64) {
 
 #[tokio::test]
 async fn sqlite_and_pg_checksum_the_same_rows_alike() {
-    let Some(url) = server().await else { return };
-    let admin = admin(&url).await;
-    let table = unique("tsbs");
+    let Some((url, admin, table)) = server_and_table("qt", "tsbs").await else {
+        return;
+    };
     let mut values = Vec::new();
     for k in 0..TSBS_ROWS {
         let (h, u, s, ts) = tsbs_row(k);
@@ -1337,8 +1174,5 @@ async fn sqlite_and_pg_checksum_the_same_rows_alike() {
     let after = summed(&mut lite, &inst(&all, vec![]), "sqlite").await;
     assert_eq!(after.0, before.0);
     assert_ne!(after.1, before.1);
-    admin
-        .batch_execute(&format!("DROP TABLE {table}"))
-        .await
-        .unwrap();
+    drop_table(&admin, &table).await;
 }

@@ -18,23 +18,28 @@
 
 #[path = "common/checksum_cases.rs"]
 mod checksum_cases;
+#[path = "common/endpoints.rs"]
+mod endpoints;
 #[path = "common/exec_server.rs"]
 mod exec_server;
+#[path = "common/query_setup.rs"]
+mod query_setup;
 #[path = "common/qwp_query_server.rs"]
 mod qwp_query_server;
 #[path = "common/servers.rs"]
 mod servers;
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use indexmap::IndexMap;
-use tokio_postgres::{Client, NoTls};
-
 use checksum_cases::{checksum_cases, make_table, make_typed_table};
+use endpoints::{endpoint, secs};
 use exec_server::ExecServer;
 use futures_util::{SinkExt, StreamExt};
+use query_setup::{
+    admin, bind_kind_cases, bind_placement_cases, connect, drop_table, inst, rows,
+    server_and_table, summed, summing, unique, SEC, T0,
+};
 use qwp_query_server::{Bind, Flow, Mode, Options, QwpQueryServer, CAP_QUERY_FLAGS, CAP_ZONE};
 use tokio_tungstenite::tungstenite::Message;
 use wlrun::plan::EndpointPlan;
@@ -43,35 +48,10 @@ use wlrun::query::{Instance, Outcome, QueryError, QueryErrorClass};
 use wlrun::value::BindValue;
 use wlrun::value::Value;
 
-async fn admin(url: &str) -> Client {
-    let (client, conn) = tokio_postgres::connect(url, NoTls)
-        .await
-        .expect("the test server accepts an admin connection");
-    tokio::spawn(conn);
-    client
-}
-
-fn endpoint(kind: &str, options: &[(&str, Value)]) -> EndpointPlan {
-    EndpointPlan {
-        target: "db".into(),
-        name: kind.into(),
-        kind: kind.into(),
-        dialect: "generic".into(),
-        url: None,
-        options: options
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect::<IndexMap<_, _>>(),
-    }
-}
-
-fn secs(s: f64) -> Value {
-    Value::Duration((s * 1e9) as i64)
-}
-
 fn qwp_endpoint(timeout: f64) -> EndpointPlan {
     endpoint(
         "qwp",
+        "generic",
         &[
             ("timeout", secs(timeout)),
             ("connect_timeout", secs(timeout)),
@@ -79,151 +59,35 @@ fn qwp_endpoint(timeout: f64) -> EndpointPlan {
     )
 }
 
-async fn connect(ep: &EndpointPlan, url: &str) -> Transport {
-    match Transport::connect(ep, url, Path::new(".")).await {
-        Ok(t) => t,
-        Err(e) => panic!("connecting {} ({}): {e}", ep.name, ep.kind),
-    }
-}
-
-async fn summing(ep: &EndpointPlan, url: &str) -> Transport {
-    let mut t = connect(ep, url).await;
-    t.set_checksums(true);
-    t
-}
-
-fn inst(sql: &str, binds: Vec<BindValue>) -> Instance {
-    Instance {
-        query: 0,
-        index: 0,
-        sql: Arc::from(sql),
-        binds,
-        route: None,
-    }
-}
-
-async fn rows(t: &mut Transport, i: &Instance) -> Result<u64, QueryError> {
-    t.run(i).await.map(|o: Outcome| o.rows)
-}
-
-/// Rows and checksum of `i` on `t`, which must have checksums on.
-async fn summed(t: &mut Transport, i: &Instance, on: &str) -> (u64, u64) {
-    match t.run(i).await {
-        Ok(Outcome {
-            rows,
-            checksum: Some(sum),
-        }) => (rows, sum),
-        Ok(o) => panic!("{on}: no checksum for {} ({o:?})", i.sql),
-        Err(e) => panic!("{on}: {} with {:?}: {e}", i.sql, i.binds),
-    }
-}
-
-/// A table name no other test (or concurrent run) uses.
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("wlrun_qwp_{prefix}_{}_{nanos}", std::process::id())
-}
-
-/// 2016-01-01T00:00:00Z in nanoseconds.
-const T0: i64 = 1_451_606_400_000_000_000;
-const SEC: i64 = 1_000_000_000;
-
 /// Instances with every kind of bind, and the rows each returns.
 fn cases(table: &str) -> Vec<(Instance, u64)> {
     use BindValue::*;
     let q = |sql: &str| sql.replace("{T}", table);
-    vec![
+    let mut cases = vec![
         (inst(&q("SELECT * FROM {T}"), vec![]), 10),
         (
             inst(&q("SELECT * FROM {T} WHERE i4 >= $1"), vec![Int(3)]),
             7,
         ),
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE i8 > $1"),
-                vec![Int(4_000_000_000_000)],
-            ),
-            5,
+    ];
+    cases.extend(bind_kind_cases(table));
+    // Nanoseconds below the microsecond are floored, as QuestDB's TIMESTAMP keeps them.
+    cases.push((
+        inst(
+            &q("SELECT * FROM {T} WHERE ts = $1"),
+            vec![Timestamp(T0 + 30 * SEC + 999)],
         ),
-        (
-            inst(&q("SELECT * FROM {T} WHERE f8 < $1"), vec![Float(2.75)]),
-            3,
-        ),
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE t = $1"),
-                vec![Text("row4".into())],
-            ),
-            1,
-        ),
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE t = $1"),
-                vec![Text("it's".into())],
-            ),
-            0,
-        ),
-        (
-            inst(&q("SELECT * FROM {T} WHERE b = $1"), vec![Bool(true)]),
-            5,
-        ),
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE t IS NOT DISTINCT FROM $1"),
-                vec![Null],
-            ),
-            1,
-        ),
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE ts >= $1 AND ts < $2"),
-                vec![Timestamp(T0 + 20 * SEC), Timestamp(T0 + 60 * SEC)],
-            ),
-            4,
-        ),
-        // Nanoseconds below the microsecond are floored, as QuestDB's TIMESTAMP keeps them.
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE ts = $1"),
-                vec![Timestamp(T0 + 30 * SEC + 999)],
-            ),
-            1,
-        ),
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE ts >= $1"),
-                vec![Text("2016-01-01T00:01:00Z".into())],
-            ),
-            4,
-        ),
-        // Placeholders out of order, and used twice: binds go by position.
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE i4 > $2 AND ts < $1 LIMIT $3"),
-                vec![Timestamp(T0 + 80 * SEC), Int(1), Int(4)],
-            ),
-            4,
-        ),
-        (
-            inst(
-                &q("SELECT * FROM {T} WHERE i4 = $1 OR i4 = $1 + 5"),
-                vec![Int(2)],
-            ),
-            2,
-        ),
-    ]
+        1,
+    ));
+    cases.extend(bind_placement_cases(table));
+    cases
 }
 
 #[tokio::test]
 async fn rows_are_counted_for_every_bind_kind_with_and_without_query_flags() {
-    let Some(url) = servers::pg_server().await else {
+    let Some((url, admin, table)) = server_and_table("qwp", "binds").await else {
         return;
     };
-    let admin = admin(&url).await;
-    let table = unique("binds");
     make_table(&admin, &table).await;
     for caps in [CAP_QUERY_FLAGS, 0, CAP_ZONE | CAP_QUERY_FLAGS] {
         let options = Options {
@@ -269,10 +133,7 @@ async fn rows_are_counted_for_every_bind_kind_with_and_without_query_flags() {
         // The server PINGs before each answer; the PONGs came back.
         assert!(server.pongs() > 0, "no PONG");
     }
-    admin
-        .batch_execute(&format!("DROP TABLE {table}"))
-        .await
-        .unwrap();
+    drop_table(&admin, &table).await;
 }
 
 /// Twenty thousand rows over many batches: symbols (char(4)) from a dictionary that grows
@@ -294,7 +155,7 @@ async fn results_over_many_batches_sum_as_on_postgresql() {
         return;
     };
     let many = inst(MANY, vec![BindValue::Int(20_000)]);
-    let mut pg = summing(&endpoint("pg", &[("timeout", secs(20.0))]), &url).await;
+    let mut pg = summing(&endpoint("pg", "generic", &[("timeout", secs(20.0))]), &url).await;
     let want = summed(&mut pg, &many, "pg").await;
     assert_eq!(want.0, 20_000);
 
@@ -338,11 +199,9 @@ async fn results_over_many_batches_sum_as_on_postgresql() {
 
 #[tokio::test]
 async fn checksums_agree_with_the_pg_and_http_transports() {
-    let Some(url) = servers::pg_server().await else {
+    let Some((url, admin, table)) = server_and_table("qwp", "sums").await else {
         return;
     };
-    let admin = admin(&url).await;
-    let table = unique("sums");
     make_typed_table(&admin, &table).await;
     let exec = ExecServer::start(Some(url.clone())).await;
     let qwp = QwpQueryServer::start(Some(url.clone()), Options::default()).await;
@@ -354,11 +213,11 @@ async fn checksums_agree_with_the_pg_and_http_transports() {
         ..Options::default()
     };
     let qwp_small = QwpQueryServer::start(Some(url.clone()), small).await;
-    let http = endpoint("http", &[("timeout", secs(10.0))]);
+    let http = endpoint("http", "generic", &[("timeout", secs(10.0))]);
     let mut transports = vec![
         (
             "pg",
-            summing(&endpoint("pg", &[("timeout", secs(10.0))]), &url).await,
+            summing(&endpoint("pg", "generic", &[("timeout", secs(10.0))]), &url).await,
         ),
         ("http", summing(&http, &exec.url()).await),
         ("qwp", summing(&qwp_endpoint(10.0), &qwp.url()).await),
@@ -386,10 +245,7 @@ async fn checksums_agree_with_the_pg_and_http_transports() {
         }
     }
     assert!(qwp_small.cache_resets() > 0);
-    admin
-        .batch_execute(&format!("DROP TABLE {table}"))
-        .await
-        .unwrap();
+    drop_table(&admin, &table).await;
 }
 
 #[tokio::test]
@@ -399,7 +255,7 @@ async fn query_errors_are_sql_errors_and_the_connection_goes_on() {
     };
     let server = QwpQueryServer::start(Some(url.clone()), Options::default()).await;
     let mut t = summing(&qwp_endpoint(10.0), &server.url()).await;
-    let missing = unique("missing");
+    let missing = unique("qwp", "missing");
     let e = t
         .run(&inst(&format!("SELECT * FROM {missing}"), vec![]))
         .await
@@ -412,7 +268,7 @@ async fn query_errors_are_sql_errors_and_the_connection_goes_on() {
     let one = inst("SELECT 1::int8 AS one", vec![]);
     assert_eq!(t.run(&one).await.map(|o| o.rows), Ok(1));
     // Statements without rows: EXEC_DONE, no rows, checksum 0.
-    let table = unique("ddl");
+    let table = unique("qwp", "ddl");
     for sql in [
         format!("CREATE TABLE {table} (a int8)"),
         format!("INSERT INTO {table} VALUES (1), (2)"),
@@ -523,11 +379,9 @@ async fn servers_that_misbehave_give_errors_not_hangs() {
 /// every instance's rows and checksum agree.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wlrun_cross_checks_pg_http_and_qwp() {
-    let Some(url) = servers::pg_server().await else {
+    let Some((url, admin, table)) = server_and_table("qwp", "e2e").await else {
         return;
     };
-    let admin = admin(&url).await;
-    let table = unique("e2e");
     admin
         .batch_execute(&format!(
             "DROP TABLE IF EXISTS {table};
@@ -611,15 +465,13 @@ run r {{ against db via [pg, http, qwp]  queries by_range, by_window  count 10 p
     assert_eq!(qwp_phase["ok"].as_u64(), Some(20), "{qwp_phase:#}");
     assert_eq!(qwp_phase["failed"].as_u64(), Some(0), "{qwp_phase:#}");
     assert!(qwp.connections() >= 2, "the qwp cell ran with 2 workers");
-    admin
-        .batch_execute(&format!("DROP TABLE {table}"))
-        .await
-        .unwrap();
+    drop_table(&admin, &table).await;
 }
 
 fn qwp_credit_endpoint(timeout: f64, credit: u64) -> EndpointPlan {
     endpoint(
         "qwp",
+        "generic",
         &[
             ("timeout", secs(timeout)),
             ("connect_timeout", secs(timeout)),
@@ -648,7 +500,7 @@ async fn credit_keeps_the_server_within_the_window() {
         return;
     };
     let many = inst(MANY, vec![BindValue::Int(20_000)]);
-    let mut pg = summing(&endpoint("pg", &[("timeout", secs(20.0))]), &url).await;
+    let mut pg = summing(&endpoint("pg", "generic", &[("timeout", secs(20.0))]), &url).await;
     let want = summed(&mut pg, &many, "pg").await;
     // 100-row batches (about 4 KiB each): a 16 KiB window holds a few of them.
     let options = Options {
@@ -724,7 +576,7 @@ async fn a_one_byte_credit_still_completes() {
         return;
     };
     let few = inst(MANY, vec![BindValue::Int(3_000)]);
-    let mut pg = summing(&endpoint("pg", &[("timeout", secs(20.0))]), &url).await;
+    let mut pg = summing(&endpoint("pg", "generic", &[("timeout", secs(20.0))]), &url).await;
     let want = summed(&mut pg, &few, "pg").await;
     let options = Options {
         batch_rows: 500,
@@ -884,7 +736,7 @@ async fn single_statements_run_over_qwp() {
     )
     .await
     .unwrap_or_else(|e| panic!("connecting: {}", e.message));
-    let table = unique("stmt");
+    let table = unique("qwp", "stmt");
     for sql in [
         format!("CREATE TABLE {table} (k int8)"),
         format!("INSERT INTO {table} SELECT generate_series(1, 42)"),
@@ -921,11 +773,9 @@ async fn single_statements_run_over_qwp() {
 /// failed with "`qwp` endpoints do not take SQL".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn require_is_counted_over_pg_http_and_qwp() {
-    let Some(url) = servers::pg_server().await else {
+    let Some((url, admin, table)) = server_and_table("qwp", "req").await else {
         return;
     };
-    let admin = admin(&url).await;
-    let table = unique("req");
     admin
         .batch_execute(&format!(
             "DROP TABLE IF EXISTS {table};
@@ -973,10 +823,7 @@ run r {{ against db via [pg, http, qwp]  queries q  count 3  require rows({table
         }
         assert_eq!(code, Some(if met { 0 } else { 1 }), "{err}");
     }
-    admin
-        .batch_execute(&format!("DROP TABLE {table}"))
-        .await
-        .unwrap();
+    drop_table(&admin, &table).await;
 }
 
 /// The shipped workloads/questdb-queries.wl, its URLs pointed at the in-test servers with
@@ -989,7 +836,7 @@ async fn the_shipped_queries_workload_checks_require_on_every_endpoint() {
         return;
     };
     let admin = admin(&url).await;
-    let schema = unique("qdb");
+    let schema = unique("qwp", "qdb");
     admin
         .batch_execute(&format!(
             "CREATE SCHEMA {schema};
@@ -1046,7 +893,7 @@ async fn ingest_rows_are_counted_over_qwp() {
         return;
     };
     let qwp = QwpQueryServer::start(Some(url.clone()), Options::default()).await;
-    let table = unique("vis");
+    let table = unique("qwp", "vis");
     let text = format!(
         r#"import "std/tsbs/cpu-only.wl" as tsbs (hosts = 10, end = 2016-01-01T00:10:00Z)
 workload w {{ seed 3 }}

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio_postgres::config::Host;
+use tokio_postgres::error::DbError;
 use tokio_postgres::{Client, Config, NoTls};
 
 use crate::net::error::{DriverError, ErrorClass};
@@ -34,21 +35,26 @@ impl std::fmt::Display for EncodeCause {
 
 impl std::error::Error for EncodeCause {}
 
+/// Appends the detail, hint and context a server error gave, each as `; <what>: <text>`.
+pub(crate) fn push_db_details(out: &mut String, db: &DbError) {
+    if let Some(d) = db.detail() {
+        let _ = write!(out, "; detail: {d}");
+    }
+    if let Some(h) = db.hint() {
+        let _ = write!(out, "; hint: {h}");
+    }
+    if let Some(w) = db.where_() {
+        let _ = write!(out, "; where: {w}");
+    }
+}
+
 /// The text of a tokio-postgres error: for a server error its message, SQLSTATE, and the
 /// detail, hint and context the server gave; otherwise the error and its causes.
 pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
     let mut out = String::new();
     if let Some(db) = e.as_db_error() {
         let _ = write!(out, "{} (SQLSTATE {})", db.message(), db.code().code());
-        if let Some(d) = db.detail() {
-            let _ = write!(out, "; detail: {d}");
-        }
-        if let Some(h) = db.hint() {
-            let _ = write!(out, "; hint: {h}");
-        }
-        if let Some(w) = db.where_() {
-            let _ = write!(out, "; where: {w}");
-        }
+        push_db_details(&mut out, db);
         return out;
     }
     let _ = write!(out, "{e}");
@@ -255,19 +261,29 @@ impl Conn {
     }
 }
 
+/// A `pg` endpoint `db.pg` (dialect `postgres`) with `options`, for the unit tests of the
+/// PostgreSQL code above this layer (driver, query transport) and of this file.
+#[cfg(test)]
+pub(crate) fn test_endpoint(options: &[(&str, Value)]) -> EndpointPlan {
+    EndpointPlan {
+        target: "db".into(),
+        name: "pg".into(),
+        kind: "pg".into(),
+        dialect: "postgres".into(),
+        url: None,
+        options: options
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn endpoint() -> EndpointPlan {
-        EndpointPlan {
-            target: "db".into(),
-            name: "pg".into(),
-            kind: "pg".into(),
-            dialect: "postgres".into(),
-            url: None,
-            options: Default::default(),
-        }
+        test_endpoint(&[])
     }
 
     #[test]

@@ -15,7 +15,7 @@ use wlrun::value::BindValue;
 pub const T0: i64 = 1_451_606_400_000_000_000;
 pub const SEC: i64 = 1_000_000_000;
 
-fn inst(sql: &str, binds: Vec<BindValue>) -> Instance {
+pub fn inst(sql: &str, binds: Vec<BindValue>) -> Instance {
     Instance {
         query: 0,
         index: 0,

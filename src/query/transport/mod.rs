@@ -165,9 +165,23 @@ pub(crate) fn client_error(message: impl Into<String>) -> QueryError {
     }
 }
 
+/// The checksum of `rows`, each pushed by a closure: what the transports' unit tests expect a
+/// result to sum to.
+#[cfg(test)]
+pub(crate) fn expected_checksum(rows: &[&dyn Fn(&mut super::checksum::ResultHasher)]) -> u64 {
+    let mut h = super::checksum::ResultHasher::new();
+    for push in rows {
+        h.begin_row();
+        push(&mut h);
+        h.end_row();
+    }
+    h.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::pg::test_endpoint as endpoint;
 
     /// Workers run on tokio's multi-threaded runtime: their futures must be `Send`.
     #[allow(dead_code)]
@@ -175,20 +189,6 @@ mod tests {
         fn send<T: Send>(_: T) {}
         send(t.run(inst));
         send(Transport::connect(ep, "", Path::new("")));
-    }
-
-    fn endpoint(options: &[(&str, Value)]) -> EndpointPlan {
-        EndpointPlan {
-            target: "db".into(),
-            name: "pg".into(),
-            kind: "pg".into(),
-            dialect: "postgres".into(),
-            url: None,
-            options: options
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
-        }
     }
 
     #[test]

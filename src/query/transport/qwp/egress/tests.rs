@@ -1,9 +1,14 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::query::checksum::canonical_decimal;
+use crate::query::checksum::{canonical_decimal, ResultHasher};
+use crate::query::transport::expected_checksum as expected;
 use crate::qwp::testing::hex;
-use crate::qwp::{patch_header, HEADER_LEN};
+use crate::qwp::{
+    patch_header, put_str, put_varint, types, FLAG_DELTA_SYMBOL_DICT, FLAG_GORILLA, FLAG_ZSTD,
+    HEADER_LEN,
+};
+use crate::value::BindValue;
 
 macro_rules! fixture {
     ($name:literal) => {
@@ -19,17 +24,6 @@ fn request(id: i64, sql: &str, binds: &[BindValue], flags: Option<u64>) -> Vec<u
     let mut out = Vec::new();
     encode_query_request(&mut out, id, sql, binds, 0, flags);
     out
-}
-
-/// The checksum of `rows`, each pushed by a closure.
-fn expected(rows: &[&dyn Fn(&mut ResultHasher)]) -> u64 {
-    let mut h = ResultHasher::new();
-    for push in rows {
-        h.begin_row();
-        push(&mut h);
-        h.end_row();
-    }
-    h.finish()
 }
 
 /// A decoder running request 1.
