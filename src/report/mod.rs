@@ -424,3 +424,6 @@ pub struct ThresholdReport {
     pub actual: String,
     pub ok: bool,
 }
+
+#[cfg(test)]
+mod tests;
