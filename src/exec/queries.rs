@@ -656,7 +656,7 @@ fn finish(
             *slot = w.stats.iter().map(|s| s.ok + s.failed()).sum();
         }
     }
-    report.queries_per_worker = per_worker;
+    report.traffic.queries_per_worker = per_worker;
     if phase.check_same_results {
         let mut results = BTreeMap::new();
         for w in &workers {
@@ -664,7 +664,7 @@ fn finish(
                 results.insert((q, index), (rows, sum));
             }
         }
-        report.results = Some(Arc::new(results));
+        report.detail.results = Some(Arc::new(results));
     }
     let open = matches!(phase.load, Load::Open { .. });
     let elapsed: f64 = report.repeats.iter().map(|r| r.elapsed_s).sum();
@@ -688,20 +688,20 @@ fn finish(
             thresholds: Vec::new(),
         };
         t.thresholds = q.expects.iter().map(|th| judge(th, s, elapsed)).collect();
-        report.query_types.push(t);
+        report.detail.query_types.push(t);
     }
-    report.labels = labels(phase, &types, elapsed, open);
+    report.detail.labels = labels(phase, &types, elapsed, open);
     report.ok = all.ok;
     report.failed = all.failed();
-    report.rows = all.rows;
-    report.qps = crate::report::rate(all.ok, elapsed);
+    report.output.rows = all.rows;
+    report.output.qps = crate::report::rate(all.ok, elapsed);
     report.sum_us = all.sum_us as u64;
     report.latency = latency(&all.latency);
     report.service = open.then(|| latency(&all.service));
     report.errors = errors(&all);
     report.error_rate = all.error_rate();
     report.accounting = account::accounting(scheduled, all.ok, all.failed(), &sends, open);
-    report.thresholds = phase
+    report.detail.thresholds = phase
         .expects
         .iter()
         .map(|th| match th.metric.as_str() {
@@ -720,9 +720,10 @@ fn finish(
     ));
     let failed = failed_thresholds(
         report
+            .detail
             .thresholds
             .iter()
-            .chain(report.query_types.iter().flat_map(|t| &t.thresholds)),
+            .chain(report.detail.query_types.iter().flat_map(|t| &t.thresholds)),
         env,
     );
     report.failures.extend(failed);
@@ -921,7 +922,7 @@ pub fn unordered_limit(sql: &str) -> bool {
 /// Compares the results of `later` with those of `earlier` (the same run over another
 /// endpoint), per query instance both measured, and records the outcome on `later`.
 pub fn cross_check(earlier: &QueryReport, later: &mut QueryReport, phase: &QueryPhase) {
-    let (Some(a), Some(b)) = (&earlier.results, &later.results) else {
+    let (Some(a), Some(b)) = (&earlier.detail.results, &later.detail.results) else {
         return;
     };
     let skip: Vec<usize> = phase
@@ -973,5 +974,5 @@ pub fn cross_check(earlier: &QueryReport, later: &mut QueryReport, phase: &Query
             earlier.endpoint, later.endpoint
         ));
     }
-    later.cross_checks.push(check);
+    later.detail.cross_checks.push(check);
 }

@@ -12,7 +12,6 @@
 //! clock, so the same seed builds the same requests. Every scheduled request ends as ok,
 //! failed, cut off or unsent (`account`).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -721,51 +720,10 @@ fn serve(mut workers: Vec<Worker>, rx: std::sync::mpsc::Receiver<Cmd>) -> Vec<Wo
 }
 
 fn refused(phase: &RequestPhase, why: String) -> RequestReport {
-    let mut r = empty_report(phase);
+    let mut r = RequestReport::empty(phase);
     r.status = Status::Failed;
     r.failures.push(why);
     r
-}
-
-fn empty_report(phase: &RequestPhase) -> RequestReport {
-    RequestReport {
-        name: phase.name.clone(),
-        endpoint: format!("{}.{}", phase.endpoint.target, phase.endpoint.name),
-        kind: phase.endpoint.kind.clone(),
-        request: match &phase.request {
-            RequestPlan::Hook { hook, function, .. } => format!("{}.{function}", hook.name),
-            RequestPlan::Fixed { method, path, .. } => format!("{method} {path}"),
-        },
-        connections: phase.workers,
-        load: match &phase.load {
-            Load::Closed => "closed".into(),
-            Load::Open { rate, arrival } => format!("open {rate} {arrival}"),
-        },
-        status: Status::NotRun,
-        failures: Vec::new(),
-        warnings: Vec::new(),
-        elapsed_s: 0.0,
-        ok: 0,
-        failed: 0,
-        error_rate: 0.0,
-        rps: None,
-        rows: 0,
-        sum_us: 0,
-        latency: Default::default(),
-        service: None,
-        errors: BTreeMap::new(),
-        statuses: BTreeMap::new(),
-        counters: BTreeMap::new(),
-        bytes_sent: 0,
-        bytes_received: 0,
-        reconnects: 0,
-        requests_per_worker: Vec::new(),
-        client_cpu_s: None,
-        accounting: Default::default(),
-        repeats: Vec::new(),
-        per_second: Vec::new(),
-        thresholds: Vec::new(),
-    }
 }
 
 /// Where an `http` endpoint's requests go, and the headers each carries.
@@ -917,7 +875,7 @@ pub async fn run(
         "requests",
         counts.clone(),
     );
-    let mut report = empty_report(phase);
+    let mut report = RequestReport::empty(phase);
     let pool = match Pool::start(workers) {
         Ok(p) => p,
         Err(e) => {
@@ -1038,11 +996,11 @@ fn finish(
         all.merge(&w.stats);
         sends.merge(&w.sends);
         for (code, n) in &w.statuses {
-            *report.statuses.entry(*code).or_default() += n;
+            *report.traffic.statuses.entry(*code).or_default() += n;
         }
         if let Some(h) = &w.hook {
             for (k, v) in h.counters() {
-                *report.counters.entry(k).or_default() += v;
+                *report.traffic.counters.entry(k).or_default() += v;
             }
         }
         if per_second.len() < w.per_second.len() {
@@ -1052,11 +1010,11 @@ fn finish(
             s[0] += c[0];
             s[1] += c[1];
         }
-        report.bytes_sent += w.bytes_sent;
-        report.bytes_received += w.bytes_received;
-        report.reconnects += w.link.connects.saturating_sub(1) + w.reopened;
+        report.traffic.bytes_sent += w.bytes_sent;
+        report.traffic.bytes_received += w.bytes_received;
+        report.traffic.reconnects += w.link.connects.saturating_sub(1) + w.reopened;
         if let Some(Conn::Http(c)) = &w.link.conn {
-            report.reconnects += c.reopened;
+            report.traffic.reconnects += c.reopened;
         }
         if let Some(slot) = per_worker.get_mut(w.id) {
             *slot = w.measured;
@@ -1067,8 +1025,8 @@ fn finish(
             }
         }
     }
-    report.requests_per_worker = per_worker;
-    report.per_second = per_second
+    report.traffic.requests_per_worker = per_worker;
+    report.detail.per_second = per_second
         .iter()
         .enumerate()
         .map(|(i, c)| SecondReport {
@@ -1082,8 +1040,8 @@ fn finish(
     report.elapsed_s = elapsed;
     report.ok = all.ok;
     report.failed = all.failed();
-    report.rows = all.rows;
-    report.rps = crate::report::rate(all.ok, elapsed);
+    report.output.rows = all.rows;
+    report.output.rps = crate::report::rate(all.ok, elapsed);
     report.sum_us = all.sum_us as u64;
     report.latency = latency(&all.latency);
     report.service = open.then(|| latency(&all.service));
@@ -1096,7 +1054,7 @@ fn finish(
         &sends,
         open,
     );
-    report.thresholds = phase
+    report.detail.thresholds = phase
         .expects
         .iter()
         .filter(|t| t.metric != "status")
@@ -1113,7 +1071,7 @@ fn finish(
         &phase.expects,
         "requests",
     ));
-    let failed = failed_thresholds(report.thresholds.iter(), env);
+    let failed = failed_thresholds(report.detail.thresholds.iter(), env);
     report.failures.extend(failed);
     if report.ok + report.failed == 0 && report.failures.is_empty() {
         report.failures.push("no request was measured".into());

@@ -149,9 +149,9 @@ fn request_lines(r: &RequestReport) -> String {
         thousands(r.ok),
         thousands(r.failed),
         r.elapsed_s,
-        fmt_rate(r.rps, "ok requests"),
-        r.request,
-        r.connections,
+        fmt_rate(r.output.rps, "ok requests"),
+        r.setup.request,
+        r.setup.connections,
         r.load,
     );
     out += &accounting_line(&r.accounting, r.ok, r.failed, "requests");
@@ -165,8 +165,9 @@ fn request_lines(r: &RequestReport) -> String {
         ms(r.latency.max_us),
     );
     out += &service_line(r.service.as_ref(), &r.accounting);
-    if !r.statuses.is_empty() {
+    if !r.traffic.statuses.is_empty() {
         let codes: Vec<String> = r
+            .traffic
             .statuses
             .iter()
             .map(|(code, n)| format!("{code}: {}", thousands(*n)))
@@ -174,8 +175,13 @@ fn request_lines(r: &RequestReport) -> String {
         out += &format!("  statuses {}\n", codes.join(", "));
     }
     out += &error_lines(&r.errors);
-    if !r.counters.is_empty() {
-        let counters: Vec<String> = r.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    if !r.traffic.counters.is_empty() {
+        let counters: Vec<String> = r
+            .traffic
+            .counters
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
         out += &format!("  counters {}\n", counters.join(", "));
     }
     out += &cpu_line(r.client_cpu_s, r.ok + r.failed, r.elapsed_s, "request", 1);
@@ -254,9 +260,9 @@ fn query_lines(r: &QueryReport) -> String {
         thousands(r.ok),
         thousands(r.failed),
         r.elapsed_s,
-        fmt_rate(r.qps, "ok queries"),
+        fmt_rate(r.output.qps, "ok queries"),
         r.load,
-        r.workers,
+        r.setup.workers,
         ms(r.latency.p50_us),
         ms(r.latency.p99_us),
         ms(r.latency.max_us),
@@ -269,6 +275,7 @@ fn query_lines(r: &QueryReport) -> String {
         "query", "ok", "failed", "q/s", "rows/q", "mean", "p50", "p95", "p99", "max",
     ];
     let rows: Vec<Vec<String>> = r
+        .detail
         .query_types
         .iter()
         .map(|t| {
@@ -309,7 +316,7 @@ fn query_lines(r: &QueryReport) -> String {
         out += &line(row);
     }
     out += &error_lines(&r.errors);
-    for c in &r.cross_checks {
+    for c in &r.detail.cross_checks {
         out += &format!(
             "  results against {}: {} instances compared, {} differ{}\n",
             c.against,
@@ -326,9 +333,10 @@ fn query_lines(r: &QueryReport) -> String {
         );
     }
     for t in r
+        .detail
         .thresholds
         .iter()
-        .chain(r.query_types.iter().flat_map(|t| &t.thresholds))
+        .chain(r.detail.query_types.iter().flat_map(|t| &t.thresholds))
     {
         out += &format!(
             "  expect {}: {} ({})\n",
@@ -343,11 +351,11 @@ fn query_lines(r: &QueryReport) -> String {
 /// Queries that share a label, measured together: shown when a label groups several queries
 /// (otherwise the per-query table below says the same).
 fn label_lines(r: &QueryReport) -> String {
-    if r.labels.iter().all(|l| l.queries.len() < 2) {
+    if r.detail.labels.iter().all(|l| l.queries.len() < 2) {
         return String::new();
     }
     let mut out = String::from("  by label:\n");
-    for l in &r.labels {
+    for l in &r.detail.labels {
         out += &format!(
             "    {}: {} ok, {} failed, {}; latency p50 {} p95 {} p99 {} max {} ({})\n",
             l.label,
