@@ -183,6 +183,46 @@ pub(super) fn request_report() -> RequestReport {
     }
 }
 
+fn ingest_report(status: Status) -> IngestReport {
+    IngestReport {
+        name: "load".into(),
+        endpoint: "db.ilp (ilp)".into(),
+        kind: "ilp".into(),
+        table: "t".into(),
+        workers: 2,
+        batch_rows: 1000,
+        status,
+        failures: vec!["lost rows".into()],
+        warnings: vec!["slow".into()],
+        rows_expected: Some(10_000),
+        rows_generated: 10_000,
+        rows_dropped: 0,
+        payload_bytes: 500_000,
+        rows_sent: 10_000,
+        rows_acked: Some(9_000),
+        rows_cut_off: 10,
+        rows_visible: Some(8_990),
+        visible_baseline: None,
+        visible_after_s: Some(0.5),
+        socket_bytes: 510_000,
+        payload_bytes_per_row: Some(50.0),
+        socket_bytes_per_row: Some(51.0),
+        elapsed_s: 2.0,
+        rows_per_s: Some(4500.0),
+        rate_counts: RateCounts::Acked,
+        send_rows_per_s: Some(5000.0),
+        ack_rows_per_s: Some(4500.0),
+        batch_latency: latency(80),
+        client_cpu_s: Some(0.5),
+        errors: errors(),
+        rows_per_worker: vec![5000, 5000],
+        calibration: Some(Calibration {
+            null_rows_per_s: Some(90_000.0),
+            ratio: Some(0.05),
+        }),
+    }
+}
+
 fn report() -> Report {
     Report {
         format: REPORT_FORMAT,
@@ -211,4 +251,54 @@ fn query_and_request_runs_serialize_to_the_same_bytes_as_ever() {
         std::fs::write(path, &json).unwrap();
     }
     assert_eq!(json, include_str!("testdata/runs.json"));
+}
+
+/// The report as people read it, for the same runs and for runs with nothing answered: what
+/// the terminal shows is pinned as report.json is.
+#[test]
+fn query_and_request_runs_render_as_ever() {
+    let mut r = report();
+    let mut quiet_q = query_report();
+    quiet_q.ok = 0;
+    quiet_q.failed = 0;
+    let mut quiet_r = request_report();
+    quiet_r.ok = 0;
+    quiet_r.failed = 0;
+    quiet_r.accounting = accounting();
+    let mut labelled = query_report();
+    let mut second = labelled.detail.labels[0].clone();
+    second.label = "m".into();
+    second.queries = vec!["t".into(), "u".into()];
+    labelled.detail.labels.push(second);
+    labelled.client_cpu_s = Some(0.0001);
+    labelled.elapsed_s = 0.05;
+    let mut open_r = request_report();
+    open_r.service = Some(latency(70));
+    open_r.accounting = accounting();
+    open_r.client_cpu_s = Some(1.5);
+    r.cells.push(CellReport {
+        index: 2,
+        key: String::new(),
+        phases: vec![
+            PhaseReport::Ingest(Box::new(ingest_report(Status::Failed))),
+            PhaseReport::Ingest(Box::new(ingest_report(Status::NotRun))),
+            PhaseReport::Queries(Box::new(quiet_q)),
+            PhaseReport::Requests(Box::new(quiet_r)),
+            PhaseReport::Queries(Box::new(labelled)),
+            PhaseReport::Requests(Box::new(open_r)),
+            PhaseReport::NotRun {
+                name: "x".into(),
+                reason: "why".into(),
+            },
+        ],
+    });
+    let mut text = String::new();
+    for cell in &r.cells {
+        text += &render::cell_lines(cell, r.cells.len());
+    }
+    text += &render::table(&r);
+    if let Ok(path) = std::env::var("WLRUN_WRITE_REPORT_TEXT") {
+        std::fs::write(path, &text).unwrap();
+    }
+    assert_eq!(text, include_str!("testdata/runs.txt"));
 }
