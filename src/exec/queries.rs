@@ -18,27 +18,24 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::account::{self, Cutoff, Sends};
+use super::account::{Cutoff, Sends};
+use super::judge::{self, errors, failed_thresholds, judge, Units};
 use super::link::Link;
 use super::pace::Pacer;
 use super::progress::RunCounts;
+use super::require::requirements;
 use super::slots::{Schedule, Slot};
-use super::{latency, resolve_url, timeouts, RunEnv};
-use crate::client::SqlClient;
+use super::spans;
+use super::{latency, resolve_url, RunEnv};
 use crate::gen::route::shard_of;
-use crate::plan::{EndpointPlan, Load, QueryPhase, Require, Stop, Threshold};
+use crate::plan::{EndpointPlan, Load, QueryPhase};
 use crate::query::binds::BindProgram;
 use crate::query::schedule::{Arrivals, Mix};
 use crate::query::sql::Dialect;
 use crate::query::stats::TypeStats;
 use crate::query::transport::Transport;
 use crate::query::{Instance, QueryError, QueryErrorClass};
-use crate::report::render::fmt_latency;
-use crate::report::{
-    CrossCheck, ErrorCount, LabelReport, QueryReport, QueryTypeReport, RepeatReport, Status,
-    ThresholdReport,
-};
-use crate::value::Value;
+use crate::report::{CrossCheck, LabelReport, QueryOutput, QueryReport, QueryTypeReport, Status};
 
 /// Instances queued per worker ahead of it (routed runs). Enough to keep a worker busy between
 /// two wake-ups of the dispatcher; the dispatcher waits when it is full, so memory stays small
@@ -352,71 +349,6 @@ fn refused(phase: &QueryPhase, status: Status, why: String) -> QueryReport {
     r.failures.push(why);
     r
 }
-/// Checks `require rows(T) OP N` on a connection of the phase's endpoint.
-pub(super) async fn requirements(
-    env: &RunEnv,
-    require: &[Require],
-    endpoint: &EndpointPlan,
-    url: &str,
-) -> Result<(), String> {
-    if require.is_empty() {
-        return Ok(());
-    }
-    let (timeout, _) = timeouts(endpoint);
-    let mut client = SqlClient::connect(endpoint, url, &env.base_dir, timeout)
-        .await
-        .map_err(|e| format!("cannot check `require`: {}", e.message))?;
-    for r in require {
-        let sql = format!(
-            "SELECT count(*) FROM {}",
-            crate::net::sql_text::quote_ident(&r.table)
-        );
-        let n = client.count(&sql).await.map_err(|e| {
-            format!(
-                "cannot check `require rows({}) {} {}`: {}",
-                r.table, r.op, r.value, e.message
-            )
-        })?;
-        let n = i64::try_from(n).unwrap_or(i64::MAX);
-        if !compare(n as f64, &r.op, r.value as f64) {
-            return Err(format!(
-                "refusing to measure: require rows({}) {} {}, but the table has {n} rows",
-                r.table, r.op, r.value
-            ));
-        }
-    }
-    Ok(())
-}
-
-pub(super) fn compare(actual: f64, op: &str, want: f64) -> bool {
-    match op {
-        "<" => actual < want,
-        "<=" => actual <= want,
-        ">" => actual > want,
-        ">=" => actual >= want,
-        "==" => actual == want,
-        "!=" => actual != want,
-        _ => false,
-    }
-}
-
-fn warmup_of(phase: &QueryPhase) -> (Option<u64>, Option<Duration>) {
-    match &phase.warmup {
-        Some(Value::Int(n)) if *n > 0 => (Some(*n as u64), None),
-        Some(Value::Duration(ns)) if *ns > 0 => (None, Some(Duration::from_nanos(*ns as u64))),
-        _ => (None, None),
-    }
-}
-
-fn duration_of(stop: &Stop) -> Option<Duration> {
-    match stop {
-        Stop::Duration {
-            duration: Value::Duration(ns),
-        } => Some(Duration::from_nanos((*ns).max(0) as u64)),
-        _ => None,
-    }
-}
-
 /// Runs one round (a warm-up or a measured repetition) and gives the workers back.
 async fn round(
     workers: Vec<Worker>,
@@ -548,8 +480,8 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
     let routed = phase.queries.iter().any(|q| q.route.is_some());
     let counts = Arc::new(RunCounts::default());
     let mut report = QueryReport::empty(phase);
-    let (warm_count, warm_time) = warmup_of(phase);
-    let measured_for = duration_of(&phase.stop);
+    let (warm_count, warm_time) = spans::warmup(&phase.warmup);
+    let measured_for = spans::measured(&phase.stop);
     let ticker = super::progress::start_run(
         env,
         label.to_string(),
@@ -606,30 +538,22 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
             Record::Measure
         };
         let (back, ended) = round(workers, routed, record, r, &counts).await;
-        if let (Some(a), Some(b)) = (cpu_before, super::cpu::process_cpu_seconds()) {
-            *report.client_cpu_s.get_or_insert(0.0) += b - a;
-        }
+        let queries = answered(&back) - answered_before;
+        judge::repeat(&mut report, rep + 1, queries, ended.elapsed, cpu_before);
         workers = back;
         // Closed loop without a count: what was scheduled is what was sent.
         scheduled += ended
             .scheduled
             .unwrap_or_else(|| sent(&workers) - sent_before);
-        let queries = answered(&workers) - answered_before;
-        let elapsed_s = ended.elapsed.as_secs_f64();
-        report.repeats.push(RepeatReport {
-            repeat: rep + 1,
-            elapsed_s,
-            queries,
-            qps: crate::report::rate(queries, elapsed_s),
-        });
         report.failures.extend(ended.errors);
     }
     ticker.finish().await;
-    if abort.load(Ordering::Relaxed) {
-        report
-            .failures
-            .push(super::stopped_after(max_errors, "queries"));
-    }
+    judge::stopped(
+        &mut report,
+        abort.load(Ordering::Relaxed),
+        max_errors,
+        Units::QUERIES,
+    );
     finish(&mut report, phase, workers, scheduled, env);
     report
 }
@@ -691,58 +615,16 @@ fn finish(
         report.detail.query_types.push(t);
     }
     report.detail.labels = labels(phase, &types, elapsed, open);
-    report.ok = all.ok;
-    report.failed = all.failed();
-    report.output.rows = all.rows;
-    report.output.qps = crate::report::rate(all.ok, elapsed);
-    report.sum_us = all.sum_us as u64;
-    report.latency = latency(&all.latency);
-    report.service = open.then(|| latency(&all.service));
-    report.errors = errors(&all);
-    report.error_rate = all.error_rate();
-    report.accounting = account::accounting(scheduled, all.ok, all.failed(), &sends, open);
-    report.detail.thresholds = phase
-        .expects
-        .iter()
-        .map(|th| match th.metric.as_str() {
-            "achieved_rate" => account::judge_achieved(th, &report.accounting),
-            _ => judge(th, &all, elapsed),
-        })
-        .collect();
-
-    report
-        .failures
-        .extend(error_policy(&phase.expects, env, &all, "queries"));
-    report.failures.extend(account::rate_failure(
-        &report.accounting,
-        &phase.expects,
-        "queries",
-    ));
-    let failed = failed_thresholds(
-        report
-            .detail
-            .thresholds
-            .iter()
-            .chain(report.detail.query_types.iter().flat_map(|t| &t.thresholds)),
-        env,
-    );
-    report.failures.extend(failed);
-    if report.ok + report.failed == 0 && report.failures.is_empty() {
-        report.failures.push("no query was measured".into());
-    }
-    report.warnings.extend(account::cut_off_warning(
-        &report.accounting,
-        "queries",
-        &phase.load,
-        &phase.stop,
-    ));
-    report.status = if env.stop.load(Ordering::Relaxed) {
-        Status::Interrupted
-    } else if report.failures.is_empty() {
-        Status::Ok
-    } else {
-        Status::Failed
+    let rules = judge::Rules::new(&phase.expects, &phase.load, &phase.stop, Units::QUERIES);
+    judge::figures(report, &rules, &all, scheduled, &sends);
+    report.output = QueryOutput {
+        rows: all.rows,
+        qps: crate::report::rate(all.ok, elapsed),
     };
+    report.detail.thresholds = judge::thresholds(report, &rules, &all);
+    let per_type = report.detail.query_types.iter().flat_map(|t| &t.thresholds);
+    let unmet = failed_thresholds(report.detail.thresholds.iter().chain(per_type), env);
+    judge::verdict(report, &rules, &all, unmet, env);
 }
 
 /// One latency histogram per label (a label defaults to the query's name), with its queries.
@@ -776,133 +658,6 @@ fn labels(phase: &QueryPhase, types: &[TypeStats], elapsed: f64, open: bool) -> 
             }
         })
         .collect()
-}
-
-/// Errors fail the run unless a threshold allows them: `--max-error-rate`, else the file's
-/// `expect error_rate` (or `errors`), else none at all. `unit` names what failed: `queries`.
-pub(super) fn error_policy(
-    expects: &[Threshold],
-    env: &RunEnv,
-    all: &TypeStats,
-    unit: &str,
-) -> Option<String> {
-    let file_rate = expects
-        .iter()
-        .any(|t| t.metric == "error_rate" || t.metric == "errors");
-    match env.max_error_rate {
-        Some(max) if all.error_rate() > max => Some(format!(
-            "error rate {:.4}% is over --max-error-rate {:.4}%",
-            100.0 * all.error_rate(),
-            100.0 * max
-        )),
-        None if !file_rate && all.failed() > 0 => Some(format!(
-            "{} of {} {unit} failed (no `expect error_rate` allows errors)",
-            all.failed(),
-            all.failed() + all.ok
-        )),
-        _ => None,
-    }
-}
-
-/// One failure line per threshold not met; `--max-error-rate` replaces the file's own
-/// error-rate threshold, so that one is not judged.
-pub(super) fn failed_thresholds<'a>(
-    thresholds: impl Iterator<Item = &'a ThresholdReport>,
-    env: &RunEnv,
-) -> Vec<String> {
-    let overridden = |t: &ThresholdReport| env.max_error_rate.is_some() && t.metric == "error_rate";
-    thresholds
-        .filter(|t| !t.ok && !overridden(t))
-        .map(|t| format!("threshold not met: {} (measured {})", t.expect, t.actual))
-        .collect()
-}
-
-pub(super) fn errors(s: &TypeStats) -> std::collections::BTreeMap<String, ErrorCount> {
-    s.errors
-        .iter()
-        .map(|(class, e)| {
-            (
-                class.as_str().to_string(),
-                ErrorCount {
-                    count: e.count,
-                    first: e.first.clone(),
-                },
-            )
-        })
-        .collect()
-}
-
-/// Measures a threshold's metric and compares it.
-pub(super) fn judge(th: &Threshold, s: &TypeStats, elapsed_s: f64) -> ThresholdReport {
-    let us = |q: f64| -> f64 {
-        if s.latency.is_empty() {
-            0.0
-        } else {
-            s.latency.value_at_quantile(q) as f64
-        }
-    };
-    // (measured, wanted) in the metric's unit: microseconds, a fraction, a count, per second.
-    let (actual, want, shown) = match th.metric.as_str() {
-        m @ ("min" | "mean" | "median" | "p50" | "p90" | "p95" | "p99" | "p999" | "p9999"
-        | "max") => {
-            let v = match m {
-                "min" => s.latency.min() as f64,
-                "mean" => s.latency.mean(),
-                "median" | "p50" => us(0.5),
-                "p90" => us(0.9),
-                "p95" => us(0.95),
-                "p99" => us(0.99),
-                "p999" => us(0.999),
-                "p9999" => us(0.9999),
-                _ => s.latency.max() as f64,
-            };
-            let want = match &th.value {
-                Value::Duration(ns) => *ns as f64 / 1000.0,
-                other => other_number(other),
-            };
-            (v, want, fmt_latency(v, 1000.0, f64::INFINITY))
-        }
-        "error_rate" => {
-            let want = match &th.value {
-                Value::Percent(p) => p / 100.0,
-                other => other_number(other),
-            };
-            (
-                s.error_rate(),
-                want,
-                format!("{:.4}%", 100.0 * s.error_rate()),
-            )
-        }
-        "errors" => (
-            s.failed() as f64,
-            other_number(&th.value),
-            s.failed().to_string(),
-        ),
-        "rows" => (s.rows as f64, other_number(&th.value), s.rows.to_string()),
-        "qps" | "rps" => {
-            let qps = s.ok as f64 / elapsed_s.max(1e-9);
-            let want = match &th.value {
-                Value::Rate(r) => *r,
-                other => other_number(other),
-            };
-            (qps, want, format!("{qps:.1}/s"))
-        }
-        _ => (f64::NAN, 0.0, "not measured".to_string()),
-    };
-    ThresholdReport {
-        metric: th.metric.clone(),
-        expect: format!("{} {} {}", th.metric, th.op, th.value),
-        actual: shown,
-        ok: compare(actual, &th.op, want),
-    }
-}
-
-fn other_number(v: &Value) -> f64 {
-    match v {
-        Value::Int(n) => *n as f64,
-        Value::Float(f) | Value::Percent(f) | Value::Rate(f) => *f,
-        _ => f64::NAN,
-    }
 }
 
 /// Whether a query's result rows may legitimately differ between servers: a LIMIT without an

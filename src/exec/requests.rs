@@ -17,22 +17,24 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::account::{self, Cutoff, Sends};
+use super::account::{Cutoff, Sends};
+use super::judge::{self, failed_thresholds, Units};
 use super::link::Link;
 use super::pace::Pacer;
 use super::progress::RunCounts;
-use super::queries::{error_policy, errors, failed_thresholds, judge, requirements};
+use super::require::requirements;
 use super::slots::Schedule;
-use super::{latency, resolve_url, timeouts, RunEnv};
+use super::spans;
+use super::{resolve_url, timeouts, RunEnv};
 use crate::hook::{Built, HookWorker, ResponseView, Script, Verdict, WorkerSpec};
 use crate::net::http::{server_message, HttpUrl};
 use crate::net::http1;
-use crate::plan::{BodyExpect, Load, RequestPhase, RequestPlan, Stop, Threshold};
+use crate::plan::{BodyExpect, RequestPhase, RequestPlan, Stop, Threshold};
 use crate::query::schedule::{Arrivals, WARMUP_BASE};
 use crate::query::stats::TypeStats;
 use crate::query::transport::{from_driver, Transport};
 use crate::query::{Instance, QueryError, QueryErrorClass};
-use crate::report::{RepeatReport, RequestReport, SecondReport, Status};
+use crate::report::{RequestOutput, RequestReport, SecondReport, Status};
 use crate::value::Value;
 use bytes::Bytes;
 use hyper::{HeaderMap, Method};
@@ -748,14 +750,6 @@ fn http_target(phase: &RequestPhase, url: &str) -> Result<http1::Target, String>
     })
 }
 
-fn warmup_of(phase: &RequestPhase) -> (Option<u64>, Option<Duration>) {
-    match &phase.warmup {
-        Some(Value::Int(n)) if *n > 0 => (Some(*n as u64), None),
-        Some(Value::Duration(ns)) if *ns > 0 => (None, Some(Duration::from_nanos(*ns as u64))),
-        _ => (None, None),
-    }
-}
-
 pub async fn run(
     env: &RunEnv,
     label: &str,
@@ -862,12 +856,7 @@ pub async fn run(
         Stop::Count { count, .. } => Some(count),
         Stop::Duration { .. } => None,
     };
-    let measured_for = match &phase.stop {
-        Stop::Duration {
-            duration: Value::Duration(ns),
-        } => Some(Duration::from_nanos((*ns).max(0) as u64)),
-        _ => None,
-    };
+    let measured_for = spans::measured(&phase.stop);
     let ticker = super::progress::start_run(
         env,
         label.to_string(),
@@ -886,8 +875,21 @@ pub async fn run(
     let abort = Arc::new(AtomicBool::new(false));
     let max_errors = super::max_errors(env, phase.stop_after_errors);
     let limited = Arc::new(AtomicBool::new(false));
-    let (warm_count, warm_time) = warmup_of(phase);
+    let (warm_count, warm_time) = spans::warmup(&phase.warmup);
     let mut second_base = 0u64;
+    // A measured round from `start` until `end`; a warm-up is one that records nothing.
+    let measured = |start: Instant, end: Option<Instant>, second_base: u64| RoundCtl {
+        start,
+        end,
+        cutoff: Cutoff::after(end, env.stop.clone()),
+        stop: env.stop.clone(),
+        abort: abort.clone(),
+        record: true,
+        second_base,
+        counts: counts.clone(),
+        max_errors,
+        limited: limited.clone(),
+    };
     // `None` once a round had no count to schedule by (closed loop, timed): then what was
     // scheduled is what was sent.
     let mut scheduled = Some(0u64);
@@ -900,16 +902,9 @@ pub async fn run(
             let start = Instant::now();
             let end = warm_time.map(|d| start + d);
             let ctl = RoundCtl {
-                start,
-                end,
-                cutoff: Cutoff::after(end, env.stop.clone()),
-                stop: env.stop.clone(),
-                abort: abort.clone(),
                 record: false,
-                second_base,
-                counts: counts.clone(),
                 max_errors: None,
-                limited: limited.clone(),
+                ..measured(start, end, second_base)
             };
             // Warm-up requests have indices of their own: they never repeat measured ones.
             let feed = Feed::Counter {
@@ -930,18 +925,7 @@ pub async fn run(
             Some(s) => s.end(),
             None => measured_for.map(|d| start + d),
         };
-        let ctl = RoundCtl {
-            start,
-            end,
-            cutoff: Cutoff::after(end, env.stop.clone()),
-            stop: env.stop.clone(),
-            abort: abort.clone(),
-            record: true,
-            second_base,
-            counts: counts.clone(),
-            max_errors,
-            limited: limited.clone(),
-        };
+        let ctl = measured(start, end, second_base);
         let answered =
             |l: &RunCounts| l.ok.load(Ordering::Relaxed) + l.failed.load(Ordering::Relaxed);
         let before = answered(&counts);
@@ -956,26 +940,15 @@ pub async fn run(
         };
         let round_scheduled = pool.round(feed, count, ctl).await;
         let elapsed = start.elapsed();
-        if let (Some(a), Some(b)) = (cpu_before, super::cpu::process_cpu_seconds()) {
-            *report.client_cpu_s.get_or_insert(0.0) += b - a;
-        }
-        scheduled = scheduled.zip(round_scheduled).map(|(a, b)| a + b);
         let requests = answered(&counts) - before;
-        report.repeats.push(RepeatReport {
-            repeat: rep + 1,
-            elapsed_s: elapsed.as_secs_f64(),
-            queries: requests,
-            qps: crate::report::rate(requests, elapsed.as_secs_f64()),
-        });
+        judge::repeat(&mut report, rep + 1, requests, elapsed, cpu_before);
+        scheduled = scheduled.zip(round_scheduled).map(|(a, b)| a + b);
         second_base += elapsed.as_secs_f64().ceil() as u64;
     }
     let workers = pool.finish();
     ticker.finish().await;
-    if limited.load(Ordering::Relaxed) {
-        report
-            .failures
-            .push(super::stopped_after(max_errors, "requests"));
-    }
+    let limited = limited.load(Ordering::Relaxed);
+    judge::stopped(&mut report, limited, max_errors, Units::REQUESTS);
     finish(&mut report, phase, workers, scheduled, env);
     report
 }
@@ -1035,53 +1008,23 @@ fn finish(
             failed: c[1],
         })
         .collect();
-    let open = matches!(phase.load, Load::Open { .. });
+    let rules = judge::Rules::new(&phase.expects, &phase.load, &phase.stop, Units::REQUESTS);
     let elapsed: f64 = report.repeats.iter().map(|r| r.elapsed_s).sum();
     report.elapsed_s = elapsed;
-    report.ok = all.ok;
-    report.failed = all.failed();
-    report.output.rows = all.rows;
-    report.output.rps = crate::report::rate(all.ok, elapsed);
-    report.sum_us = all.sum_us as u64;
-    report.latency = latency(&all.latency);
-    report.service = open.then(|| latency(&all.service));
-    report.errors = errors(&all);
-    report.error_rate = all.error_rate();
-    report.accounting = account::accounting(
+    judge::figures(
+        report,
+        &rules,
+        &all,
         scheduled.unwrap_or(sends.sent),
-        all.ok,
-        all.failed(),
         &sends,
-        open,
     );
-    report.detail.thresholds = phase
-        .expects
-        .iter()
-        .filter(|t| t.metric != "status")
-        .map(|th| match th.metric.as_str() {
-            "achieved_rate" => account::judge_achieved(th, &report.accounting),
-            _ => judge(th, &all, elapsed),
-        })
-        .collect();
-    report
-        .failures
-        .extend(error_policy(&phase.expects, env, &all, "requests"));
-    report.failures.extend(account::rate_failure(
-        &report.accounting,
-        &phase.expects,
-        "requests",
-    ));
-    let failed = failed_thresholds(report.detail.thresholds.iter(), env);
-    report.failures.extend(failed);
-    if report.ok + report.failed == 0 && report.failures.is_empty() {
-        report.failures.push("no request was measured".into());
-    }
-    report.warnings.extend(account::cut_off_warning(
-        &report.accounting,
-        "requests",
-        &phase.load,
-        &phase.stop,
-    ));
+    report.output = RequestOutput {
+        rps: crate::report::rate(all.ok, elapsed),
+        rows: all.rows,
+    };
+    report.detail.thresholds = judge::thresholds(report, &rules, &all);
+    let unmet = failed_thresholds(report.detail.thresholds.iter(), env);
+    judge::verdict(report, &rules, &all, unmet, env);
     // A client using (nearly) every core measures itself as much as the server.
     if let (Some(cpu), Ok(cores)) = (report.client_cpu_s, std::thread::available_parallelism()) {
         let used = cpu / elapsed.max(1e-9);
@@ -1092,13 +1035,6 @@ fn finish(
             ));
         }
     }
-    report.status = if env.stop.load(Ordering::Relaxed) {
-        Status::Interrupted
-    } else if report.failures.is_empty() {
-        Status::Ok
-    } else {
-        Status::Failed
-    };
 }
 
 #[cfg(test)]
