@@ -25,7 +25,6 @@ const KNOWN_LONG: &[&str] = &[
     "src/lower/phases.rs",
     "src/driver/pg.rs",
     "src/exec/ingest.rs",
-    "src/exec/requests.rs",
     "src/query/transport/http.rs",
     "src/query/transport/pg.rs",
     "src/query/transport/qwp/egress/mod.rs",
