@@ -24,7 +24,6 @@ const KNOWN_LONG: &[&str] = &[
     "src/check/eval.rs",
     "src/lower/phases.rs",
     "src/driver/pg.rs",
-    "src/exec/ingest.rs",
     "src/query/transport/http.rs",
     "src/query/transport/pg.rs",
     "src/query/transport/qwp/egress/mod.rs",
