@@ -9,6 +9,12 @@
 //! bound). The worker connects first, waits precisely until that time (`pace::Pacer`), sends,
 //! and the latency counts from the intended time. Every scheduled instance ends as ok, failed,
 //! cut off (in flight when the phase ended) or unsent (`account`).
+//!
+//! This file runs the rounds and assembles the report; `worker` is a worker's loop and where
+//! its instances come from, `same_results` the comparison of results across endpoints.
+
+mod same_results;
+mod worker;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,255 +30,17 @@ use super::link::Link;
 use super::pace::Pacer;
 use super::progress::RunCounts;
 use super::require::requirements;
-use super::slots::{Schedule, Slot};
+use super::slots::Schedule;
 use super::spans;
 use super::{latency, resolve_url, RunEnv};
-use crate::gen::route::shard_of;
-use crate::plan::{EndpointPlan, Load, QueryPhase};
+use crate::plan::{Load, QueryPhase};
 use crate::query::binds::BindProgram;
 use crate::query::schedule::{Arrivals, Mix};
 use crate::query::sql::Dialect;
 use crate::query::stats::TypeStats;
-use crate::query::transport::Transport;
-use crate::query::{Instance, QueryError, QueryErrorClass};
-use crate::report::{CrossCheck, LabelReport, QueryOutput, QueryReport, QueryTypeReport, Status};
-
-/// Instances queued per worker ahead of it (routed runs). Enough to keep a worker busy between
-/// two wake-ups of the dispatcher; the dispatcher waits when it is full, so memory stays small
-/// and nothing is dropped (open-loop instances carry their intended time with them).
-const QUEUE: usize = 256;
-
-struct Job {
-    inst: Instance,
-    /// Open loop: when it is meant to be sent.
-    slot: Option<Slot>,
-}
-
-enum Queue {
-    /// Routed: what the dispatcher hands this worker.
-    Own(mpsc::Receiver<Job>),
-    /// Unrouted: each worker takes the next instance of the order itself, which saves a
-    /// hand-over between threads per query (a wake-up costs more client CPU than building the
-    /// instance).
-    Pull(Arc<Puller>),
-}
-
-/// The order of a round, and (open loop) its schedule, under one lock so that the k-th slot
-/// always carries the k-th instance.
-struct Order {
-    mix: Mix,
-    schedule: Option<Schedule>,
-}
-
-impl Order {
-    /// The next (query, index) and its slot; `None` at the end of the order or the schedule.
-    fn next(&mut self) -> Option<(usize, u64, Option<Slot>)> {
-        let slot = match &mut self.schedule {
-            Some(s) => Some(s.take()?),
-            None => None,
-        };
-        let (q, index) = self.mix.next_instance()?;
-        Some((q, index, slot))
-    }
-
-    /// Ends the order and the schedule now (a stop, or an instance that cannot be built).
-    fn close(&mut self) {
-        if let Some(s) = &mut self.schedule {
-            s.close(Instant::now());
-        }
-        while self.mix.next_instance().is_some() {}
-    }
-}
-
-struct Puller {
-    order: std::sync::Mutex<Order>,
-    programs: Arc<Vec<BindProgram>>,
-    /// The first instance that could not be built; it ends the round.
-    error: std::sync::Mutex<Option<String>>,
-}
-
-impl Queue {
-    async fn recv(&mut self, until: &Until) -> Option<Job> {
-        match self {
-            Queue::Own(rx) => rx.recv().await,
-            Queue::Pull(p) => {
-                let next = {
-                    let mut order = p.order.lock().ok()?;
-                    if until.halted() {
-                        order.close();
-                        return None;
-                    }
-                    order.next()
-                };
-                let (q, index, slot) = next?;
-                match p.programs[q].instance(q, index) {
-                    Ok(inst) => Some(Job { inst, slot }),
-                    Err(e) => {
-                        if let Ok(mut first) = p.error.lock() {
-                            first.get_or_insert(e);
-                        }
-                        // Every worker stops: the order cannot go on without this instance.
-                        if let Ok(mut order) = p.order.lock() {
-                            order.close();
-                        }
-                        None
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// One connection and what it measured.
-struct Worker {
-    id: usize,
-    endpoint: Arc<EndpointPlan>,
-    url: Arc<str>,
-    base_dir: Arc<Path>,
-    link: Link<Transport>,
-    pacer: Pacer,
-    stats: Vec<TypeStats>,
-    sends: Sends,
-    /// `check same results across endpoints`: ask for checksums and keep each measured
-    /// instance's (query, index, rows, checksum) of the first repetition.
-    checksums: bool,
-    results: Vec<(usize, u64, u64, u64)>,
-}
-
-impl Worker {
-    async fn connect(
-        link: &mut Link<Transport>,
-        endpoint: &EndpointPlan,
-        url: &str,
-        base_dir: &Path,
-        checksums: bool,
-    ) -> Result<(), QueryError> {
-        link.get(|| async move {
-            let mut t = Transport::connect(endpoint, url, base_dir).await?;
-            if checksums {
-                t.set_checksums(true);
-            }
-            Ok(t)
-        })
-        .await
-        .map(|_| ())
-    }
-
-    async fn round(mut self, mut queue: Queue, record: Record, until: Until) -> Worker {
-        while let Some(job) = queue.recv(&until).await {
-            // Connected before the wait, so that the send itself leaves on time. A connect
-            // still pending when the phase ends sent nothing: the instance is not sent.
-            let connected = if self.link.conn.is_some() {
-                Ok(())
-            } else {
-                let connect = Self::connect(
-                    &mut self.link,
-                    &self.endpoint,
-                    &self.url,
-                    &self.base_dir,
-                    self.checksums,
-                );
-                let Some(connected) = until.cutoff.bound(connect).await else {
-                    break;
-                };
-                connected
-            };
-            if let Some(slot) = job.slot {
-                if !self.pacer.until(slot.at, &until.cutoff.stop).await {
-                    break;
-                }
-            }
-            let sent = Instant::now();
-            // Nothing starts after the end of a timed round or after a stop: what is left of
-            // the order is unsent (open loop) or was never scheduled (closed loop).
-            if until.halted() || until.end.is_some_and(|d| sent >= d) {
-                break;
-            }
-            let intended = job.slot.map(|s| s.at);
-            if record != Record::No {
-                self.sends.start(sent, intended);
-            }
-            let result = match (connected, self.link.conn.as_mut()) {
-                (Ok(()), Some(conn)) => until.cutoff.bound(conn.run(&job.inst)).await,
-                (Err(e), _) => Some(Err(e)),
-                (Ok(()), None) => Some(Err(QueryError {
-                    class: QueryErrorClass::Connection,
-                    message: "no connection".into(),
-                    code: None,
-                    broken: true,
-                })),
-            };
-            let done = Instant::now();
-            let Some(result) = result else {
-                // Cut off: the phase ended with this query in flight; its connection is in an
-                // unknown state and is not used again.
-                self.link.conn = None;
-                if record != Record::No {
-                    self.sends.cut_off += 1;
-                }
-                break;
-            };
-            if let Err(e) = &result {
-                if e.broken {
-                    self.link.conn = None;
-                }
-            }
-            if record == Record::No {
-                continue;
-            }
-            let stats = &mut self.stats[job.inst.query];
-            match result {
-                Ok(out) => {
-                    if let (Record::WithResults, Some(sum)) = (record, out.checksum) {
-                        let i = &job.inst;
-                        self.results.push((i.query, i.index, out.rows, sum));
-                    }
-                    let from = intended.unwrap_or(sent);
-                    let service = intended.map(|_| done - sent);
-                    stats.record_ok(done.saturating_duration_since(from), service, out.rows);
-                    until.counts.ok.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(e) => {
-                    stats.record_error(&e);
-                    let failed = until.counts.failed.fetch_add(1, Ordering::Relaxed) + 1;
-                    if until.max_errors.is_some_and(|n| failed >= n) {
-                        until.abort.store(true, Ordering::Relaxed);
-                    }
-                }
-            }
-        }
-        self
-    }
-}
-
-/// What a round keeps: nothing (warm-up), the measurements, or those and every result's
-/// checksum (the first measured repetition of a cross-checked run).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Record {
-    No,
-    Measure,
-    WithResults,
-}
-
-/// When a round ends besides the end of its order.
-#[derive(Clone)]
-struct Until {
-    /// No send starts at or after this.
-    end: Option<Instant>,
-    cutoff: Cutoff,
-    counts: Arc<RunCounts>,
-    /// `stop after N errors` (or `--fail-fast`): set at the N-th failed query; the round stops
-    /// sending, and what was not sent is unsent.
-    max_errors: Option<u64>,
-    abort: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Until {
-    /// Stopped (Ctrl-C) or aborted (too many errors): nothing more is sent.
-    fn halted(&self) -> bool {
-        self.cutoff.stop.load(Ordering::Relaxed) || self.abort.load(Ordering::Relaxed)
-    }
-}
+use crate::report::{LabelReport, QueryOutput, QueryReport, QueryTypeReport, Status};
+pub use same_results::{cross_check, unordered_limit};
+use worker::{dispatch, Order, Puller, Queue, Record, Until, Worker, QUEUE};
 
 /// Everything a round needs.
 struct Round<'a> {
@@ -293,53 +61,6 @@ struct Ended {
     /// Open loop: the slots due in the round's span; closed loop: the order's bound, if any.
     scheduled: Option<u64>,
     elapsed: Duration,
-}
-
-/// Routed: feeds the round's instances to the workers their keys hash to; returns when the
-/// order or the schedule ends or the run is stopped, with the order (and its schedule) back.
-/// Dropping the senders ends the workers' round.
-async fn dispatch(
-    mut order: Order,
-    programs: &[BindProgram],
-    own: Vec<mpsc::Sender<Job>>,
-    until: &Until,
-) -> (Order, Vec<String>) {
-    let mut errors = Vec::new();
-    let workers = own.len().max(1) as u64;
-    let mut turn = 0u64;
-    loop {
-        if until.halted() {
-            order.close();
-            break;
-        }
-        if order.schedule.is_none() && until.end.is_some_and(|d| Instant::now() >= d) {
-            break;
-        }
-        let Some((q, index, slot)) = order.next() else {
-            break;
-        };
-        let inst = match programs[q].instance(q, index) {
-            Ok(i) => i,
-            Err(e) => {
-                errors.push(e);
-                order.close();
-                break;
-            }
-        };
-        // A routed instance goes to the worker its key hashes to (FNV-1a, as ingest routes
-        // series); the others take turns.
-        let to = match &inst.route {
-            Some(key) => &own[shard_of(key, workers) as usize],
-            None => {
-                turn += 1;
-                &own[((turn - 1) % workers) as usize]
-            }
-        };
-        if to.send(Job { inst, slot }).await.is_err() {
-            break;
-        }
-    }
-    (order, errors)
 }
 
 /// A report for a phase that could not start.
@@ -658,76 +379,4 @@ fn labels(phase: &QueryPhase, types: &[TypeStats], elapsed: f64, open: bool) -> 
             }
         })
         .collect()
-}
-
-/// Whether a query's result rows may legitimately differ between servers: a LIMIT without an
-/// ORDER BY keeps whichever rows come first. Such queries are flagged, not compared. (A LIMIT
-/// under an ORDER BY with ties can differ too; that is not detected.)
-pub fn unordered_limit(sql: &str) -> bool {
-    let upper = sql.to_ascii_uppercase();
-    let words: Vec<&str> = upper
-        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
-        .filter(|w| !w.is_empty())
-        .collect();
-    let limit = words.contains(&"LIMIT");
-    let ordered = words.windows(2).any(|w| w == ["ORDER", "BY"]);
-    limit && !ordered
-}
-
-/// Compares the results of `later` with those of `earlier` (the same run over another
-/// endpoint), per query instance both measured, and records the outcome on `later`.
-pub fn cross_check(earlier: &QueryReport, later: &mut QueryReport, phase: &QueryPhase) {
-    let (Some(a), Some(b)) = (&earlier.detail.results, &later.detail.results) else {
-        return;
-    };
-    let skip: Vec<usize> = phase
-        .queries
-        .iter()
-        .enumerate()
-        .filter(|(_, q)| unordered_limit(&q.sql))
-        .map(|(i, _)| i)
-        .collect();
-    let mut check = CrossCheck {
-        against: earlier.endpoint.clone(),
-        compared: 0,
-        mismatches: 0,
-        first_mismatches: Vec::new(),
-        not_compared: skip
-            .iter()
-            .map(|&i| phase.queries[i].name.clone())
-            .collect(),
-    };
-    for (key, (rows_b, sum_b)) in b.iter() {
-        if skip.contains(&key.0) {
-            continue;
-        }
-        let Some((rows_a, sum_a)) = a.get(key) else {
-            continue;
-        };
-        check.compared += 1;
-        if rows_a != rows_b || sum_a != sum_b {
-            check.mismatches += 1;
-            if check.first_mismatches.len() < 10 {
-                check.first_mismatches.push(format!(
-                    "{} instance {}: {} rows, checksum {sum_a:016x} on {}; {} rows, checksum {sum_b:016x} on {}",
-                    phase.queries[key.0].name, key.1, rows_a, earlier.endpoint, rows_b, later.endpoint
-                ));
-            }
-        }
-    }
-    if check.mismatches > 0 {
-        later.failures.push(format!(
-            "results differ from {}: {} of {} query instances (first: {})",
-            earlier.endpoint, check.mismatches, check.compared, check.first_mismatches[0]
-        ));
-        if later.status == Status::Ok {
-            later.status = Status::Failed;
-        }
-    } else if check.compared == 0 && !b.is_empty() {
-        later.warnings.push(format!(
-            "no query instance was measured on both {} and {}: nothing compared",
-            earlier.endpoint, later.endpoint
-        ));
-    }
-    later.detail.cross_checks.push(check);
 }
