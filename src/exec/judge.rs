@@ -168,7 +168,7 @@ pub(super) fn verdict<K: RunKind>(
 
 /// Errors fail the run unless a threshold allows them: `--max-error-rate`, else the file's
 /// `expect error_rate` (or `errors`), else none at all. `unit` names what failed: `queries`.
-pub(super) fn error_policy(
+fn error_policy(
     expects: &[Threshold],
     env: &RunEnv,
     all: &TypeStats,
