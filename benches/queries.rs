@@ -231,7 +231,7 @@ fn main() {
     let (mut ours, mut theirs, mut our_cpu, mut their_cpu) = (vec![], vec![], vec![], vec![]);
     for _ in 0..RUNS {
         let r = run_queries(&text);
-        ours.push(r.qps.unwrap_or(f64::NAN));
+        ours.push(r.output.qps.unwrap_or(f64::NAN));
         if let Some(cpu) = r.client_cpu_s {
             our_cpu.push(cpu * 1e6 / (r.ok + r.failed).max(1) as f64);
         }
@@ -275,8 +275,8 @@ fn main() {
         let peak_long = peak_rss_kib();
         println!(
             "peak resident memory: {peak_short} KiB after 100 k queries ({:.0} q/s), {peak_long} KiB after 1 M more ({:.0} q/s): {:.2}x",
-            short.qps.unwrap_or(f64::NAN),
-            long.qps.unwrap_or(f64::NAN),
+            short.output.qps.unwrap_or(f64::NAN),
+            long.output.qps.unwrap_or(f64::NAN),
             peak_long as f64 / peak_short.max(1) as f64
         );
     }

@@ -168,17 +168,17 @@ fn run_requests(path: &Path) -> Box<RequestReport> {
         r.failures.is_empty(),
         "the bench run failed: {:?} (statuses {:?}, errors {:?})",
         r.failures,
-        r.statuses,
+        r.traffic.statuses,
         r.errors.keys().collect::<Vec<_>>()
     );
     for w in &r.warnings {
         println!("  warning: wlrun {}: {w}", path.display());
     }
-    if r.statuses.keys().any(|s| *s != 200) || r.failed > 0 {
+    if r.traffic.statuses.keys().any(|s| *s != 200) || r.failed > 0 {
         println!(
             "  warning: wlrun {}: statuses {:?}, {} failed",
             path.display(),
-            r.statuses,
+            r.traffic.statuses,
             r.failed
         );
     }
@@ -190,7 +190,7 @@ fn run_wlrun(path: &Path) -> Measured {
     let r = run_requests(path);
     let cpu = r.client_cpu_s.unwrap_or(f64::NAN);
     Measured {
-        rps: r.rps.unwrap_or(f64::NAN),
+        rps: r.output.rps.unwrap_or(f64::NAN),
         cpu_us_per_request: cpu * 1e6 / (r.ok + r.failed).max(1) as f64,
     }
 }

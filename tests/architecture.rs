@@ -21,9 +21,6 @@ const KNOWN_BACK_EDGES: &[&str] = &[];
 const KNOWN_LONG: &[&str] = &[
     "src/check/builtins.rs",
     "src/check/eval.rs",
-    "src/exec/ingest.rs",
-    "src/exec/queries.rs",
-    "src/exec/requests.rs",
     "src/syntax/parser.rs",
 ];
 

@@ -180,7 +180,7 @@ pub fn judge_achieved(th: &Threshold, a: &Accounting) -> ThresholdReport {
     };
     let (ok, actual) = match a.achieved_rate {
         Some(r) => (
-            super::queries::compare(r, &th.op, want),
+            super::judge::compare(r, &th.op, want),
             format!(
                 "{:.1}% ({} of {} scheduled)",
                 100.0 * r,

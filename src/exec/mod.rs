@@ -7,13 +7,16 @@ mod admin;
 mod cpu;
 pub mod ddl;
 pub mod ingest;
+mod judge;
 mod link;
 mod pace;
 mod producer;
 pub mod progress;
 pub mod queries;
 pub mod requests;
+mod require;
 mod slots;
+mod spans;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

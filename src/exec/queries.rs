@@ -9,6 +9,12 @@
 //! bound). The worker connects first, waits precisely until that time (`pace::Pacer`), sends,
 //! and the latency counts from the intended time. Every scheduled instance ends as ok, failed,
 //! cut off (in flight when the phase ended) or unsent (`account`).
+//!
+//! This file runs the rounds and assembles the report; `worker` is a worker's loop and where
+//! its instances come from, `same_results` the comparison of results across endpoints.
+
+mod same_results;
+mod worker;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,264 +24,23 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::account::{self, Cutoff, Sends};
+use super::account::{Cutoff, Sends};
+use super::judge::{self, errors, failed_thresholds, judge, Units};
 use super::link::Link;
 use super::pace::Pacer;
 use super::progress::RunCounts;
-use super::slots::{Schedule, Slot};
-use super::{latency, resolve_url, timeouts, RunEnv};
-use crate::client::SqlClient;
-use crate::gen::route::shard_of;
-use crate::plan::{EndpointPlan, Load, QueryPhase, Require, Stop, Threshold};
+use super::require::requirements;
+use super::slots::Schedule;
+use super::spans;
+use super::{latency, resolve_url, RunEnv};
+use crate::plan::{Load, QueryPhase};
 use crate::query::binds::BindProgram;
 use crate::query::schedule::{Arrivals, Mix};
 use crate::query::sql::Dialect;
 use crate::query::stats::TypeStats;
-use crate::query::transport::Transport;
-use crate::query::{Instance, QueryError, QueryErrorClass};
-use crate::report::render::fmt_latency;
-use crate::report::{
-    CrossCheck, ErrorCount, LabelReport, QueryReport, QueryTypeReport, RepeatReport, Status,
-    ThresholdReport,
-};
-use crate::value::Value;
-
-/// Instances queued per worker ahead of it (routed runs). Enough to keep a worker busy between
-/// two wake-ups of the dispatcher; the dispatcher waits when it is full, so memory stays small
-/// and nothing is dropped (open-loop instances carry their intended time with them).
-const QUEUE: usize = 256;
-
-struct Job {
-    inst: Instance,
-    /// Open loop: when it is meant to be sent.
-    slot: Option<Slot>,
-}
-
-enum Queue {
-    /// Routed: what the dispatcher hands this worker.
-    Own(mpsc::Receiver<Job>),
-    /// Unrouted: each worker takes the next instance of the order itself, which saves a
-    /// hand-over between threads per query (a wake-up costs more client CPU than building the
-    /// instance).
-    Pull(Arc<Puller>),
-}
-
-/// The order of a round, and (open loop) its schedule, under one lock so that the k-th slot
-/// always carries the k-th instance.
-struct Order {
-    mix: Mix,
-    schedule: Option<Schedule>,
-}
-
-impl Order {
-    /// The next (query, index) and its slot; `None` at the end of the order or the schedule.
-    fn next(&mut self) -> Option<(usize, u64, Option<Slot>)> {
-        let slot = match &mut self.schedule {
-            Some(s) => Some(s.take()?),
-            None => None,
-        };
-        let (q, index) = self.mix.next_instance()?;
-        Some((q, index, slot))
-    }
-
-    /// Ends the order and the schedule now (a stop, or an instance that cannot be built).
-    fn close(&mut self) {
-        if let Some(s) = &mut self.schedule {
-            s.close(Instant::now());
-        }
-        while self.mix.next_instance().is_some() {}
-    }
-}
-
-struct Puller {
-    order: std::sync::Mutex<Order>,
-    programs: Arc<Vec<BindProgram>>,
-    /// The first instance that could not be built; it ends the round.
-    error: std::sync::Mutex<Option<String>>,
-}
-
-impl Queue {
-    async fn recv(&mut self, until: &Until) -> Option<Job> {
-        match self {
-            Queue::Own(rx) => rx.recv().await,
-            Queue::Pull(p) => {
-                let next = {
-                    let mut order = p.order.lock().ok()?;
-                    if until.halted() {
-                        order.close();
-                        return None;
-                    }
-                    order.next()
-                };
-                let (q, index, slot) = next?;
-                match p.programs[q].instance(q, index) {
-                    Ok(inst) => Some(Job { inst, slot }),
-                    Err(e) => {
-                        if let Ok(mut first) = p.error.lock() {
-                            first.get_or_insert(e);
-                        }
-                        // Every worker stops: the order cannot go on without this instance.
-                        if let Ok(mut order) = p.order.lock() {
-                            order.close();
-                        }
-                        None
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// One connection and what it measured.
-struct Worker {
-    id: usize,
-    endpoint: Arc<EndpointPlan>,
-    url: Arc<str>,
-    base_dir: Arc<Path>,
-    link: Link<Transport>,
-    pacer: Pacer,
-    stats: Vec<TypeStats>,
-    sends: Sends,
-    /// `check same results across endpoints`: ask for checksums and keep each measured
-    /// instance's (query, index, rows, checksum) of the first repetition.
-    checksums: bool,
-    results: Vec<(usize, u64, u64, u64)>,
-}
-
-impl Worker {
-    async fn connect(
-        link: &mut Link<Transport>,
-        endpoint: &EndpointPlan,
-        url: &str,
-        base_dir: &Path,
-        checksums: bool,
-    ) -> Result<(), QueryError> {
-        link.get(|| async move {
-            let mut t = Transport::connect(endpoint, url, base_dir).await?;
-            if checksums {
-                t.set_checksums(true);
-            }
-            Ok(t)
-        })
-        .await
-        .map(|_| ())
-    }
-
-    async fn round(mut self, mut queue: Queue, record: Record, until: Until) -> Worker {
-        while let Some(job) = queue.recv(&until).await {
-            // Connected before the wait, so that the send itself leaves on time. A connect
-            // still pending when the phase ends sent nothing: the instance is not sent.
-            let connected = if self.link.conn.is_some() {
-                Ok(())
-            } else {
-                let connect = Self::connect(
-                    &mut self.link,
-                    &self.endpoint,
-                    &self.url,
-                    &self.base_dir,
-                    self.checksums,
-                );
-                let Some(connected) = until.cutoff.bound(connect).await else {
-                    break;
-                };
-                connected
-            };
-            if let Some(slot) = job.slot {
-                if !self.pacer.until(slot.at, &until.cutoff.stop).await {
-                    break;
-                }
-            }
-            let sent = Instant::now();
-            // Nothing starts after the end of a timed round or after a stop: what is left of
-            // the order is unsent (open loop) or was never scheduled (closed loop).
-            if until.halted() || until.end.is_some_and(|d| sent >= d) {
-                break;
-            }
-            let intended = job.slot.map(|s| s.at);
-            if record != Record::No {
-                self.sends.start(sent, intended);
-            }
-            let result = match (connected, self.link.conn.as_mut()) {
-                (Ok(()), Some(conn)) => until.cutoff.bound(conn.run(&job.inst)).await,
-                (Err(e), _) => Some(Err(e)),
-                (Ok(()), None) => Some(Err(QueryError {
-                    class: QueryErrorClass::Connection,
-                    message: "no connection".into(),
-                    code: None,
-                    broken: true,
-                })),
-            };
-            let done = Instant::now();
-            let Some(result) = result else {
-                // Cut off: the phase ended with this query in flight; its connection is in an
-                // unknown state and is not used again.
-                self.link.conn = None;
-                if record != Record::No {
-                    self.sends.cut_off += 1;
-                }
-                break;
-            };
-            if let Err(e) = &result {
-                if e.broken {
-                    self.link.conn = None;
-                }
-            }
-            if record == Record::No {
-                continue;
-            }
-            let stats = &mut self.stats[job.inst.query];
-            match result {
-                Ok(out) => {
-                    if let (Record::WithResults, Some(sum)) = (record, out.checksum) {
-                        let i = &job.inst;
-                        self.results.push((i.query, i.index, out.rows, sum));
-                    }
-                    let from = intended.unwrap_or(sent);
-                    let service = intended.map(|_| done - sent);
-                    stats.record_ok(done.saturating_duration_since(from), service, out.rows);
-                    until.counts.ok.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(e) => {
-                    stats.record_error(&e);
-                    let failed = until.counts.failed.fetch_add(1, Ordering::Relaxed) + 1;
-                    if until.max_errors.is_some_and(|n| failed >= n) {
-                        until.abort.store(true, Ordering::Relaxed);
-                    }
-                }
-            }
-        }
-        self
-    }
-}
-
-/// What a round keeps: nothing (warm-up), the measurements, or those and every result's
-/// checksum (the first measured repetition of a cross-checked run).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Record {
-    No,
-    Measure,
-    WithResults,
-}
-
-/// When a round ends besides the end of its order.
-#[derive(Clone)]
-struct Until {
-    /// No send starts at or after this.
-    end: Option<Instant>,
-    cutoff: Cutoff,
-    counts: Arc<RunCounts>,
-    /// `stop after N errors` (or `--fail-fast`): set at the N-th failed query; the round stops
-    /// sending, and what was not sent is unsent.
-    max_errors: Option<u64>,
-    abort: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Until {
-    /// Stopped (Ctrl-C) or aborted (too many errors): nothing more is sent.
-    fn halted(&self) -> bool {
-        self.cutoff.stop.load(Ordering::Relaxed) || self.abort.load(Ordering::Relaxed)
-    }
-}
+use crate::report::{LabelReport, QueryOutput, QueryReport, QueryTypeReport, Status};
+pub use same_results::{cross_check, unordered_limit};
+use worker::{dispatch, Order, Puller, Queue, Record, Until, Worker, QUEUE};
 
 /// Everything a round needs.
 struct Round<'a> {
@@ -298,53 +63,6 @@ struct Ended {
     elapsed: Duration,
 }
 
-/// Routed: feeds the round's instances to the workers their keys hash to; returns when the
-/// order or the schedule ends or the run is stopped, with the order (and its schedule) back.
-/// Dropping the senders ends the workers' round.
-async fn dispatch(
-    mut order: Order,
-    programs: &[BindProgram],
-    own: Vec<mpsc::Sender<Job>>,
-    until: &Until,
-) -> (Order, Vec<String>) {
-    let mut errors = Vec::new();
-    let workers = own.len().max(1) as u64;
-    let mut turn = 0u64;
-    loop {
-        if until.halted() {
-            order.close();
-            break;
-        }
-        if order.schedule.is_none() && until.end.is_some_and(|d| Instant::now() >= d) {
-            break;
-        }
-        let Some((q, index, slot)) = order.next() else {
-            break;
-        };
-        let inst = match programs[q].instance(q, index) {
-            Ok(i) => i,
-            Err(e) => {
-                errors.push(e);
-                order.close();
-                break;
-            }
-        };
-        // A routed instance goes to the worker its key hashes to (FNV-1a, as ingest routes
-        // series); the others take turns.
-        let to = match &inst.route {
-            Some(key) => &own[shard_of(key, workers) as usize],
-            None => {
-                turn += 1;
-                &own[((turn - 1) % workers) as usize]
-            }
-        };
-        if to.send(Job { inst, slot }).await.is_err() {
-            break;
-        }
-    }
-    (order, errors)
-}
-
 /// A report for a phase that could not start.
 fn refused(phase: &QueryPhase, status: Status, why: String) -> QueryReport {
     let mut r = QueryReport::empty(phase);
@@ -352,71 +70,6 @@ fn refused(phase: &QueryPhase, status: Status, why: String) -> QueryReport {
     r.failures.push(why);
     r
 }
-/// Checks `require rows(T) OP N` on a connection of the phase's endpoint.
-pub(super) async fn requirements(
-    env: &RunEnv,
-    require: &[Require],
-    endpoint: &EndpointPlan,
-    url: &str,
-) -> Result<(), String> {
-    if require.is_empty() {
-        return Ok(());
-    }
-    let (timeout, _) = timeouts(endpoint);
-    let mut client = SqlClient::connect(endpoint, url, &env.base_dir, timeout)
-        .await
-        .map_err(|e| format!("cannot check `require`: {}", e.message))?;
-    for r in require {
-        let sql = format!(
-            "SELECT count(*) FROM {}",
-            crate::net::sql_text::quote_ident(&r.table)
-        );
-        let n = client.count(&sql).await.map_err(|e| {
-            format!(
-                "cannot check `require rows({}) {} {}`: {}",
-                r.table, r.op, r.value, e.message
-            )
-        })?;
-        let n = i64::try_from(n).unwrap_or(i64::MAX);
-        if !compare(n as f64, &r.op, r.value as f64) {
-            return Err(format!(
-                "refusing to measure: require rows({}) {} {}, but the table has {n} rows",
-                r.table, r.op, r.value
-            ));
-        }
-    }
-    Ok(())
-}
-
-pub(super) fn compare(actual: f64, op: &str, want: f64) -> bool {
-    match op {
-        "<" => actual < want,
-        "<=" => actual <= want,
-        ">" => actual > want,
-        ">=" => actual >= want,
-        "==" => actual == want,
-        "!=" => actual != want,
-        _ => false,
-    }
-}
-
-fn warmup_of(phase: &QueryPhase) -> (Option<u64>, Option<Duration>) {
-    match &phase.warmup {
-        Some(Value::Int(n)) if *n > 0 => (Some(*n as u64), None),
-        Some(Value::Duration(ns)) if *ns > 0 => (None, Some(Duration::from_nanos(*ns as u64))),
-        _ => (None, None),
-    }
-}
-
-fn duration_of(stop: &Stop) -> Option<Duration> {
-    match stop {
-        Stop::Duration {
-            duration: Value::Duration(ns),
-        } => Some(Duration::from_nanos((*ns).max(0) as u64)),
-        _ => None,
-    }
-}
-
 /// Runs one round (a warm-up or a measured repetition) and gives the workers back.
 async fn round(
     workers: Vec<Worker>,
@@ -548,8 +201,8 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
     let routed = phase.queries.iter().any(|q| q.route.is_some());
     let counts = Arc::new(RunCounts::default());
     let mut report = QueryReport::empty(phase);
-    let (warm_count, warm_time) = warmup_of(phase);
-    let measured_for = duration_of(&phase.stop);
+    let (warm_count, warm_time) = spans::warmup(&phase.warmup);
+    let measured_for = spans::measured(&phase.stop);
     let ticker = super::progress::start_run(
         env,
         label.to_string(),
@@ -606,30 +259,22 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
             Record::Measure
         };
         let (back, ended) = round(workers, routed, record, r, &counts).await;
-        if let (Some(a), Some(b)) = (cpu_before, super::cpu::process_cpu_seconds()) {
-            *report.client_cpu_s.get_or_insert(0.0) += b - a;
-        }
+        let queries = answered(&back) - answered_before;
+        judge::repeat(&mut report, rep + 1, queries, ended.elapsed, cpu_before);
         workers = back;
         // Closed loop without a count: what was scheduled is what was sent.
         scheduled += ended
             .scheduled
             .unwrap_or_else(|| sent(&workers) - sent_before);
-        let queries = answered(&workers) - answered_before;
-        let elapsed_s = ended.elapsed.as_secs_f64();
-        report.repeats.push(RepeatReport {
-            repeat: rep + 1,
-            elapsed_s,
-            queries,
-            qps: crate::report::rate(queries, elapsed_s),
-        });
         report.failures.extend(ended.errors);
     }
     ticker.finish().await;
-    if abort.load(Ordering::Relaxed) {
-        report
-            .failures
-            .push(super::stopped_after(max_errors, "queries"));
-    }
+    judge::stopped(
+        &mut report,
+        abort.load(Ordering::Relaxed),
+        max_errors,
+        Units::QUERIES,
+    );
     finish(&mut report, phase, workers, scheduled, env);
     report
 }
@@ -656,7 +301,7 @@ fn finish(
             *slot = w.stats.iter().map(|s| s.ok + s.failed()).sum();
         }
     }
-    report.queries_per_worker = per_worker;
+    report.traffic.queries_per_worker = per_worker;
     if phase.check_same_results {
         let mut results = BTreeMap::new();
         for w in &workers {
@@ -664,7 +309,7 @@ fn finish(
                 results.insert((q, index), (rows, sum));
             }
         }
-        report.results = Some(Arc::new(results));
+        report.detail.results = Some(Arc::new(results));
     }
     let open = matches!(phase.load, Load::Open { .. });
     let elapsed: f64 = report.repeats.iter().map(|r| r.elapsed_s).sum();
@@ -688,60 +333,19 @@ fn finish(
             thresholds: Vec::new(),
         };
         t.thresholds = q.expects.iter().map(|th| judge(th, s, elapsed)).collect();
-        report.query_types.push(t);
+        report.detail.query_types.push(t);
     }
-    report.labels = labels(phase, &types, elapsed, open);
-    report.ok = all.ok;
-    report.failed = all.failed();
-    report.rows = all.rows;
-    report.qps = crate::report::rate(all.ok, elapsed);
-    report.sum_us = all.sum_us as u64;
-    report.latency = latency(&all.latency);
-    report.service = open.then(|| latency(&all.service));
-    report.errors = errors(&all);
-    report.error_rate = all.error_rate();
-    report.accounting = account::accounting(scheduled, all.ok, all.failed(), &sends, open);
-    report.thresholds = phase
-        .expects
-        .iter()
-        .map(|th| match th.metric.as_str() {
-            "achieved_rate" => account::judge_achieved(th, &report.accounting),
-            _ => judge(th, &all, elapsed),
-        })
-        .collect();
-
-    report
-        .failures
-        .extend(error_policy(&phase.expects, env, &all, "queries"));
-    report.failures.extend(account::rate_failure(
-        &report.accounting,
-        &phase.expects,
-        "queries",
-    ));
-    let failed = failed_thresholds(
-        report
-            .thresholds
-            .iter()
-            .chain(report.query_types.iter().flat_map(|t| &t.thresholds)),
-        env,
-    );
-    report.failures.extend(failed);
-    if report.ok + report.failed == 0 && report.failures.is_empty() {
-        report.failures.push("no query was measured".into());
-    }
-    report.warnings.extend(account::cut_off_warning(
-        &report.accounting,
-        "queries",
-        &phase.load,
-        &phase.stop,
-    ));
-    report.status = if env.stop.load(Ordering::Relaxed) {
-        Status::Interrupted
-    } else if report.failures.is_empty() {
-        Status::Ok
-    } else {
-        Status::Failed
+    report.detail.labels = labels(phase, &types, elapsed, open);
+    let rules = judge::Rules::new(&phase.expects, &phase.load, &phase.stop, Units::QUERIES);
+    judge::figures(report, &rules, &all, scheduled, &sends);
+    report.output = QueryOutput {
+        rows: all.rows,
+        qps: crate::report::rate(all.ok, elapsed),
     };
+    report.detail.thresholds = judge::thresholds(report, &rules, &all);
+    let per_type = report.detail.query_types.iter().flat_map(|t| &t.thresholds);
+    let unmet = failed_thresholds(report.detail.thresholds.iter().chain(per_type), env);
+    judge::verdict(report, &rules, &all, unmet, env);
 }
 
 /// One latency histogram per label (a label defaults to the query's name), with its queries.
@@ -775,203 +379,4 @@ fn labels(phase: &QueryPhase, types: &[TypeStats], elapsed: f64, open: bool) -> 
             }
         })
         .collect()
-}
-
-/// Errors fail the run unless a threshold allows them: `--max-error-rate`, else the file's
-/// `expect error_rate` (or `errors`), else none at all. `unit` names what failed: `queries`.
-pub(super) fn error_policy(
-    expects: &[Threshold],
-    env: &RunEnv,
-    all: &TypeStats,
-    unit: &str,
-) -> Option<String> {
-    let file_rate = expects
-        .iter()
-        .any(|t| t.metric == "error_rate" || t.metric == "errors");
-    match env.max_error_rate {
-        Some(max) if all.error_rate() > max => Some(format!(
-            "error rate {:.4}% is over --max-error-rate {:.4}%",
-            100.0 * all.error_rate(),
-            100.0 * max
-        )),
-        None if !file_rate && all.failed() > 0 => Some(format!(
-            "{} of {} {unit} failed (no `expect error_rate` allows errors)",
-            all.failed(),
-            all.failed() + all.ok
-        )),
-        _ => None,
-    }
-}
-
-/// One failure line per threshold not met; `--max-error-rate` replaces the file's own
-/// error-rate threshold, so that one is not judged.
-pub(super) fn failed_thresholds<'a>(
-    thresholds: impl Iterator<Item = &'a ThresholdReport>,
-    env: &RunEnv,
-) -> Vec<String> {
-    let overridden = |t: &ThresholdReport| env.max_error_rate.is_some() && t.metric == "error_rate";
-    thresholds
-        .filter(|t| !t.ok && !overridden(t))
-        .map(|t| format!("threshold not met: {} (measured {})", t.expect, t.actual))
-        .collect()
-}
-
-pub(super) fn errors(s: &TypeStats) -> std::collections::BTreeMap<String, ErrorCount> {
-    s.errors
-        .iter()
-        .map(|(class, e)| {
-            (
-                class.as_str().to_string(),
-                ErrorCount {
-                    count: e.count,
-                    first: e.first.clone(),
-                },
-            )
-        })
-        .collect()
-}
-
-/// Measures a threshold's metric and compares it.
-pub(super) fn judge(th: &Threshold, s: &TypeStats, elapsed_s: f64) -> ThresholdReport {
-    let us = |q: f64| -> f64 {
-        if s.latency.is_empty() {
-            0.0
-        } else {
-            s.latency.value_at_quantile(q) as f64
-        }
-    };
-    // (measured, wanted) in the metric's unit: microseconds, a fraction, a count, per second.
-    let (actual, want, shown) = match th.metric.as_str() {
-        m @ ("min" | "mean" | "median" | "p50" | "p90" | "p95" | "p99" | "p999" | "p9999"
-        | "max") => {
-            let v = match m {
-                "min" => s.latency.min() as f64,
-                "mean" => s.latency.mean(),
-                "median" | "p50" => us(0.5),
-                "p90" => us(0.9),
-                "p95" => us(0.95),
-                "p99" => us(0.99),
-                "p999" => us(0.999),
-                "p9999" => us(0.9999),
-                _ => s.latency.max() as f64,
-            };
-            let want = match &th.value {
-                Value::Duration(ns) => *ns as f64 / 1000.0,
-                other => other_number(other),
-            };
-            (v, want, fmt_latency(v, 1000.0, f64::INFINITY))
-        }
-        "error_rate" => {
-            let want = match &th.value {
-                Value::Percent(p) => p / 100.0,
-                other => other_number(other),
-            };
-            (
-                s.error_rate(),
-                want,
-                format!("{:.4}%", 100.0 * s.error_rate()),
-            )
-        }
-        "errors" => (
-            s.failed() as f64,
-            other_number(&th.value),
-            s.failed().to_string(),
-        ),
-        "rows" => (s.rows as f64, other_number(&th.value), s.rows.to_string()),
-        "qps" | "rps" => {
-            let qps = s.ok as f64 / elapsed_s.max(1e-9);
-            let want = match &th.value {
-                Value::Rate(r) => *r,
-                other => other_number(other),
-            };
-            (qps, want, format!("{qps:.1}/s"))
-        }
-        _ => (f64::NAN, 0.0, "not measured".to_string()),
-    };
-    ThresholdReport {
-        metric: th.metric.clone(),
-        expect: format!("{} {} {}", th.metric, th.op, th.value),
-        actual: shown,
-        ok: compare(actual, &th.op, want),
-    }
-}
-
-fn other_number(v: &Value) -> f64 {
-    match v {
-        Value::Int(n) => *n as f64,
-        Value::Float(f) | Value::Percent(f) | Value::Rate(f) => *f,
-        _ => f64::NAN,
-    }
-}
-
-/// Whether a query's result rows may legitimately differ between servers: a LIMIT without an
-/// ORDER BY keeps whichever rows come first. Such queries are flagged, not compared. (A LIMIT
-/// under an ORDER BY with ties can differ too; that is not detected.)
-pub fn unordered_limit(sql: &str) -> bool {
-    let upper = sql.to_ascii_uppercase();
-    let words: Vec<&str> = upper
-        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
-        .filter(|w| !w.is_empty())
-        .collect();
-    let limit = words.contains(&"LIMIT");
-    let ordered = words.windows(2).any(|w| w == ["ORDER", "BY"]);
-    limit && !ordered
-}
-
-/// Compares the results of `later` with those of `earlier` (the same run over another
-/// endpoint), per query instance both measured, and records the outcome on `later`.
-pub fn cross_check(earlier: &QueryReport, later: &mut QueryReport, phase: &QueryPhase) {
-    let (Some(a), Some(b)) = (&earlier.results, &later.results) else {
-        return;
-    };
-    let skip: Vec<usize> = phase
-        .queries
-        .iter()
-        .enumerate()
-        .filter(|(_, q)| unordered_limit(&q.sql))
-        .map(|(i, _)| i)
-        .collect();
-    let mut check = CrossCheck {
-        against: earlier.endpoint.clone(),
-        compared: 0,
-        mismatches: 0,
-        first_mismatches: Vec::new(),
-        not_compared: skip
-            .iter()
-            .map(|&i| phase.queries[i].name.clone())
-            .collect(),
-    };
-    for (key, (rows_b, sum_b)) in b.iter() {
-        if skip.contains(&key.0) {
-            continue;
-        }
-        let Some((rows_a, sum_a)) = a.get(key) else {
-            continue;
-        };
-        check.compared += 1;
-        if rows_a != rows_b || sum_a != sum_b {
-            check.mismatches += 1;
-            if check.first_mismatches.len() < 10 {
-                check.first_mismatches.push(format!(
-                    "{} instance {}: {} rows, checksum {sum_a:016x} on {}; {} rows, checksum {sum_b:016x} on {}",
-                    phase.queries[key.0].name, key.1, rows_a, earlier.endpoint, rows_b, later.endpoint
-                ));
-            }
-        }
-    }
-    if check.mismatches > 0 {
-        later.failures.push(format!(
-            "results differ from {}: {} of {} query instances (first: {})",
-            earlier.endpoint, check.mismatches, check.compared, check.first_mismatches[0]
-        ));
-        if later.status == Status::Ok {
-            later.status = Status::Failed;
-        }
-    } else if check.compared == 0 && !b.is_empty() {
-        later.warnings.push(format!(
-            "no query instance was measured on both {} and {}: nothing compared",
-            earlier.endpoint, later.endpoint
-        ));
-    }
-    later.cross_checks.push(check);
 }

@@ -92,7 +92,7 @@ pub fn csv(report: &Report) -> Result<Vec<u8>, String> {
                         "queries".into(),
                         r.endpoint.clone(),
                         format!("{:?}", r.status).to_lowercase(),
-                        r.workers.to_string(),
+                        r.setup.workers.to_string(),
                     ];
                     v.resize(header.len(), String::new());
                     let at = |name: &str| header.iter().position(|h| *h == name);
@@ -112,7 +112,7 @@ pub fn csv(report: &Report) -> Result<Vec<u8>, String> {
                         "requests".into(),
                         r.endpoint.clone(),
                         format!("{:?}", r.status).to_lowercase(),
-                        r.connections.to_string(),
+                        r.setup.connections.to_string(),
                     ];
                     v.resize(header.len(), String::new());
                     let at = |name: &str| header.iter().position(|h| *h == name);

@@ -200,13 +200,18 @@ pub struct IngestReport {
     pub calibration: Option<Calibration>,
 }
 
-/// A query run (docs/report-format.md, "Query phases").
+/// What a query run and a request run report alike, in report.json's order. `K` is the kind's
+/// setup (`QuerySetup`, `RequestSetup`) and brings, through `RunKind`, what only that kind
+/// has: four groups flattened where their keys have always stood, so that the shared figures
+/// are declared once and report.json keeps every byte (src/report/tests.rs pins them;
+/// docs/report-format.md, "Query phases" and "Request phases").
 #[derive(Clone, Debug, Serialize)]
-pub struct QueryReport {
+pub struct RunReport<K: RunKind> {
     pub name: String,
     pub endpoint: String,
     pub kind: String,
-    pub workers: u64,
+    #[serde(flatten)]
+    pub setup: K,
     /// `closed`, or `open 200/s poisson`.
     pub load: String,
     pub status: Status,
@@ -217,23 +222,77 @@ pub struct QueryReport {
     pub ok: u64,
     pub failed: u64,
     pub error_rate: f64,
+    #[serde(flatten)]
+    pub output: K::Output,
+    pub sum_us: u64,
+    /// From the intended send time (open loop) or the send (closed loop) to the last row or
+    /// the whole answer.
+    pub latency: Latency,
+    /// Open loop only: from the actual send to the last row or the whole answer.
+    pub service: Option<Latency>,
+    pub errors: BTreeMap<String, ErrorCount>,
+    #[serde(flatten)]
+    pub traffic: K::Traffic,
+    /// CPU seconds of the wlrun process during the measured rounds (from /proc).
+    pub client_cpu_s: Option<f64>,
+    /// Where every scheduled query or request went, and how close to its intended time it was
+    /// sent.
+    #[serde(flatten)]
+    pub accounting: Accounting,
+    pub repeats: Vec<RepeatReport>,
+    #[serde(flatten)]
+    pub detail: K::Detail,
+}
+
+/// A kind of run (queries, requests), named by the figures that set it up (the keys after
+/// `kind`), with the types of the figures only it reports.
+pub trait RunKind: Clone + std::fmt::Debug + Serialize {
+    /// Keys after `error_rate`: result rows and the rate of successes.
+    type Output: Clone + std::fmt::Debug + Default + Serialize;
+    /// Keys after `errors`: what only this kind counts, and the work of each worker.
+    type Traffic: Clone + std::fmt::Debug + Default + Serialize;
+    /// Keys after `repeats`: the thresholds judged, and this kind's breakdowns.
+    type Detail: Clone + std::fmt::Debug + Default + Serialize;
+}
+
+impl RunKind for QuerySetup {
+    type Output = QueryOutput;
+    type Traffic = QueryTraffic;
+    type Detail = QueryDetail;
+}
+
+impl RunKind for RequestSetup {
+    type Output = RequestOutput;
+    type Traffic = RequestTraffic;
+    type Detail = RequestDetail;
+}
+
+/// A query run (docs/report-format.md, "Query phases").
+pub type QueryReport = RunReport<QuerySetup>;
+
+/// A request run (docs/report-format.md, "Request phases").
+pub type RequestReport = RunReport<RequestSetup>;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct QuerySetup {
+    pub workers: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct QueryOutput {
     pub rows: u64,
     /// Successful queries per second; failed ones are never throughput. `None` when the span
     /// is too short to be a rate.
     pub qps: Option<f64>,
-    pub sum_us: u64,
-    /// From the intended send time (open loop) or the send (closed loop) to the last row.
-    pub latency: Latency,
-    /// Open loop only: from the actual send to the last row.
-    pub service: Option<Latency>,
-    pub errors: BTreeMap<String, ErrorCount>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct QueryTraffic {
     pub queries_per_worker: Vec<u64>,
-    /// CPU seconds of the wlrun process during the measured rounds (from /proc).
-    pub client_cpu_s: Option<f64>,
-    /// Where every scheduled query went, and how close to its intended time it was sent.
-    #[serde(flatten)]
-    pub accounting: Accounting,
-    pub repeats: Vec<RepeatReport>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct QueryDetail {
     pub thresholds: Vec<ThresholdReport>,
     pub query_types: Vec<QueryTypeReport>,
     /// One latency histogram per label (queries sharing a label are grouped), with its queries.
@@ -244,6 +303,44 @@ pub struct QueryReport {
     /// in memory for the comparison, not written out.
     #[serde(skip)]
     pub results: Option<std::sync::Arc<InstanceResults>>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RequestSetup {
+    /// `hook.function`, or `METHOD /path` for a fixed request.
+    pub request: String,
+    pub connections: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RequestOutput {
+    /// Successful requests per second: an error is never throughput. `None` when the span is
+    /// too short to be a rate.
+    pub rps: Option<f64>,
+    /// SQL endpoints: result rows of the successful requests.
+    pub rows: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RequestTraffic {
+    /// HTTP status code -> answers with it, errors included.
+    pub statuses: BTreeMap<u16, u64>,
+    /// `ctx.count(...)` of the response hook, summed over the workers.
+    pub counters: BTreeMap<String, i64>,
+    /// Request bytes written and answer body bytes read (HTTP endpoints).
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Connections opened again: after a broken one, or after the server closed one between
+    /// requests (keep-alive ended). Never a silent retry of a request.
+    pub reconnects: u64,
+    pub requests_per_worker: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RequestDetail {
+    /// Per second of the measured rounds: requests that succeeded and failed in it.
+    pub per_second: Vec<SecondReport>,
+    pub thresholds: Vec<ThresholdReport>,
 }
 
 /// (query type, instance index) -> (rows, checksum) of a cross-checked run.
@@ -261,15 +358,20 @@ pub struct CrossCheck {
     pub not_compared: Vec<String>,
 }
 
-impl QueryReport {
-    /// A report with nothing measured yet.
-    pub fn empty(phase: &crate::plan::QueryPhase) -> QueryReport {
-        QueryReport {
-            name: phase.name.clone(),
-            endpoint: format!("{}.{}", phase.endpoint.target, phase.endpoint.name),
-            kind: phase.endpoint.kind.clone(),
-            workers: phase.workers,
-            load: match &phase.load {
+impl<K: RunKind> RunReport<K> {
+    /// A report of a run with nothing measured yet.
+    fn new(
+        name: &str,
+        endpoint: &crate::plan::EndpointPlan,
+        load: &crate::plan::Load,
+        setup: K,
+    ) -> RunReport<K> {
+        RunReport {
+            name: name.to_string(),
+            endpoint: format!("{}.{}", endpoint.target, endpoint.name),
+            kind: endpoint.kind.clone(),
+            setup,
+            load: match load {
                 crate::plan::Load::Closed => "closed".into(),
                 crate::plan::Load::Open { rate, arrival } => format!("open {rate} {arrival}"),
             },
@@ -280,75 +382,44 @@ impl QueryReport {
             ok: 0,
             failed: 0,
             error_rate: 0.0,
-            rows: 0,
-            qps: None,
+            output: Default::default(),
             sum_us: 0,
             latency: Latency::default(),
             service: None,
             errors: BTreeMap::new(),
-            queries_per_worker: Vec::new(),
+            traffic: Default::default(),
             client_cpu_s: None,
             accounting: Accounting::default(),
             repeats: Vec::new(),
-            thresholds: Vec::new(),
-            query_types: Vec::new(),
-            labels: Vec::new(),
-            cross_checks: Vec::new(),
-            results: None,
+            detail: Default::default(),
         }
     }
 }
 
-/// A request run (docs/report-format.md, "Request phases").
-#[derive(Clone, Debug, Serialize)]
-pub struct RequestReport {
-    pub name: String,
-    pub endpoint: String,
-    pub kind: String,
-    /// `hook.function`, or `METHOD /path` for a fixed request.
-    pub request: String,
-    pub connections: u64,
-    /// `closed`, or `open 5000/s fixed`.
-    pub load: String,
-    pub status: Status,
-    pub failures: Vec<String>,
-    pub warnings: Vec<String>,
-    /// Measured time, all repetitions (warm-ups excluded).
-    pub elapsed_s: f64,
-    pub ok: u64,
-    pub failed: u64,
-    pub error_rate: f64,
-    /// Successful requests per second: an error is never throughput. `None` when the span is
-    /// too short to be a rate.
-    pub rps: Option<f64>,
-    /// SQL endpoints: result rows of the successful requests.
-    pub rows: u64,
-    pub sum_us: u64,
-    /// From the intended send time (open loop) or the send (closed loop) to the whole answer.
-    pub latency: Latency,
-    /// Open loop only: from the actual send to the whole answer.
-    pub service: Option<Latency>,
-    pub errors: BTreeMap<String, ErrorCount>,
-    /// HTTP status code -> answers with it, errors included.
-    pub statuses: BTreeMap<u16, u64>,
-    /// `ctx.count(...)` of the response hook, summed over the workers.
-    pub counters: BTreeMap<String, i64>,
-    /// Request bytes written and answer body bytes read (HTTP endpoints).
-    pub bytes_sent: u64,
-    pub bytes_received: u64,
-    /// Connections opened again: after a broken one, or after the server closed one between
-    /// requests (keep-alive ended). Never a silent retry of a request.
-    pub reconnects: u64,
-    pub requests_per_worker: Vec<u64>,
-    /// CPU seconds of the wlrun process during the measured rounds (from /proc).
-    pub client_cpu_s: Option<f64>,
-    /// Where every scheduled request went, and how close to its intended time it was sent.
-    #[serde(flatten)]
-    pub accounting: Accounting,
-    pub repeats: Vec<RepeatReport>,
-    /// Per second of the measured rounds: requests that succeeded and failed in it.
-    pub per_second: Vec<SecondReport>,
-    pub thresholds: Vec<ThresholdReport>,
+impl QueryReport {
+    /// A report with nothing measured yet.
+    pub fn empty(phase: &crate::plan::QueryPhase) -> QueryReport {
+        let setup = QuerySetup {
+            workers: phase.workers,
+        };
+        RunReport::new(&phase.name, &phase.endpoint, &phase.load, setup)
+    }
+}
+
+impl RequestReport {
+    /// A report with nothing measured yet.
+    pub fn empty(phase: &crate::plan::RequestPhase) -> RequestReport {
+        let setup = RequestSetup {
+            request: match &phase.request {
+                crate::plan::RequestPlan::Hook { hook, function, .. } => {
+                    format!("{}.{function}", hook.name)
+                }
+                crate::plan::RequestPlan::Fixed { method, path, .. } => format!("{method} {path}"),
+            },
+            connections: phase.workers,
+        };
+        RunReport::new(&phase.name, &phase.endpoint, &phase.load, setup)
+    }
 }
 
 /// What became of every unit a query or request run scheduled:
@@ -424,3 +495,6 @@ pub struct ThresholdReport {
     pub actual: String,
     pub ok: bool,
 }
+
+#[cfg(test)]
+mod tests;

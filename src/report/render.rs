@@ -1,7 +1,10 @@
 //! The report as people read it: one line per finished cell while the run goes on, and a
 //! table of every cell at the end.
 
-use super::{CellReport, IngestReport, PhaseReport, QueryReport, Report, RequestReport, Status};
+use super::{
+    CellReport, IngestReport, PhaseReport, QueryReport, Report, RequestReport, RunKind, RunReport,
+    Status,
+};
 use crate::plan::thousands;
 
 fn opt_rows(v: Option<u64>) -> String {
@@ -72,86 +75,89 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
         format!("cell {}/{total} {}", cell.index, cell.key)
     };
     for phase in &cell.phases {
-        match phase {
-            PhaseReport::Ingest(r) if r.status == Status::NotRun => {
-                out += &format!(
-                    "{label}: ingest {} -> {}: not run: {}\n",
-                    r.name,
-                    r.endpoint,
-                    r.failures.join("; ")
-                );
-            }
-            PhaseReport::Ingest(r) => {
-                out += &format!(
-                    "{label}: ingest {} -> {}: {}\n",
-                    r.name,
-                    r.endpoint,
-                    status(r.status)
-                );
-                out += &format!("  {}\n", ingest_summary(r));
-                for w in &r.warnings {
-                    out += &format!("  warning: {w}\n");
-                }
-                for f in &r.failures {
-                    out += &format!("  {f}\n");
-                }
-            }
-            PhaseReport::Queries(r) => {
-                out += &format!(
-                    "{label}: queries {} -> {}: {}\n",
-                    r.name,
-                    r.endpoint,
-                    status(r.status)
-                );
-                out += &query_lines(r);
-                for w in &r.warnings {
-                    out += &format!("  warning: {w}\n");
-                }
-                for f in &r.failures {
-                    out += &format!("  {f}\n");
-                }
-            }
-            PhaseReport::Requests(r) => {
-                out += &format!(
-                    "{label}: requests {} -> {}: {}\n",
-                    r.name,
-                    r.endpoint,
-                    status(r.status)
-                );
-                out += &request_lines(r);
-                for w in &r.warnings {
-                    out += &format!("  warning: {w}\n");
-                }
-                for f in &r.failures {
-                    out += &format!("  {f}\n");
-                }
-            }
-            PhaseReport::NotRun { name, reason } => {
-                out += &format!("{label}: {name}: not run: {reason}\n");
-            }
-        }
+        out += &match phase {
+            PhaseReport::Ingest(r) if r.status == Status::NotRun => format!(
+                "{label}: ingest {} -> {}: not run: {}\n",
+                r.name,
+                r.endpoint,
+                r.failures.join("; ")
+            ),
+            PhaseReport::Ingest(r) => phase_block(
+                head(&label, "ingest", &r.name, &r.endpoint, r.status),
+                format!("  {}\n", ingest_summary(r)),
+                &r.warnings,
+                &r.failures,
+            ),
+            PhaseReport::Queries(r) => run_block(&label, "queries", r, query_lines),
+            PhaseReport::Requests(r) => run_block(&label, "requests", r, request_lines),
+            PhaseReport::NotRun { name, reason } => format!("{label}: {name}: not run: {reason}\n"),
+        };
     }
     out
 }
 
-/// A request phase: counts and rate, latency, statuses, errors and counters.
-fn request_lines(r: &RequestReport) -> String {
-    if r.ok + r.failed == 0 {
-        // Nothing answered, but what was scheduled still adds up (cut off, unsent).
-        return if r.accounting.scheduled > 0 {
-            accounting_line(&r.accounting, r.ok, r.failed, "requests")
+/// A phase's first line: `cell 1/2 key: queries name -> endpoint: ok`.
+fn head(label: &str, what: &str, name: &str, endpoint: &str, s: Status) -> String {
+    format!("{label}: {what} {name} -> {endpoint}: {}\n", status(s))
+}
+
+/// A phase as the cell's lines show it: its first line, its figures, then what a reader must
+/// know (warnings) and why it failed.
+fn phase_block(head: String, figures: String, warnings: &[String], failures: &[String]) -> String {
+    let mut out = head;
+    out += &figures;
+    for w in warnings {
+        out += &format!("  warning: {w}\n");
+    }
+    for f in failures {
+        out += &format!("  {f}\n");
+    }
+    out
+}
+
+/// A query or request run's block (`what` names the kind and its unit): the figures of its
+/// kind, or only what was scheduled when nothing was answered.
+fn run_block<K: RunKind>(
+    label: &str,
+    what: &str,
+    r: &RunReport<K>,
+    figures: fn(&RunReport<K>) -> String,
+) -> String {
+    let head = head(label, what, &r.name, &r.endpoint, r.status);
+    let figures = nothing_answered(r, what).unwrap_or_else(|| figures(r));
+    phase_block(head, figures, &r.warnings, &r.failures)
+}
+
+/// A run nothing answered: only what was scheduled, which still adds up (cut off, unsent).
+/// `None` when something was answered.
+fn nothing_answered<K: RunKind>(r: &RunReport<K>, unit: &str) -> Option<String> {
+    (r.ok + r.failed == 0).then(|| {
+        if r.accounting.scheduled > 0 {
+            accounting_line(&r.accounting, r.ok, r.failed, unit)
         } else {
             String::new()
-        };
-    }
-    let mut out = format!(
-        "  {} requests ok, {} failed, in {:.2}s: {} ({}, {} connections, {})\n",
+        }
+    })
+}
+
+/// How a run's first line begins: `  92 queries ok, 3 failed, in 1.50s: 61.3 ok queries/s`.
+fn counts<K: RunKind>(r: &RunReport<K>, unit: &str, rate: Option<f64>) -> String {
+    format!(
+        "  {} {unit} ok, {} failed, in {:.2}s: {}",
         thousands(r.ok),
         thousands(r.failed),
         r.elapsed_s,
-        fmt_rate(r.rps, "ok requests"),
-        r.request,
-        r.connections,
+        fmt_rate(rate, &format!("ok {unit}"))
+    )
+}
+
+/// A request phase: counts and rate, latency, statuses, errors and counters.
+fn request_lines(r: &RequestReport) -> String {
+    let mut out = format!(
+        "{} ({}, {} connections, {})\n",
+        counts(r, "requests", r.output.rps),
+        r.setup.request,
+        r.setup.connections,
         r.load,
     );
     out += &accounting_line(&r.accounting, r.ok, r.failed, "requests");
@@ -165,8 +171,9 @@ fn request_lines(r: &RequestReport) -> String {
         ms(r.latency.max_us),
     );
     out += &service_line(r.service.as_ref(), &r.accounting);
-    if !r.statuses.is_empty() {
+    if !r.traffic.statuses.is_empty() {
         let codes: Vec<String> = r
+            .traffic
             .statuses
             .iter()
             .map(|(code, n)| format!("{code}: {}", thousands(*n)))
@@ -174,8 +181,13 @@ fn request_lines(r: &RequestReport) -> String {
         out += &format!("  statuses {}\n", codes.join(", "));
     }
     out += &error_lines(&r.errors);
-    if !r.counters.is_empty() {
-        let counters: Vec<String> = r.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    if !r.traffic.counters.is_empty() {
+        let counters: Vec<String> = r
+            .traffic
+            .counters
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
         out += &format!("  counters {}\n", counters.join(", "));
     }
     out += &cpu_line(r.client_cpu_s, r.ok + r.failed, r.elapsed_s, "request", 1);
@@ -241,22 +253,11 @@ fn service_line(service: Option<&super::Latency>, a: &super::Accounting) -> Stri
 
 /// A query phase: the overall line, then a table of its query types.
 fn query_lines(r: &QueryReport) -> String {
-    if r.ok + r.failed == 0 {
-        // Nothing answered, but what was scheduled still adds up (cut off, unsent).
-        return if r.accounting.scheduled > 0 {
-            accounting_line(&r.accounting, r.ok, r.failed, "queries")
-        } else {
-            String::new()
-        };
-    }
     let mut out = format!(
-        "  {} queries ok, {} failed, in {:.2}s: {} ({}, {} workers); latency p50 {} p99 {} max {}\n",
-        thousands(r.ok),
-        thousands(r.failed),
-        r.elapsed_s,
-        fmt_rate(r.qps, "ok queries"),
+        "{} ({}, {} workers); latency p50 {} p99 {} max {}\n",
+        counts(r, "queries", r.output.qps),
         r.load,
-        r.workers,
+        r.setup.workers,
         ms(r.latency.p50_us),
         ms(r.latency.p99_us),
         ms(r.latency.max_us),
@@ -269,6 +270,7 @@ fn query_lines(r: &QueryReport) -> String {
         "query", "ok", "failed", "q/s", "rows/q", "mean", "p50", "p95", "p99", "max",
     ];
     let rows: Vec<Vec<String>> = r
+        .detail
         .query_types
         .iter()
         .map(|t| {
@@ -286,30 +288,14 @@ fn query_lines(r: &QueryReport) -> String {
             ]
         })
         .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: &[String]| -> String {
-        let mut s = String::from("  ");
-        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-                s += &format!("{c:>w$}");
-            } else {
-                s += &format!("{c:<w$}");
-            }
-        }
-        s.trim_end().to_string() + "\n"
-    };
-    out += &line(&header.map(String::from));
-    for row in &rows {
-        out += &line(row);
+    // The table stands indented under the phase's lines.
+    for line in grid(&header, &rows, &[1, 2, 3, 4, 5, 6, 7, 8, 9]).lines() {
+        out += "  ";
+        out += line;
+        out += "\n";
     }
     out += &error_lines(&r.errors);
-    for c in &r.cross_checks {
+    for c in &r.detail.cross_checks {
         out += &format!(
             "  results against {}: {} instances compared, {} differ{}\n",
             c.against,
@@ -326,9 +312,10 @@ fn query_lines(r: &QueryReport) -> String {
         );
     }
     for t in r
+        .detail
         .thresholds
         .iter()
-        .chain(r.query_types.iter().flat_map(|t| &t.thresholds))
+        .chain(r.detail.query_types.iter().flat_map(|t| &t.thresholds))
     {
         out += &format!(
             "  expect {}: {} ({})\n",
@@ -343,11 +330,11 @@ fn query_lines(r: &QueryReport) -> String {
 /// Queries that share a label, measured together: shown when a label groups several queries
 /// (otherwise the per-query table below says the same).
 fn label_lines(r: &QueryReport) -> String {
-    if r.labels.iter().all(|l| l.queries.len() < 2) {
+    if r.detail.labels.iter().all(|l| l.queries.len() < 2) {
         return String::new();
     }
     let mut out = String::from("  by label:\n");
-    for l in &r.labels {
+    for l in &r.detail.labels {
         out += &format!(
             "    {}: {} ok, {} failed, {}; latency p50 {} p95 {} p99 {} max {} ({})\n",
             l.label,
@@ -534,34 +521,8 @@ pub fn table(report: &Report) -> String {
                     },
                     r.errors.values().map(|e| e.count).sum::<u64>().to_string(),
                 ]),
-                PhaseReport::Queries(r) => runs.push(run_row(
-                    &name,
-                    RunFigures {
-                        name: &r.name,
-                        kind: "queries",
-                        endpoint: &r.endpoint,
-                        status: r.status,
-                        ok: r.ok,
-                        failed: r.failed,
-                        elapsed_s: r.elapsed_s,
-                        latency: &r.latency,
-                        errors: &r.errors,
-                    },
-                )),
-                PhaseReport::Requests(r) => runs.push(run_row(
-                    &name,
-                    RunFigures {
-                        name: &r.name,
-                        kind: "requests",
-                        endpoint: &r.endpoint,
-                        status: r.status,
-                        ok: r.ok,
-                        failed: r.failed,
-                        elapsed_s: r.elapsed_s,
-                        latency: &r.latency,
-                        errors: &r.errors,
-                    },
-                )),
+                PhaseReport::Queries(r) => runs.push(run_row(&name, "queries", r)),
+                PhaseReport::Requests(r) => runs.push(run_row(&name, "requests", r)),
                 PhaseReport::NotRun {
                     name: phase,
                     reason,
@@ -631,22 +592,9 @@ pub fn table(report: &Report) -> String {
     out
 }
 
-/// What the final table shows of a query or request run.
-struct RunFigures<'a> {
-    name: &'a str,
-    kind: &'a str,
-    endpoint: &'a str,
-    status: Status,
-    ok: u64,
-    failed: u64,
-    elapsed_s: f64,
-    latency: &'a super::Latency,
-    errors: &'a std::collections::BTreeMap<String, super::ErrorCount>,
-}
-
 /// One query or request run in the final table. A rate counts the successful ones only, and
 /// only over a span long enough to be a rate.
-fn run_row(cell: &str, r: RunFigures<'_>) -> Vec<String> {
+fn run_row<K: RunKind>(cell: &str, kind: &str, r: &RunReport<K>) -> Vec<String> {
     let latency = |us: u64| {
         if r.latency.count > 0 {
             ms_figure(us)
@@ -656,9 +604,9 @@ fn run_row(cell: &str, r: RunFigures<'_>) -> Vec<String> {
     };
     vec![
         cell.to_string(),
-        r.name.to_string(),
-        r.kind.to_string(),
-        r.endpoint.to_string(),
+        r.name.clone(),
+        kind.to_string(),
+        r.endpoint.clone(),
         status(r.status).into(),
         thousands(r.ok),
         thousands(r.failed),
@@ -669,6 +617,6 @@ fn run_row(cell: &str, r: RunFigures<'_>) -> Vec<String> {
         },
         latency(r.latency.p50_us),
         latency(r.latency.p99_us),
-        error_classes(r.errors),
+        error_classes(&r.errors),
     ]
 }

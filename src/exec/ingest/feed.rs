@@ -1,0 +1,189 @@
+//! What an ingest phase sends and where each worker's sender takes it from: the rows (a
+//! schema's generated rows or a file's, sharded per worker), and the chunks, from a producer
+//! thread encoding ahead of the sender or, with `replay`, all encoded before the clock starts.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use crate::driver::{Chunk, Encoding};
+use crate::exec::producer::{self, Produced};
+use crate::exec::RunEnv;
+use crate::gen::batch::BatchSchema;
+use crate::gen::Columnar;
+use crate::plan::{IngestPhase, RowSource, SchemaPlan};
+use crate::value::Value;
+
+/// Where a worker's sender takes its chunks from.
+pub(super) enum Feed {
+    /// A producer thread generating and encoding ahead of the sender.
+    Live(producer::Producer),
+    /// `replay`: every chunk encoded before the clock started.
+    Replay {
+        chunks: std::vec::IntoIter<Chunk>,
+        schema: Arc<BatchSchema>,
+    },
+}
+
+impl Feed {
+    pub(super) fn schema(&self) -> Arc<BatchSchema> {
+        match self {
+            Feed::Live(p) => p.schema.clone(),
+            Feed::Replay { schema, .. } => schema.clone(),
+        }
+    }
+
+    pub(super) async fn next(&mut self) -> Option<Produced> {
+        match self {
+            Feed::Live(p) => p.chunks.recv().await,
+            Feed::Replay { chunks, .. } => chunks.next().map(Produced::Chunk),
+        }
+    }
+
+    /// Hands a sent chunk back to be refilled (replayed chunks are simply dropped).
+    pub(super) async fn give_back(&mut self, chunk: Chunk) {
+        if let Feed::Live(p) = self {
+            // Fails only once the producer has finished: chunks still queued are sent all
+            // the same.
+            let _ = p.recycle.send(chunk).await;
+        }
+    }
+
+    /// Ends the producer: its next send or recycle wait fails, and its thread is joined.
+    pub(super) async fn close(self) {
+        if let Feed::Live(p) = self {
+            let producer::Producer {
+                chunks,
+                recycle,
+                thread,
+                ..
+            } = p;
+            drop(chunks);
+            drop(recycle);
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+    }
+}
+
+/// What an ingest phase loads: a schema's generated rows, or a file's.
+pub(super) enum Rows<'p> {
+    Schema(&'p SchemaPlan),
+    File {
+        path: PathBuf,
+        schema: Arc<BatchSchema>,
+    },
+}
+
+impl<'p> Rows<'p> {
+    pub(super) fn of(env: &RunEnv, phase: &'p IngestPhase) -> Result<Rows<'p>, String> {
+        Ok(match &phase.source {
+            RowSource::Schema(s) => Rows::Schema(s),
+            RowSource::File { path, .. } => {
+                let full = env.base_dir.join(path);
+                let reader = crate::input::FileReader::open(&full, None, phase.rows_expected)?;
+                Rows::File {
+                    path: full,
+                    schema: reader.schema(),
+                }
+            }
+        })
+    }
+
+    /// The column layout, for the table's DDL and the samples-per-row of a metric count.
+    pub(super) fn layout(&self) -> BatchSchema {
+        match self {
+            Rows::Schema(s) => BatchSchema::from_plan(s),
+            Rows::File { schema, .. } => (**schema).clone(),
+        }
+    }
+
+    /// The end of the rows' time range (exclusive), in Unix milliseconds, when known.
+    pub(super) fn end_ms(&self) -> Option<i64> {
+        let Rows::Schema(s) = self else {
+            return None;
+        };
+        let t = s.time.as_ref()?;
+        let (Value::Timestamp(start), Value::Duration(step)) = (&t.start, &t.step) else {
+            return None;
+        };
+        Some(
+            start
+                .saturating_add(step.saturating_mul(t.count as i64))
+                .div_euclid(1_000_000),
+        )
+    }
+
+    /// The rows worker `w` of `n` sends: its shard of the series (of the file's first tag).
+    pub(super) fn source(
+        &self,
+        env: &RunEnv,
+        phase: &IngestPhase,
+        w: u64,
+        n: u64,
+    ) -> Result<producer::RowSource, String> {
+        let shard = (n > 1).then_some((w, n));
+        match self {
+            Rows::Schema(schema) => {
+                let dir = env.base_dir.clone();
+                let read = move |p: &str| -> std::io::Result<Vec<u8>> {
+                    match std::fs::read(dir.join(p)) {
+                        Ok(b) => Ok(b),
+                        Err(e) => crate::source::stdlib_file(p).map(<[u8]>::to_vec).ok_or(e),
+                    }
+                };
+                Columnar::new(schema, env.seed, shard, &read)
+                    .map(|g| producer::RowSource::Generated(Box::new(g)))
+                    .map_err(|e| format!("generator: {e}"))
+            }
+            Rows::File { path, .. } => {
+                crate::input::FileReader::open(path, shard, phase.rows_expected)
+                    .map(|r| producer::RowSource::File(Box::new(r)))
+            }
+        }
+    }
+}
+
+/// `replay`: every worker's chunks, generated and encoded in parallel (a thread per worker)
+/// before anything is sent, within `budget` bytes in all.
+pub(super) async fn preencode_all(
+    env: &RunEnv,
+    phase: &IngestPhase,
+    sources: Vec<producer::RowSource>,
+    encoding: Encoding,
+    budget: u64,
+) -> Result<Vec<Feed>, String> {
+    let used = Arc::new(AtomicU64::new(0));
+    let mut jobs = Vec::new();
+    for rows in sources {
+        let schema = rows.schema();
+        let used = used.clone();
+        let stop = env.stop.clone();
+        let batch_rows = phase.batch_rows as usize;
+        let expected = phase.rows_expected;
+        let table = phase.table.clone();
+        jobs.push((
+            schema,
+            tokio::task::spawn_blocking(move || {
+                producer::preencode(
+                    rows, encoding, &table, batch_rows, budget, &used, expected, &stop,
+                )
+            }),
+        ));
+    }
+    let mut feeds = Vec::new();
+    let mut failure = None;
+    for (schema, job) in jobs {
+        match job.await {
+            Ok(Ok(chunks)) => feeds.push(Feed::Replay {
+                chunks: chunks.into_iter(),
+                schema,
+            }),
+            Ok(Err(e)) => failure = failure.or(Some(e)),
+            Err(e) => failure = failure.or(Some(format!("an encoding thread failed: {e}"))),
+        }
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(feeds),
+    }
+}

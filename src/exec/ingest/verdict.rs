@@ -1,0 +1,167 @@
+//! How an ingest phase ends: the count the server shows polled until it reaches what was
+//! confirmed, then the verdict on errors, missing rows and rows never visible.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::WorkersDone;
+use crate::exec::admin::Visibility;
+use crate::exec::{RunEnv, STOP_GRACE};
+use crate::plan::{thousands, IngestPhase};
+use crate::report::{IngestReport, Status};
+
+/// Polls the count until it reaches what the server confirmed (or, without acks, what was
+/// sent), or the phase's `within` runs out.
+pub(super) async fn verify(env: &RunEnv, v: &mut Visibility, report: &mut IngestReport) {
+    let target = report.rows_acked.unwrap_or(report.rows_sent);
+    let started = Instant::now();
+    let mut wait = Duration::from_millis(50);
+    let mut last = None;
+    loop {
+        match v.count(env).await {
+            Ok(n) => {
+                last = Some(n);
+                if n >= target {
+                    report.visible_after_s = Some(started.elapsed().as_secs_f64());
+                    break;
+                }
+            }
+            Err(e) => {
+                let entry = report.errors.entry("verify".into()).or_default();
+                if entry.count == 0 {
+                    entry.first = e.to_string();
+                }
+                entry.count += 1;
+                if e.fatal {
+                    break;
+                }
+            }
+        }
+        if started.elapsed() >= v.within || env.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        tokio::time::sleep(wait.min(v.within.saturating_sub(started.elapsed()))).await;
+        wait = (wait * 2).min(Duration::from_secs(1));
+    }
+    report.rows_visible = last;
+    report.visible_baseline = Some(v.baseline);
+}
+
+/// The verdict: any error, missing rows or rows that never became visible fail the phase.
+pub(super) fn judge(
+    report: &mut IngestReport,
+    phase: &IngestPhase,
+    workers: WorkersDone,
+    interrupted: bool,
+) {
+    if interrupted {
+        report.status = Status::Interrupted;
+        report
+            .failures
+            .push("interrupted: the figures cover what was sent until then".into());
+        return;
+    }
+    let errors: u64 = report.errors.values().map(|e| e.count).sum();
+    if errors > 0 {
+        let classes: Vec<String> = report
+            .errors
+            .iter()
+            .map(|(c, e)| format!("{} {c}", e.count))
+            .collect();
+        report.failures.push(format!(
+            "errors: {} (first: {})",
+            classes.join(", "),
+            first_error(report)
+        ));
+    }
+    if let Some(d) = workers.at_duration {
+        // A duration is a stop, not a shortfall: the phase is judged on what its span
+        // allowed, the rows it took into batches before the duration.
+        let planned = report.rows_expected;
+        report.rows_expected = Some(report.rows_generated);
+        report.warnings.push(format!(
+            "stopped at its duration ({}): judged on the {} rows its span allowed{}",
+            crate::net::fmt::fmt_duration(d),
+            thousands(report.rows_generated),
+            planned
+                .map(|p| format!(", of the {} planned", thousands(p)))
+                .unwrap_or_default()
+        ));
+        let mut lost = Vec::new();
+        if report.rows_cut_off > 0 {
+            lost.push(format!(
+                "{} rows still unanswered were counted neither as sent nor as acknowledged",
+                thousands(report.rows_cut_off)
+            ));
+        }
+        if workers.close_cut_off {
+            lost.push(
+                "closing a connection (its flush, or its last acknowledgements) was abandoned"
+                    .to_string(),
+            );
+        }
+        if !lost.is_empty() {
+            report.failures.push(format!(
+                "cut off at its duration ({}) plus {} of grace: {}",
+                crate::net::fmt::fmt_duration(d),
+                crate::net::fmt::fmt_duration(STOP_GRACE),
+                lost.join("; ")
+            ));
+        }
+    }
+    if !workers.complete && errors == 0 && report.failures.is_empty() {
+        report
+            .failures
+            .push("not every worker sent all its rows".into());
+    }
+    if let Some(expected) = report.rows_expected {
+        let carried = report.rows_sent + report.rows_dropped;
+        if carried < expected && workers.complete {
+            report.failures.push(format!(
+                "sent {} of the {expected} rows expected",
+                report.rows_sent
+            ));
+        }
+    }
+    if report.rows_dropped > 0 {
+        report.failures.push(format!(
+            "{} rows could not be encoded for {} (a line-protocol row needs a non-null field)",
+            report.rows_dropped, report.kind
+        ));
+    }
+    if let Some(visible) = report.rows_visible {
+        let target = report.rows_acked.unwrap_or(report.rows_sent);
+        if visible < target {
+            let what = if report.rows_acked.is_some() {
+                "acknowledged"
+            } else {
+                "sent"
+            };
+            report.failures.push(format!(
+                "{} rows {what} but never visible: the count reached {visible} of {target}",
+                target - visible
+            ));
+        } else if visible > target && report.rows_acked.is_some() {
+            // More rows than acknowledged: a retried batch, or a table shared with
+            // another writer. Not a failure, but it must show.
+            report.failures.push(format!(
+                "note: the count ({visible}) exceeds the rows acknowledged ({target})"
+            ));
+        }
+    } else if phase.verify.is_some() && report.rows_sent > 0 {
+        report
+            .failures
+            .push("the visible rows could not be counted".into());
+    }
+    let failed = report.failures.iter().any(|f| !f.starts_with("note:"));
+    report.status = if failed { Status::Failed } else { Status::Ok };
+}
+
+fn first_error(report: &IngestReport) -> String {
+    report
+        .errors
+        .values()
+        .next()
+        .map(|e| e.first.clone())
+        .unwrap_or_default()
+}

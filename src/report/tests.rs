@@ -1,0 +1,304 @@
+//! report.json's bytes: every field of a query and a request run, filled with values that
+//! differ, serialized and compared with the file a reader of report.json relies on (key
+//! order included). The shared figures are one struct flattened into each report, so these
+//! files are what proves the flattening moved no key.
+
+use std::collections::BTreeMap;
+
+use super::*;
+
+fn latency(base: u64) -> Latency {
+    Latency {
+        count: base,
+        min_us: base + 1,
+        mean_us: base as f64 + 0.5,
+        p50_us: base + 2,
+        p90_us: base + 3,
+        p95_us: base + 4,
+        p99_us: base + 5,
+        p999_us: base + 6,
+        max_us: base + 7,
+        stddev_us: base as f64 + 0.25,
+        histogram: format!("hist{base}"),
+    }
+}
+
+fn errors() -> BTreeMap<String, ErrorCount> {
+    let mut e = BTreeMap::new();
+    e.insert(
+        "sql".to_string(),
+        ErrorCount {
+            count: 3,
+            first: "boom".into(),
+        },
+    );
+    e
+}
+
+fn accounting() -> Accounting {
+    Accounting {
+        scheduled: 100,
+        cut_off: 2,
+        unsent: 3,
+        achieved_rate: Some(0.97),
+        late: 4,
+        late_share: Some(0.04),
+        send_lag: Some(latency(500)),
+    }
+}
+
+fn threshold(metric: &str) -> ThresholdReport {
+    ThresholdReport {
+        metric: metric.into(),
+        expect: format!("{metric} < 20ms"),
+        actual: "3ms".into(),
+        ok: true,
+    }
+}
+
+fn repeat() -> RepeatReport {
+    RepeatReport {
+        repeat: 1,
+        elapsed_s: 1.5,
+        queries: 95,
+        qps: Some(63.3),
+    }
+}
+
+pub(super) fn query_report() -> QueryReport {
+    QueryReport {
+        name: "q".into(),
+        endpoint: "db.sql".into(),
+        kind: "pg".into(),
+        setup: QuerySetup { workers: 4 },
+        load: "open 200/s poisson".into(),
+        status: Status::Failed,
+        failures: vec!["f1".into()],
+        warnings: vec!["w1".into()],
+        elapsed_s: 1.5,
+        ok: 92,
+        failed: 3,
+        error_rate: 0.03,
+        output: QueryOutput {
+            rows: 920,
+            qps: Some(61.3),
+        },
+        sum_us: 12345,
+        latency: latency(10),
+        service: Some(latency(20)),
+        errors: errors(),
+        traffic: QueryTraffic {
+            queries_per_worker: vec![24, 23],
+        },
+        client_cpu_s: Some(0.25),
+        accounting: accounting(),
+        repeats: vec![repeat()],
+        detail: QueryDetail {
+            thresholds: vec![threshold("p99")],
+            query_types: vec![QueryTypeReport {
+                name: "t".into(),
+                label: "l".into(),
+                ok: 92,
+                failed: 3,
+                rows: 920,
+                rows_per_query: Some(10.0),
+                qps: Some(61.3),
+                sum_us: 12345,
+                latency: latency(30),
+                service: Some(latency(40)),
+                errors: errors(),
+                thresholds: vec![threshold("p50")],
+            }],
+            labels: vec![LabelReport {
+                label: "l".into(),
+                queries: vec!["t".into()],
+                ok: 92,
+                failed: 3,
+                rows: 920,
+                qps: Some(61.3),
+                latency: latency(50),
+                service: None,
+            }],
+            cross_checks: vec![CrossCheck {
+                against: "db2.sql".into(),
+                compared: 5,
+                mismatches: 1,
+                first_mismatches: vec!["m".into()],
+                not_compared: vec!["n".into()],
+            }],
+            results: None,
+        },
+    }
+}
+
+pub(super) fn request_report() -> RequestReport {
+    let mut statuses = BTreeMap::new();
+    statuses.insert(200, 92);
+    statuses.insert(500, 3);
+    let mut counters = BTreeMap::new();
+    counters.insert("hits".to_string(), 7);
+    RequestReport {
+        name: "r".into(),
+        endpoint: "api.http".into(),
+        kind: "http".into(),
+        setup: RequestSetup {
+            request: "GET /".into(),
+            connections: 8,
+        },
+        load: "closed".into(),
+        status: Status::Ok,
+        failures: Vec::new(),
+        warnings: vec!["w".into()],
+        elapsed_s: 2.5,
+        ok: 92,
+        failed: 3,
+        error_rate: 0.03,
+        output: RequestOutput {
+            rps: Some(36.8),
+            rows: 0,
+        },
+        sum_us: 999,
+        latency: latency(60),
+        service: None,
+        errors: errors(),
+        traffic: RequestTraffic {
+            statuses,
+            counters,
+            bytes_sent: 1000,
+            bytes_received: 2000,
+            reconnects: 1,
+            requests_per_worker: vec![50, 45],
+        },
+        client_cpu_s: None,
+        accounting: Accounting::default(),
+        repeats: vec![repeat()],
+        detail: RequestDetail {
+            per_second: vec![SecondReport {
+                second: 0,
+                ok: 92,
+                failed: 3,
+            }],
+            thresholds: vec![threshold("rps")],
+        },
+    }
+}
+
+fn ingest_report(status: Status) -> IngestReport {
+    IngestReport {
+        name: "load".into(),
+        endpoint: "db.ilp (ilp)".into(),
+        kind: "ilp".into(),
+        table: "t".into(),
+        workers: 2,
+        batch_rows: 1000,
+        status,
+        failures: vec!["lost rows".into()],
+        warnings: vec!["slow".into()],
+        rows_expected: Some(10_000),
+        rows_generated: 10_000,
+        rows_dropped: 0,
+        payload_bytes: 500_000,
+        rows_sent: 10_000,
+        rows_acked: Some(9_000),
+        rows_cut_off: 10,
+        rows_visible: Some(8_990),
+        visible_baseline: None,
+        visible_after_s: Some(0.5),
+        socket_bytes: 510_000,
+        payload_bytes_per_row: Some(50.0),
+        socket_bytes_per_row: Some(51.0),
+        elapsed_s: 2.0,
+        rows_per_s: Some(4500.0),
+        rate_counts: RateCounts::Acked,
+        send_rows_per_s: Some(5000.0),
+        ack_rows_per_s: Some(4500.0),
+        batch_latency: latency(80),
+        client_cpu_s: Some(0.5),
+        errors: errors(),
+        rows_per_worker: vec![5000, 5000],
+        calibration: Some(Calibration {
+            null_rows_per_s: Some(90_000.0),
+            ratio: Some(0.05),
+        }),
+    }
+}
+
+fn report() -> Report {
+    Report {
+        format: REPORT_FORMAT,
+        workload: "w".into(),
+        file: "w.wl".into(),
+        seed: 1,
+        started: "2026-01-01T00:00:00Z".into(),
+        elapsed_s: 4.0,
+        interrupted: false,
+        signal: None,
+        cells: vec![CellReport {
+            index: 1,
+            key: "k".into(),
+            phases: vec![
+                PhaseReport::Queries(Box::new(query_report())),
+                PhaseReport::Requests(Box::new(request_report())),
+            ],
+        }],
+    }
+}
+
+#[test]
+fn query_and_request_runs_serialize_to_the_same_bytes_as_ever() {
+    let json = serde_json::to_string_pretty(&report()).unwrap() + "\n";
+    if let Ok(path) = std::env::var("WLRUN_WRITE_REPORT_JSON") {
+        std::fs::write(path, &json).unwrap();
+    }
+    assert_eq!(json, include_str!("testdata/runs.json"));
+}
+
+/// The report as people read it, for the same runs and for runs with nothing answered: what
+/// the terminal shows is pinned as report.json is.
+#[test]
+fn query_and_request_runs_render_as_ever() {
+    let mut r = report();
+    let mut quiet_q = query_report();
+    quiet_q.ok = 0;
+    quiet_q.failed = 0;
+    let mut quiet_r = request_report();
+    quiet_r.ok = 0;
+    quiet_r.failed = 0;
+    quiet_r.accounting = accounting();
+    let mut labelled = query_report();
+    let mut second = labelled.detail.labels[0].clone();
+    second.label = "m".into();
+    second.queries = vec!["t".into(), "u".into()];
+    labelled.detail.labels.push(second);
+    labelled.client_cpu_s = Some(0.0001);
+    labelled.elapsed_s = 0.05;
+    let mut open_r = request_report();
+    open_r.service = Some(latency(70));
+    open_r.accounting = accounting();
+    open_r.client_cpu_s = Some(1.5);
+    r.cells.push(CellReport {
+        index: 2,
+        key: String::new(),
+        phases: vec![
+            PhaseReport::Ingest(Box::new(ingest_report(Status::Failed))),
+            PhaseReport::Ingest(Box::new(ingest_report(Status::NotRun))),
+            PhaseReport::Queries(Box::new(quiet_q)),
+            PhaseReport::Requests(Box::new(quiet_r)),
+            PhaseReport::Queries(Box::new(labelled)),
+            PhaseReport::Requests(Box::new(open_r)),
+            PhaseReport::NotRun {
+                name: "x".into(),
+                reason: "why".into(),
+            },
+        ],
+    });
+    let mut text = String::new();
+    for cell in &r.cells {
+        text += &render::cell_lines(cell, r.cells.len());
+    }
+    text += &render::table(&r);
+    if let Ok(path) = std::env::var("WLRUN_WRITE_REPORT_TEXT") {
+        std::fs::write(path, &text).unwrap();
+    }
+    assert_eq!(text, include_str!("testdata/runs.txt"));
+}
