@@ -21,7 +21,6 @@ const KNOWN_BACK_EDGES: &[&str] = &[];
 const KNOWN_LONG: &[&str] = &[
     "src/check/builtins.rs",
     "src/check/eval.rs",
-    "src/syntax/parser.rs",
 ];
 
 /// One source file with its test code removed.

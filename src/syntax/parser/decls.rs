@@ -1,0 +1,329 @@
+//! Walkers of the declarations: imports, the workload header, params, targets and their
+//! endpoints and count rules, the matrix, schemas and their columns.
+
+use pest::iterators::Pair;
+
+use super::{last, unexpected, Res, Rule, Walker};
+use crate::syntax::ast::*;
+
+impl Walker {
+    pub(super) fn import(&self, p: Pair<'_, Rule>) -> Res<Import> {
+        let span = self.span(&p);
+        let mut path = None;
+        let mut alias = None;
+        let mut args = Vec::new();
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::kw_import | Rule::kw_as => {}
+                Rule::string => path = Some(self.string(c)?),
+                Rule::ident => alias = Some(self.ident(c)),
+                Rule::import_args => {
+                    for a in c.into_inner() {
+                        args.push(self.named_arg(a)?);
+                    }
+                }
+                r => unexpected(r, "import"),
+            }
+        }
+        Ok(Import {
+            path: path.expect("grammar: import path"),
+            alias: alias.expect("grammar: import alias"),
+            args,
+            span,
+        })
+    }
+
+    pub(super) fn named_arg(&self, p: Pair<'_, Rule>) -> Res<NamedArg> {
+        let mut it = p.into_inner();
+        let name = self.ident(it.next().expect("grammar: arg name"));
+        let value = self.expr(it.next().expect("grammar: arg value"))?;
+        Ok(NamedArg { name, value })
+    }
+
+    pub(super) fn workload(&self, p: Pair<'_, Rule>) -> Res<Workload> {
+        let span = self.span(&p);
+        let mut name = None;
+        let mut seed = Vec::new();
+        let mut description = Vec::new();
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::kw_workload => {}
+                Rule::ident => name = Some(self.ident(c)),
+                Rule::seed_clause => seed.push(self.expr(last(c))?),
+                Rule::description_clause => description.push(self.string(last(c))?),
+                r => unexpected(r, "workload"),
+            }
+        }
+        Ok(Workload {
+            name: name.expect("grammar: workload name"),
+            seed,
+            description,
+            span,
+        })
+    }
+
+    pub(super) fn param(&self, p: Pair<'_, Rule>) -> Res<Param> {
+        let span = self.span(&p);
+        let mut name = None;
+        let mut ty = None;
+        let mut value = None;
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::kw_param => {}
+                Rule::ident => name = Some(self.ident(c)),
+                Rule::col_type => ty = Some(self.col_type(c)),
+                Rule::expr => value = Some(self.expr(c)?),
+                r => unexpected(r, "param"),
+            }
+        }
+        Ok(Param {
+            name: name.expect("grammar: param name"),
+            ty,
+            value: value.expect("grammar: param value"),
+            span,
+        })
+    }
+
+    pub(super) fn col_type(&self, p: Pair<'_, Rule>) -> ColType {
+        let span = self.span(&p);
+        let mut it = p.into_inner();
+        let name = self.ident(it.next().expect("grammar: type name"));
+        let arg = it.next().map(|a| self.ident(a));
+        ColType { name, arg, span }
+    }
+
+    pub(super) fn target(&self, p: Pair<'_, Rule>) -> Res<Target> {
+        let span = self.span(&p);
+        let mut name = None;
+        let mut dialect = Vec::new();
+        let mut counts = Vec::new();
+        let mut endpoints = Vec::new();
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::kw_target => {}
+                Rule::ident => name = Some(self.ident(c)),
+                Rule::dialect_clause => dialect.push(self.ident(last(c))),
+                Rule::count_clause => counts.push(self.count_rule(c)?),
+                Rule::endpoint => endpoints.push(self.endpoint(c)?),
+                r => unexpected(r, "target"),
+            }
+        }
+        Ok(Target {
+            name: name.expect("grammar: target name"),
+            dialect,
+            counts,
+            endpoints,
+            span,
+        })
+    }
+
+    pub(super) fn count_rule(&self, p: Pair<'_, Rule>) -> Res<CountRule> {
+        let span = self.span(&p);
+        let mut unit = CountUnit::Rows;
+        let mut endpoint = None;
+        let mut language = CountLanguage::Sql;
+        let mut query = None;
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::kw_count | Rule::kw_via => {}
+                Rule::count_unit => {
+                    unit = match c.as_str() {
+                        "samples" => CountUnit::Samples,
+                        _ => CountUnit::Rows,
+                    }
+                }
+                Rule::ident => endpoint = Some(self.ident(c)),
+                Rule::count_language => {
+                    language = match c.as_str() {
+                        "promql" => CountLanguage::PromQl,
+                        "influxql" => CountLanguage::InfluxQl,
+                        _ => CountLanguage::Sql,
+                    }
+                }
+                Rule::string => query = Some(self.string(c)?),
+                r => unexpected(r, "count"),
+            }
+        }
+        Ok(CountRule {
+            unit,
+            endpoint: endpoint.expect("grammar: count endpoint"),
+            language,
+            query: query.expect("grammar: count query"),
+            span,
+        })
+    }
+
+    pub(super) fn endpoint(&self, p: Pair<'_, Rule>) -> Res<Endpoint> {
+        let span = self.span(&p);
+        let mut kind = None;
+        let mut url = None;
+        let mut alias = None;
+        let mut options = Vec::new();
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::endpoint_kind => {
+                    let k = EndpointKind::parse(c.as_str()).expect("grammar: endpoint kinds");
+                    kind = Some((k, self.span(&c)));
+                }
+                Rule::endpoint_url => url = Some(self.string(last(c))?),
+                Rule::kw_as => {}
+                Rule::ident => alias = Some(self.ident(c)),
+                Rule::endpoint_options => {
+                    for o in c.into_inner() {
+                        let mut it = o.into_inner();
+                        let name = self.ident(it.next().expect("grammar: option name"));
+                        let value = self.expr(it.next().expect("grammar: option value"))?;
+                        options.push(EndpointOption { name, value });
+                    }
+                }
+                r => unexpected(r, "endpoint"),
+            }
+        }
+        let (kind, kind_span) = kind.expect("grammar: endpoint kind");
+        Ok(Endpoint {
+            kind,
+            kind_span,
+            url,
+            alias,
+            options,
+            span,
+        })
+    }
+
+    pub(super) fn matrix(&self, p: Pair<'_, Rule>) -> Res<Matrix> {
+        let span = self.span(&p);
+        let mut axes = Vec::new();
+        let mut excludes = Vec::new();
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::kw_matrix => {}
+                Rule::exclude => excludes.push(self.expr(last(c))?),
+                Rule::axis => {
+                    let span = self.span(&c);
+                    let mut name = None;
+                    let mut values = None;
+                    let mut when = None;
+                    for a in c.into_inner() {
+                        match a.as_rule() {
+                            Rule::ident => name = Some(self.ident(a)),
+                            Rule::kw_in => {}
+                            Rule::expr => values = Some(self.expr(a)?),
+                            Rule::when_clause => when = Some(self.expr(last(a))?),
+                            r => unexpected(r, "axis"),
+                        }
+                    }
+                    axes.push(Axis {
+                        name: name.expect("grammar: axis name"),
+                        values: values.expect("grammar: axis values"),
+                        when,
+                        span,
+                    });
+                }
+                r => unexpected(r, "matrix"),
+            }
+        }
+        Ok(Matrix {
+            axes,
+            excludes,
+            span,
+        })
+    }
+
+    pub(super) fn schema(&self, p: Pair<'_, Rule>) -> Res<Schema> {
+        let span = self.span(&p);
+        let mut name = None;
+        let mut table = Vec::new();
+        let mut rows = Vec::new();
+        let mut columns = Vec::new();
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::kw_schema => {}
+                Rule::ident => name = Some(self.ident(c)),
+                Rule::table_clause => table.push(self.expr(last(c))?),
+                Rule::schema_rows => rows.push(self.expr(last(c))?),
+                Rule::series_column
+                | Rule::tag_column
+                | Rule::field_column
+                | Rule::timestamp_column => columns.push(self.column(c)?),
+                r => unexpected(r, "schema"),
+            }
+        }
+        Ok(Schema {
+            name: name.expect("grammar: schema name"),
+            table,
+            rows,
+            columns,
+            span,
+        })
+    }
+
+    pub(super) fn column(&self, p: Pair<'_, Rule>) -> Res<Column> {
+        let span = self.span(&p);
+        let role = match p.as_rule() {
+            Rule::series_column => ColumnRole::Series,
+            Rule::tag_column => ColumnRole::Tag,
+            Rule::field_column => ColumnRole::Field,
+            _ => ColumnRole::Timestamp,
+        };
+        let mut name = None;
+        let mut ty = None;
+        let mut exprs = Vec::new();
+        let mut var = None;
+        let mut end = None;
+        let mut per = Vec::new();
+        let mut null = Vec::new();
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::kw_series
+                | Rule::kw_tag
+                | Rule::kw_field
+                | Rule::kw_timestamp
+                | Rule::kw_for
+                | Rule::kw_in
+                | Rule::kw_every
+                | Rule::kw_from => {}
+                Rule::ident if name.is_none() => name = Some(self.ident(c)),
+                Rule::ident => var = Some(self.ident(c)),
+                Rule::col_type => ty = Some(self.col_type(c)),
+                Rule::expr => exprs.push(self.expr(c)?),
+                Rule::time_span => end = Some(TimeEnd::For(self.expr(last(c))?)),
+                Rule::time_until => end = Some(TimeEnd::To(self.expr(last(c))?)),
+                Rule::per_clause => {
+                    let unit = last(c);
+                    let p = if unit.as_str() == "row" {
+                        Per::Row
+                    } else {
+                        Per::Series
+                    };
+                    per.push((p, self.span(&unit)));
+                }
+                Rule::null_clause => null.push(self.expr(last(c))?),
+                r => unexpected(r, "column"),
+            }
+        }
+        let mut exprs = exprs.into_iter();
+        let first = exprs.next().expect("grammar: column expression");
+        let gen = match role {
+            ColumnRole::Series => ColumnGen::Series {
+                expr: first,
+                var: var.expect("grammar: series variable"),
+                domain: exprs.next().expect("grammar: series domain"),
+            },
+            ColumnRole::Timestamp => ColumnGen::Every {
+                step: first,
+                from: exprs.next().expect("grammar: timestamp start"),
+                end,
+            },
+            _ => ColumnGen::Expr(first),
+        };
+        Ok(Column {
+            role,
+            name: name.expect("grammar: column name"),
+            ty,
+            gen,
+            per,
+            null,
+            span,
+        })
+    }
+}
