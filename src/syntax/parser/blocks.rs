@@ -4,7 +4,7 @@ use pest::iterators::Pair;
 
 use super::{last, unexpected, Res, Rule, Walker};
 use crate::diag::{Code, Diagnostic};
-use crate::span::Ident;
+use crate::span::{Ident, Span};
 use crate::syntax::ast::*;
 
 impl Walker {
@@ -323,129 +323,28 @@ impl Walker {
             match c.as_rule() {
                 Rule::kw_run => {}
                 Rule::ident => r.name = self.ident(c),
-                Rule::against_clause => {
-                    let mut target = Vec::new();
-                    let mut via = None;
-                    for i in c.into_inner() {
-                        match i.as_rule() {
-                            Rule::kw_against | Rule::kw_via => {}
-                            Rule::path => target = self.path(i),
-                            Rule::via_endpoints => via = Some(self.via(i)),
-                            r => unexpected(r, "against"),
-                        }
-                    }
-                    r.against.push(Against {
-                        target,
-                        via,
-                        span: cspan,
-                    });
-                }
-                Rule::queries_clause => {
-                    let mut sels = Vec::new();
-                    for s in c.into_inner().skip(1) {
-                        let sspan = self.span(&s);
-                        let mut path = Vec::new();
-                        let mut glob = false;
-                        let mut weight = None;
-                        for i in s.into_inner() {
-                            match i.as_rule() {
-                                Rule::query_pattern => {
-                                    for part in i.into_inner() {
-                                        match part.as_rule() {
-                                            Rule::ident => path.push(self.ident(part)),
-                                            Rule::glob => glob = true,
-                                            r => unexpected(r, "query_pattern"),
-                                        }
-                                    }
-                                }
-                                Rule::kw_weight => {}
-                                Rule::expr => weight = Some(self.expr(i)?),
-                                r => unexpected(r, "query_selector"),
-                            }
-                        }
-                        sels.push(QuerySelector {
-                            path,
-                            glob,
-                            weight,
-                            span: sspan,
-                        });
-                    }
-                    r.queries.push(Clause {
-                        value: sels,
-                        span: cspan,
-                    });
-                }
-                Rule::request_clause => {
-                    let inner = last(c);
-                    let value = match inner.as_rule() {
-                        Rule::fixed_request => {
-                            let mut parts = inner.into_inner();
-                            let method = parts.next().expect("grammar: method").as_str();
-                            let path = self.expr(parts.next().expect("grammar: request path"))?;
-                            // `body` keyword, then the body expression.
-                            let body = match parts.nth(1) {
-                                Some(b) => Some(self.expr(b)?),
-                                None => None,
-                            };
-                            RequestSpec::Fixed {
-                                method: method.to_string(),
-                                path,
-                                body,
-                            }
-                        }
-                        _ => RequestSpec::Hook(self.path(inner)),
-                    };
-                    r.request.push(Clause { value, span: cspan });
-                }
+                Rule::against_clause => r.against.push(self.against(c, cspan)),
+                Rule::queries_clause => r.queries.push(Clause {
+                    value: self.query_selectors(c)?,
+                    span: cspan,
+                }),
+                Rule::request_clause => r.request.push(Clause {
+                    value: self.request_spec(c)?,
+                    span: cspan,
+                }),
                 Rule::workers_clause => r.workers.push(self.clause_expr(c)?),
-                Rule::run_count => {
-                    let mut count = None;
-                    let mut per_query = false;
-                    for i in c.into_inner() {
-                        match i.as_rule() {
-                            Rule::kw_count => {}
-                            Rule::expr => count = Some(self.expr(i)?),
-                            Rule::per_query => per_query = true,
-                            r => unexpected(r, "count"),
-                        }
-                    }
-                    r.count.push(Clause {
-                        value: RunCount {
-                            count: count.expect("grammar: count value"),
-                            per_query,
-                        },
-                        span: cspan,
-                    });
-                }
+                Rule::run_count => r.count.push(Clause {
+                    value: self.run_count(c)?,
+                    span: cspan,
+                }),
                 Rule::duration_clause => r.duration.push(self.clause_expr(c)?),
                 Rule::warmup_clause => r.warmup.push(self.clause_expr(c)?),
                 Rule::repeat_clause => r.repeat.push(self.clause_expr(c)?),
                 Rule::stop_clause => r.stop_after.push(self.clause_expr(c)?),
-                Rule::rate_clause => {
-                    let mut rate = None;
-                    let mut arrival = None;
-                    for i in c.into_inner() {
-                        match i.as_rule() {
-                            Rule::kw_rate => {}
-                            Rule::expr => rate = Some(self.expr(i)?),
-                            Rule::arrival => {
-                                arrival = Some(if i.as_str() == "poisson" {
-                                    Arrival::Poisson
-                                } else {
-                                    Arrival::Fixed
-                                })
-                            }
-                            r => unexpected(r, "rate"),
-                        }
-                    }
-                    r.rate.push(Clause {
-                        value: Rate {
-                            rate: rate.expect("grammar: rate value"),
-                            arrival,
-                        },
-                        span: cspan,
-                    });
-                }
+                Rule::rate_clause => r.rate.push(Clause {
+                    value: self.rate(c)?,
+                    span: cspan,
+                }),
                 Rule::require_clause => r.require.push(self.clause_expr(c)?),
                 Rule::expect_clause => r.expects.push(self.expect(c)?),
                 Rule::check_clause => r.check_same.push(cspan),
@@ -453,6 +352,118 @@ impl Walker {
             }
         }
         Ok(r)
+    }
+
+    /// `against TARGET[.ENDPOINT] [via ENDPOINT | via [E, ...]]`.
+    fn against(&self, c: Pair<'_, Rule>, span: Span) -> Against {
+        let mut target = Vec::new();
+        let mut via = None;
+        for i in c.into_inner() {
+            match i.as_rule() {
+                Rule::kw_against | Rule::kw_via => {}
+                Rule::path => target = self.path(i),
+                Rule::via_endpoints => via = Some(self.via(i)),
+                r => unexpected(r, "against"),
+            }
+        }
+        Against { target, via, span }
+    }
+
+    /// `queries SELECTOR [weight W], ...`.
+    fn query_selectors(&self, c: Pair<'_, Rule>) -> Res<Vec<QuerySelector>> {
+        let mut sels = Vec::new();
+        for s in c.into_inner().skip(1) {
+            let sspan = self.span(&s);
+            let mut path = Vec::new();
+            let mut glob = false;
+            let mut weight = None;
+            for i in s.into_inner() {
+                match i.as_rule() {
+                    Rule::query_pattern => {
+                        for part in i.into_inner() {
+                            match part.as_rule() {
+                                Rule::ident => path.push(self.ident(part)),
+                                Rule::glob => glob = true,
+                                r => unexpected(r, "query_pattern"),
+                            }
+                        }
+                    }
+                    Rule::kw_weight => {}
+                    Rule::expr => weight = Some(self.expr(i)?),
+                    r => unexpected(r, "query_selector"),
+                }
+            }
+            sels.push(QuerySelector {
+                path,
+                glob,
+                weight,
+                span: sspan,
+            });
+        }
+        Ok(sels)
+    }
+
+    /// `request METHOD "PATH" [body "TEXT"]` or `request HOOK.FUNCTION`.
+    fn request_spec(&self, c: Pair<'_, Rule>) -> Res<RequestSpec> {
+        let inner = last(c);
+        if inner.as_rule() != Rule::fixed_request {
+            return Ok(RequestSpec::Hook(self.path(inner)));
+        }
+        let mut parts = inner.into_inner();
+        let method = parts.next().expect("grammar: method").as_str();
+        let path = self.expr(parts.next().expect("grammar: request path"))?;
+        // `body` keyword, then the body expression.
+        let body = match parts.nth(1) {
+            Some(b) => Some(self.expr(b)?),
+            None => None,
+        };
+        Ok(RequestSpec::Fixed {
+            method: method.to_string(),
+            path,
+            body,
+        })
+    }
+
+    /// `count N [per query]`.
+    fn run_count(&self, c: Pair<'_, Rule>) -> Res<RunCount> {
+        let mut count = None;
+        let mut per_query = false;
+        for i in c.into_inner() {
+            match i.as_rule() {
+                Rule::kw_count => {}
+                Rule::expr => count = Some(self.expr(i)?),
+                Rule::per_query => per_query = true,
+                r => unexpected(r, "count"),
+            }
+        }
+        Ok(RunCount {
+            count: count.expect("grammar: count value"),
+            per_query,
+        })
+    }
+
+    /// `rate R [fixed | poisson]`.
+    fn rate(&self, c: Pair<'_, Rule>) -> Res<Rate> {
+        let mut rate = None;
+        let mut arrival = None;
+        for i in c.into_inner() {
+            match i.as_rule() {
+                Rule::kw_rate => {}
+                Rule::expr => rate = Some(self.expr(i)?),
+                Rule::arrival => {
+                    arrival = Some(if i.as_str() == "poisson" {
+                        Arrival::Poisson
+                    } else {
+                        Arrival::Fixed
+                    })
+                }
+                r => unexpected(r, "rate"),
+            }
+        }
+        Ok(Rate {
+            rate: rate.expect("grammar: rate value"),
+            arrival,
+        })
     }
 
     // -------------------------------------------------------------------------------------------
