@@ -177,14 +177,14 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
         }
     }
     let programs = Arc::new(programs);
-    if let Err(e) = requirements(env, &phase.require, &phase.endpoint, &url).await {
+    if let Err(e) = requirements(env, &phase.run.require, &phase.endpoint, &url).await {
         return refused(phase, Status::Failed, e);
     }
 
     let endpoint = Arc::new(phase.endpoint.clone());
     let url: Arc<str> = url.into();
     let base_dir: Arc<Path> = env.base_dir.clone().into();
-    let mut workers: Vec<Worker> = (0..phase.workers.max(1) as usize)
+    let mut workers: Vec<Worker> = (0..phase.run.workers.max(1) as usize)
         .map(|id| Worker {
             id,
             endpoint: endpoint.clone(),
@@ -201,21 +201,21 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
     let routed = phase.queries.iter().any(|q| q.route.is_some());
     let counts = Arc::new(RunCounts::default());
     let mut report = QueryReport::empty(phase);
-    let (warm_count, warm_time) = spans::warmup(&phase.warmup);
-    let measured_for = spans::measured(&phase.stop);
+    let (warm_count, warm_time) = spans::warmup(&phase.run.warmup);
+    let measured_for = spans::measured(&phase.run.stop);
     let ticker = super::progress::start_run(
         env,
         label.to_string(),
         Mix::measured(phase, env.seed)
             .bound()
-            .map(|n| n * phase.repeat.max(1)),
+            .map(|n| n * phase.run.repeat.max(1)),
         "queries",
         counts.clone(),
     );
     let mut scheduled = 0u64;
-    let max_errors = super::max_errors(env, phase.stop_after_errors);
+    let max_errors = super::max_errors(env, phase.run.stop_after_errors);
     let abort = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for rep in 0..phase.repeat.max(1) {
+    for rep in 0..phase.run.repeat.max(1) {
         if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) {
             break;
         }
@@ -238,7 +238,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
         let r = Round {
             programs: programs.clone(),
             mix: Mix::measured(phase, env.seed),
-            arrivals: Arrivals::new(&phase.load, env.seed),
+            arrivals: Arrivals::new(&phase.run.load, env.seed),
             span: measured_for,
             env,
             max_errors,
@@ -311,7 +311,7 @@ fn finish(
         }
         report.detail.results = Some(Arc::new(results));
     }
-    let open = matches!(phase.load, Load::Open { .. });
+    let open = matches!(phase.run.load, Load::Open { .. });
     let elapsed: f64 = report.repeats.iter().map(|r| r.elapsed_s).sum();
     report.elapsed_s = elapsed;
     let mut all = TypeStats::default();
@@ -336,7 +336,12 @@ fn finish(
         report.detail.query_types.push(t);
     }
     report.detail.labels = labels(phase, &types, elapsed, open);
-    let rules = judge::Rules::new(&phase.expects, &phase.load, &phase.stop, Units::QUERIES);
+    let rules = judge::Rules::new(
+        &phase.run.expects,
+        &phase.run.load,
+        &phase.run.stop,
+        Units::QUERIES,
+    );
     judge::figures(report, &rules, &all, scheduled, &sends);
     report.output = QueryOutput {
         rows: all.rows,

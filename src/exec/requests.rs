@@ -151,7 +151,7 @@ pub async fn run(
             Err(e) => return refused(phase, format!("hook `{}`: {e}", hook.name)),
         },
     };
-    if let Err(e) = requirements(env, &phase.require, &phase.endpoint, &url).await {
+    if let Err(e) = requirements(env, &phase.run.require, &phase.endpoint, &url).await {
         return refused(phase, e);
     }
     let shared = Arc::new(Shared {
@@ -160,10 +160,10 @@ pub async fn run(
         base_dir: env.base_dir.clone().into(),
         target,
         source,
-        statuses: StatusSet::of(&phase.expects),
+        statuses: StatusSet::of(&phase.run.expects),
         seed: env.seed,
     });
-    let n = phase.workers.max(1) as usize;
+    let n = phase.run.workers.max(1) as usize;
     let mut workers = Vec::with_capacity(n);
     for id in 0..n {
         let hook = match &shared.source {
@@ -202,15 +202,15 @@ pub async fn run(
     }
 
     let counts = Arc::new(RunCounts::default());
-    let count = match phase.stop {
+    let count = match phase.run.stop {
         Stop::Count { count, .. } => Some(count),
         Stop::Duration { .. } => None,
     };
-    let measured_for = spans::measured(&phase.stop);
+    let measured_for = spans::measured(&phase.run.stop);
     let ticker = super::progress::start_run(
         env,
         label.to_string(),
-        count.map(|c| c * phase.repeat.max(1)),
+        count.map(|c| c * phase.run.repeat.max(1)),
         "requests",
         counts.clone(),
     );
@@ -223,9 +223,9 @@ pub async fn run(
         }
     };
     let abort = Arc::new(AtomicBool::new(false));
-    let max_errors = super::max_errors(env, phase.stop_after_errors);
+    let max_errors = super::max_errors(env, phase.run.stop_after_errors);
     let limited = Arc::new(AtomicBool::new(false));
-    let (warm_count, warm_time) = spans::warmup(&phase.warmup);
+    let (warm_count, warm_time) = spans::warmup(&phase.run.warmup);
     let mut second_base = 0u64;
     // A measured round from `start` until `end`; a warm-up is one that records nothing.
     let measured = |start: Instant, end: Option<Instant>, second_base: u64| RoundCtl {
@@ -243,7 +243,7 @@ pub async fn run(
     // `None` once a round had no count to schedule by (closed loop, timed): then what was
     // scheduled is what was sent.
     let mut scheduled = Some(0u64);
-    for rep in 0..phase.repeat.max(1) {
+    for rep in 0..phase.run.repeat.max(1) {
         if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) {
             break;
         }
@@ -269,7 +269,7 @@ pub async fn run(
             }
         }
         let start = Instant::now();
-        let schedule = Arrivals::new(&phase.load, env.seed)
+        let schedule = Arrivals::new(&phase.run.load, env.seed)
             .map(|a| Schedule::new(a, start, measured_for, count));
         let end = match &schedule {
             Some(s) => s.end(),
@@ -358,7 +358,12 @@ fn finish(
             failed: c[1],
         })
         .collect();
-    let rules = judge::Rules::new(&phase.expects, &phase.load, &phase.stop, Units::REQUESTS);
+    let rules = judge::Rules::new(
+        &phase.run.expects,
+        &phase.run.load,
+        &phase.run.stop,
+        Units::REQUESTS,
+    );
     let elapsed: f64 = report.repeats.iter().map(|r| r.elapsed_s).sum();
     report.elapsed_s = elapsed;
     judge::figures(

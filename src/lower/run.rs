@@ -117,18 +117,8 @@ fn run_endpoint(
     targets::endpoint_plan(ev, tinst, target, ep)
 }
 
-/// The clauses query and request runs share.
-struct RunClauses {
-    workers: u64,
-    stop: Stop,
-    warmup: Option<Value>,
-    repeat: u64,
-    stop_after_errors: Option<u64>,
-    load: Load,
-    expects: Vec<Threshold>,
-}
-
-/// Each clause is checked even when an earlier one failed, so every mistake shows at once.
+/// The clauses query and request runs share, but `require`. Each clause is checked even when an
+/// earlier one failed, so every mistake shows at once.
 fn run_clauses(ev: &Eval<'_>, r: &ast::Run, op: Operation, scope: &Scope) -> Option<RunClauses> {
     let workers = match single(ev, &r.workers, |c| c.span, "workers") {
         Some(c) => bounded_int(ev, &c.value, scope, "workers", MAX_WORKERS),
@@ -172,6 +162,9 @@ fn run_clauses(ev: &Eval<'_>, r: &ast::Run, op: Operation, scope: &Scope) -> Opt
         repeat: repeat?,
         stop_after_errors: stop_after_errors?,
         load: load?,
+        // Lowered by each kind of run: a query run reports every guard's mistake, a request
+        // run stops at the first.
+        require: Vec::new(),
         expects: expects?,
     })
 }
@@ -337,14 +330,10 @@ fn query_run(
         } else {
             "round_robin".into()
         },
-        workers: common.workers,
-        load: common.load,
-        stop: common.stop,
-        warmup: common.warmup,
-        repeat: common.repeat,
-        stop_after_errors: common.stop_after_errors,
-        require: require_plans,
-        expects: common.expects,
+        run: RunClauses {
+            require: require_plans,
+            ..common
+        },
         check_same_results: !r.check_same.is_empty(),
     })
 }
@@ -374,14 +363,10 @@ fn request_run(
         name: r.name.name.clone(),
         endpoint,
         request,
-        workers: common.workers,
-        load: common.load,
-        stop: common.stop,
-        warmup: common.warmup,
-        repeat: common.repeat,
-        stop_after_errors: common.stop_after_errors,
-        require: require_plans,
-        expects: common.expects,
+        run: RunClauses {
+            require: require_plans,
+            ..common
+        },
         body,
     })
 }

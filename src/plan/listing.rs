@@ -252,14 +252,15 @@ pub fn listing(plan: &Plan) -> String {
                     let _ = writeln!(
                         o,
                         "    workers {}  {}  {}{}  repeat {}  mix {}{}",
-                        p.workers,
-                        load(&p.load),
-                        stop(&p.stop),
-                        p.warmup
+                        p.run.workers,
+                        load(&p.run.load),
+                        stop(&p.run.stop),
+                        p.run
+                            .warmup
                             .as_ref()
                             .map(|w| format!("  warmup {w}"))
                             .unwrap_or_default(),
-                        p.repeat,
+                        p.run.repeat,
                         p.mix,
                         if p.check_same_results {
                             "  check same results across endpoints"
@@ -267,17 +268,17 @@ pub fn listing(plan: &Plan) -> String {
                             ""
                         }
                     );
-                    if let Some(n) = p.stop_after_errors {
+                    if let Some(n) = p.run.stop_after_errors {
                         let _ = writeln!(
                             o,
                             "    stop after {n} error{}",
                             if n == 1 { "" } else { "s" }
                         );
                     }
-                    for r in &p.require {
+                    for r in &p.run.require {
                         let _ = writeln!(o, "    require rows({}) {} {}", r.table, r.op, r.value);
                     }
-                    thresholds(&mut o, "    ", &p.expects);
+                    thresholds(&mut o, "    ", &p.run.expects);
                     for q in &p.queries {
                         let _ = writeln!(
                             o,
@@ -340,26 +341,27 @@ pub fn listing(plan: &Plan) -> String {
                     let _ = writeln!(
                         o,
                         "    workers {}  {}  {}{}  repeat {}",
-                        p.workers,
-                        load(&p.load),
-                        stop(&p.stop),
-                        p.warmup
+                        p.run.workers,
+                        load(&p.run.load),
+                        stop(&p.run.stop),
+                        p.run
+                            .warmup
                             .as_ref()
                             .map(|w| format!("  warmup {w}"))
                             .unwrap_or_default(),
-                        p.repeat
+                        p.run.repeat
                     );
-                    if let Some(n) = p.stop_after_errors {
+                    if let Some(n) = p.run.stop_after_errors {
                         let _ = writeln!(
                             o,
                             "    stop after {n} error{}",
                             if n == 1 { "" } else { "s" }
                         );
                     }
-                    for r in &p.require {
+                    for r in &p.run.require {
                         let _ = writeln!(o, "    require rows({}) {} {}", r.table, r.op, r.value);
                     }
-                    thresholds(&mut o, "    ", &p.expects);
+                    thresholds(&mut o, "    ", &p.run.expects);
                     for b in &p.body {
                         let _ = writeln!(o, "    expect {b}");
                     }

@@ -297,6 +297,16 @@ pub struct QueryPhase {
     pub queries: Vec<QueryPlan>,
     /// `round_robin` or `weighted`.
     pub mix: String,
+    /// Flattened: the plan's JSON keeps these keys where they always stood.
+    #[serde(flatten)]
+    pub run: RunClauses,
+    pub check_same_results: bool,
+}
+
+/// The clauses query and request runs share: workers, load model, stop rules, guards and
+/// thresholds.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunClauses {
     pub workers: u64,
     pub load: Load,
     pub stop: Stop,
@@ -306,8 +316,9 @@ pub struct QueryPhase {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_after_errors: Option<u64>,
     pub require: Vec<Require>,
+    /// Thresholds; on request runs also `status in [...]` / `status in lo..hi` from
+    /// `expect status`.
     pub expects: Vec<Threshold>,
-    pub check_same_results: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -370,16 +381,7 @@ pub struct RequestPhase {
     pub name: String,
     pub endpoint: EndpointPlan,
     pub request: RequestPlan,
-    pub workers: u64,
-    pub load: Load,
-    pub stop: Stop,
-    pub warmup: Option<Value>,
-    pub repeat: u64,
-    /// `stop after N errors`: the phase stops sending at its N-th failed query or request.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stop_after_errors: Option<u64>,
-    pub require: Vec<Require>,
-    /// Thresholds, and `status in [...]` / `status in lo..hi` from `expect status`.
-    pub expects: Vec<Threshold>,
+    #[serde(flatten)]
+    pub run: RunClauses,
     pub body: Vec<BodyExpect>,
 }

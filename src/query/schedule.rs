@@ -35,7 +35,7 @@ pub struct Mix {
 impl Mix {
     /// The measured order of `phase`'s queries.
     pub fn measured(phase: &QueryPhase, seed: u64) -> Mix {
-        let (per_type, total) = match &phase.stop {
+        let (per_type, total) = match &phase.run.stop {
             Stop::Count { count, per_query } if *per_query => (Some(*count), None),
             Stop::Count { count, .. } => (None, Some(*count)),
             Stop::Duration { .. } => (None, None),
@@ -190,7 +190,7 @@ impl Arrivals {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{EndpointPlan, QueryPlan};
+    use crate::plan::{EndpointPlan, QueryPlan, RunClauses};
 
     fn phase(weights: &[f64], mix: &str, stop: Stop) -> QueryPhase {
         QueryPhase {
@@ -220,14 +220,16 @@ mod tests {
                 })
                 .collect(),
             mix: mix.into(),
-            workers: 1,
-            load: Load::Closed,
-            stop,
-            warmup: None,
-            repeat: 1,
-            stop_after_errors: None,
-            require: vec![],
-            expects: vec![],
+            run: RunClauses {
+                workers: 1,
+                load: Load::Closed,
+                stop,
+                warmup: None,
+                repeat: 1,
+                stop_after_errors: None,
+                require: vec![],
+                expects: vec![],
+            },
             check_same_results: false,
         }
     }

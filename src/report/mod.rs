@@ -400,9 +400,9 @@ impl QueryReport {
     /// A report with nothing measured yet.
     pub fn empty(phase: &crate::plan::QueryPhase) -> QueryReport {
         let setup = QuerySetup {
-            workers: phase.workers,
+            workers: phase.run.workers,
         };
-        RunReport::new(&phase.name, &phase.endpoint, &phase.load, setup)
+        RunReport::new(&phase.name, &phase.endpoint, &phase.run.load, setup)
     }
 }
 
@@ -416,9 +416,9 @@ impl RequestReport {
                 }
                 crate::plan::RequestPlan::Fixed { method, path, .. } => format!("{method} {path}"),
             },
-            connections: phase.workers,
+            connections: phase.run.workers,
         };
-        RunReport::new(&phase.name, &phase.endpoint, &phase.load, setup)
+        RunReport::new(&phase.name, &phase.endpoint, &phase.run.load, setup)
     }
 }
 
