@@ -13,7 +13,7 @@ mod text;
 mod time;
 
 use self::call::Call;
-use super::eval::{Ev, Eval, Scope};
+use super::eval::{num, Ev, Eval, Scope};
 use crate::diag::{suggest, Code, Diagnostic};
 use crate::plan::Gen;
 use crate::span::{Ident, Span};
@@ -292,12 +292,4 @@ fn rows(c: &Call, _a: &Args) -> Ev<Value> {
 
 fn gen(g: Gen) -> Ev<Value> {
     Some(Value::Gen(Box::new(g)))
-}
-
-fn num(v: &Value) -> f64 {
-    match v {
-        Value::Int(i) => *i as f64,
-        Value::Float(f) => *f,
-        _ => f64::NAN,
-    }
 }
