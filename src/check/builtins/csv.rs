@@ -1,0 +1,115 @@
+//! `csv(path, column)` and the CSV header reader that query `binds from csv` shares.
+
+use std::path::PathBuf;
+
+use super::{gen, Args, Call};
+use crate::check::eval::{Ev, Eval};
+use crate::check::program::InstanceId;
+use crate::diag::{Code, Diagnostic};
+use crate::plan::Gen;
+use crate::span::Span;
+use crate::value::Value;
+
+/// `csv(path, column)`: a column the CSV header names, of a file with rows.
+pub(super) fn csv(c: &Call, a: &Args) -> Ev<Value> {
+    let ev = c.ev;
+    let path = c.text(a[0])?;
+    let column = c.text(a[1])?;
+    let pe = a[0].expect("required");
+    let table = c.csv_table(&path, pe.span)?;
+    if !table.header.contains(&column) {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0602,
+                a[1].expect("required").span,
+                format!("`{path}` has no column `{column}`"),
+            )
+            .label("not in the CSV header")
+            .note(format!("the header is: {}", table.header.join(","))),
+        );
+    }
+    if table.rows == 0 {
+        return ev.fail(
+            Diagnostic::error(Code::E0602, pe.span, format!("`{path}` has no rows"))
+                .label("empty CSV"),
+        );
+    }
+    gen(Gen::Csv {
+        path,
+        column,
+        rows: table.rows,
+    })
+}
+
+pub struct CsvTable {
+    pub header: Vec<String>,
+    pub rows: u64,
+}
+
+/// Reads a CSV's header and counts its rows; the path is relative to the module's file.
+pub fn read_csv_header(ev: &Eval<'_>, inst: InstanceId, path: &str, span: Span) -> Ev<CsvTable> {
+    let module = ev.prog.module_of(inst);
+    let bytes: Vec<u8> = match &module.dir {
+        Some(dir) => {
+            let full: PathBuf = dir.join(path);
+            match std::fs::read(&full) {
+                Ok(b) => {
+                    ev.prog.inputs.record(crate::source::Origin::Disk(full));
+                    b
+                }
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::NotFound && ev.cell.csv_may_be_missing =>
+                {
+                    ev.error(
+                        Diagnostic::warning(
+                            Code::W0004,
+                            span,
+                            format!("`{}` does not exist yet", full.display()),
+                        )
+                        .label("queries that bind from it are left out"),
+                    );
+                    return None;
+                }
+                Err(e) => {
+                    return ev.fail(
+                        Diagnostic::error(
+                            Code::E0602,
+                            span,
+                            format!("cannot read `{}`: {e}", full.display()),
+                        )
+                        .label("CSV file not found")
+                        .note("CSV paths are relative to the .wl file that names them"),
+                    )
+                }
+            }
+        }
+        None => match crate::source::stdlib_file(path) {
+            Some(b) => {
+                ev.prog
+                    .inputs
+                    .record(crate::source::Origin::Stdlib(path.to_string()));
+                b.to_vec()
+            }
+            None => {
+                return ev.fail(
+                    Diagnostic::error(Code::E0602, span, format!("no stdlib data file `{path}`"))
+                        .label("CSV file not found"),
+                )
+            }
+        },
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let Some(header) = lines.next() else {
+        return ev.fail(
+            Diagnostic::error(Code::E0602, span, format!("`{path}` is empty"))
+                .label("no header line"),
+        );
+    };
+    let header: Vec<String> = header
+        .split(',')
+        .map(|h| h.trim().trim_matches('"').to_string())
+        .collect();
+    let rows = lines.count() as u64;
+    Some(CsvTable { header, rows })
+}

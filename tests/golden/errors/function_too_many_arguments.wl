@@ -1,0 +1,7 @@
+target db { sqlite "bench.db" }
+schema s {
+  rows 10
+  field host: varchar = pick(["a", "b"])
+  field x: long = seq(1, 2, 3)
+}
+ingest load { into db via sqlite  rows s }
