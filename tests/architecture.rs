@@ -577,6 +577,49 @@ fn top_level_modules_import_each_other_without_a_circle() {
     assert!(found.is_empty(), "{report}");
 }
 
+/// The compiler's stages: source text to Plan.
+const COMPILER: &[&str] = &["syntax", "check", "lower", "compile"];
+/// The runtime's layers: Plan to sockets to reports. `hook` is shared: the checker compiles a
+/// hook script to check it, the runtime runs it.
+const RUNTIME: &[&str] = &[
+    "gen", "encode", "net", "qwp", "driver", "client", "query", "input", "exec", "report",
+];
+
+#[test]
+fn the_runtime_never_reaches_into_the_compiler_nor_the_compiler_into_the_runtime() {
+    let g = graph(&sources());
+    let mut wrong = Vec::new();
+    for (from, tos) in &g {
+        for (to, edges) in tos {
+            let across = (RUNTIME.contains(&from.as_str()) && COMPILER.contains(&to.as_str()))
+                || (COMPILER.contains(&from.as_str()) && RUNTIME.contains(&to.as_str()));
+            if across {
+                wrong.push(format!("{from} -> {to}: {} {}", edges[0].at, edges[0].path));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "the compiler and the runtime meet only in `plan` (and `run`, which drives both):\n{}",
+        wrong.join("\n")
+    );
+    // Every top-level module is placed, so a new one is not left out of the rule unseen.
+    let placed = [
+        "plan", "value", "span", "source", "diag", "hook", "cli", "run", "gen_cmd",
+    ];
+    let unplaced: Vec<&String> = g
+        .keys()
+        .filter(|m| {
+            let m = m.as_str();
+            !COMPILER.contains(&m) && !RUNTIME.contains(&m) && !placed.contains(&m)
+        })
+        .collect();
+    assert!(
+        unplaced.is_empty(),
+        "place these modules in COMPILER, RUNTIME or the shared list: {unplaced:?}"
+    );
+}
+
 #[test]
 fn no_source_file_has_more_than_800_lines_of_non_test_code() {
     let sources = sources();

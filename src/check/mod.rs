@@ -16,7 +16,6 @@ mod hooks;
 mod load;
 mod matrix;
 mod program;
-pub(crate) mod targets;
 
 pub(crate) use builtins::read_csv_header;
 pub use cells::CellEnv;

@@ -13,6 +13,7 @@ use crate::client::SqlClient;
 use crate::gen::batch::BatchSchema;
 use crate::net::error::{DriverError, ErrorClass};
 use crate::net::http::{option_text, url_encode, with_query};
+use crate::plan::store::{self, Store};
 use crate::plan::{EndpointPlan, IngestPhase, Setup, Teardown};
 use crate::value::Value;
 
@@ -118,7 +119,7 @@ pub async fn prepare(
     layout: &BatchSchema,
     end_ms: Option<i64>,
 ) -> Result<Option<Visibility>, DriverError> {
-    if let Some(store) = ddl::store(phase) {
+    if let Some(store) = store::store(phase) {
         if phase.setup != Setup::Shared {
             store_admin(phase, store, layout, false).await?;
         }
@@ -194,14 +195,14 @@ fn now_ms() -> i64 {
 }
 
 /// Setup (`teardown` false) or `teardown drop` on InfluxDB or VictoriaMetrics, over the
-/// endpoint `ddl::store_endpoint` picks.
+/// endpoint `store::store_endpoint` picks.
 async fn store_admin(
     phase: &IngestPhase,
-    store: ddl::Store,
+    store: Store,
     layout: &BatchSchema,
     teardown: bool,
 ) -> Result<(), DriverError> {
-    let Some(ep) = ddl::store_endpoint(phase) else {
+    let Some(ep) = store::store_endpoint(phase) else {
         // The check refuses such a phase; only a plan built by other means gets here.
         return Err(DriverError::new(
             ErrorClass::Connect,
@@ -216,7 +217,7 @@ async fn store_admin(
     };
     let mut client = metrics_client(ep).await?;
     match store {
-        ddl::Store::Victoria => {
+        Store::Victoria => {
             let fields: Vec<&str> = layout
                 .columns
                 .iter()
@@ -226,13 +227,13 @@ async fn store_admin(
             let selector = ddl::victoria_selector(&phase.table, &fields);
             metrics::victoria_delete_series(&mut client, &selector).await
         }
-        ddl::Store::Influx => {
+        Store::Influx => {
             let resolve = |v: &Value| match v {
                 Value::Str(t) => t.resolve(|n| std::env::var(n).ok()).ok(),
                 _ => None,
             };
-            let db = match ddl::influx_database(phase, resolve) {
-                ddl::InfluxDatabase::Named(db) => db,
+            let db = match store::influx_database(phase, resolve) {
+                store::InfluxDatabase::Named(db) => db,
                 _ => {
                     return Err(crate::net::http::config_error(
                         &phase.endpoint,
@@ -271,7 +272,7 @@ pub async fn teardown(
     if phase.teardown != Teardown::Drop {
         return Ok(());
     }
-    if let Some(store) = ddl::store(phase) {
+    if let Some(store) = store::store(phase) {
         return store_admin(phase, store, layout, true).await;
     }
     if let Some(ep) = ddl_endpoint(phase) {

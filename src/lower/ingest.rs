@@ -2,12 +2,12 @@
 //! lowered into an ingest phase.
 
 use super::schema::lower_schema;
+use super::target::{self as targets, Operation};
 use super::values::{
     bounded_int, duration, join, missing, not_unit, positive_int, single, text_value, word,
     MAX_BATCH_ROWS, MAX_WORKERS, SIZE,
 };
 use super::via::{count_endpoint, count_query, target_name, via_name};
-use crate::check::targets::{self, Operation};
 use crate::check::{Decl, Ev, Eval, InstanceId, Scope};
 use crate::diag::{Code, Diagnostic};
 use crate::plan::*;

@@ -3,11 +3,11 @@
 
 use super::expect::{require, thresholds};
 use super::query::lower_query;
+use super::target::{self as targets, Operation};
 use super::values::{
     bounded_int, duration, join, missing, positive_int, rate, single, MAX_WORKERS,
 };
 use super::via::via_name;
-use crate::check::targets::{self, Operation};
 use crate::check::{Decl, Ev, Eval, Hooks, InstanceId, Scope};
 use crate::diag::{Code, Diagnostic};
 use crate::plan::*;

@@ -1,6 +1,6 @@
 //! Endpoints of blocks: which target endpoint a `via` names, and a target's count rules.
 
-use crate::check::targets::{self, Operation};
+use super::target::{self as targets, Operation};
 use crate::check::{Decl, Ev, Eval, InstanceId, Scope};
 use crate::diag::{Code, Diagnostic};
 use crate::plan::*;

@@ -3,6 +3,7 @@
 //! with endpoint, load model and expected row counts. No spans and no AST in here.
 
 mod listing;
+pub mod store;
 
 pub use crate::value::{Domain, Gen, Ty};
 pub use listing::{listing, thousands};

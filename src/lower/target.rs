@@ -3,10 +3,9 @@
 
 use indexmap::IndexMap;
 
-use super::eval::{Ev, Eval, Scope};
-use super::program::{Decl, InstanceId};
+use crate::check::{Decl, Ev, Eval, InstanceId, Scope};
 use crate::diag::{suggest, Code, Diagnostic};
-use crate::exec::ddl::{self, Store};
+use crate::plan::store::{self, Store};
 use crate::plan::{EndpointPlan, IngestPhase, Setup, Teardown};
 use crate::span::{Ident, Span};
 use crate::syntax::ast::{self, EndpointKind};
@@ -469,7 +468,7 @@ fn check_url(ev: &Eval<'_>, kind: EndpointKind, url: &Text, span: Span) -> Ev<()
 }
 
 /// Setup and teardown on InfluxDB and VictoriaMetrics act through the store's HTTP API
-/// (`ddl::store_endpoint`). Where the phase gives no way to it, or (InfluxDB) names no
+/// (`store::store_endpoint`). Where the phase gives no way to it, or (InfluxDB) names no
 /// database, they are refused here: skipped at run time, a second run would count the rows
 /// of the first as its baseline and see none of its own arrive. `setup` and `teardown` are
 /// the spans of the clauses when written, `into` stands for the default `setup recreate`.
@@ -480,7 +479,7 @@ pub fn check_store_admin(
     teardown: Option<Span>,
     into: Span,
 ) -> Ev<()> {
-    let Some(store) = ddl::store(phase) else {
+    let Some(store) = store::store(phase) else {
         return Some(());
     };
     let (what, span, default) = if phase.setup != Setup::Shared {
@@ -513,7 +512,7 @@ pub fn check_store_admin(
             d
         }
     };
-    if ddl::store_endpoint(phase).is_none() {
+    if store::store_endpoint(phase).is_none() {
         let (label, api) = match store {
             Store::Influx => ("nothing to send InfluxQL to", "InfluxQL"),
             Store::Victoria => (
@@ -544,7 +543,7 @@ pub fn check_store_admin(
             Value::Str(t) => t.as_lit(),
             _ => None,
         };
-        if ddl::influx_database(phase, literal) == ddl::InfluxDatabase::Missing {
+        if store::influx_database(phase, literal) == store::InfluxDatabase::Missing {
             let d = Diagnostic::error(
                 Code::E0302,
                 span,
