@@ -4,6 +4,7 @@
 use super::*;
 use crate::plan::{ColumnPlan, Gen, SchemaPlan, TimeAxis};
 use crate::value::{Text, Value};
+use tsbs_names::GAUGES;
 
 pub(crate) const T0: i64 = 1_451_606_400_000_000_000; // 2016-01-01T00:00:00Z
 pub(crate) const TEN_S: i64 = 10_000_000_000;
@@ -716,18 +717,7 @@ fn tsbs_full(hosts: u64, epochs: u64) -> SchemaPlan {
             .columns
             .push(col(name, "tag", "symbol", "series", gen));
     }
-    for f in [
-        "usage_user",
-        "usage_system",
-        "usage_idle",
-        "usage_nice",
-        "usage_iowait",
-        "usage_irq",
-        "usage_softirq",
-        "usage_steal",
-        "usage_guest",
-        "usage_guest_nice",
-    ] {
+    for f in GAUGES {
         schema
             .columns
             .push(col(f, "field", "long", "row", cpu_walk()));

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use super::writer::header_bytes;
 use super::*;
 use crate::gen::batch::{push_str, Batch, BatchSchema, ColumnMeta, Dictionary};
+use crate::gen::tsbs_names::{GAUGES, TAGS};
 
 fn meta(name: &str, role: &str, ty: &str, physical: Physical, dict: &[&str]) -> ColumnMeta {
     ColumnMeta {
@@ -574,17 +575,7 @@ fn tsbs_schema() -> Arc<BatchSchema> {
         Physical::Symbol,
         &hosts,
     )];
-    for t in [
-        "region",
-        "datacenter",
-        "rack",
-        "os",
-        "arch",
-        "team",
-        "service",
-        "service_version",
-        "service_environment",
-    ] {
+    for t in &TAGS[1..] {
         cols.push(meta(
             t,
             "tag",
@@ -593,18 +584,7 @@ fn tsbs_schema() -> Arc<BatchSchema> {
             &["a", "b", "c", "d"],
         ));
     }
-    for f in [
-        "usage_user",
-        "usage_system",
-        "usage_idle",
-        "usage_nice",
-        "usage_iowait",
-        "usage_irq",
-        "usage_softirq",
-        "usage_steal",
-        "usage_guest",
-        "usage_guest_nice",
-    ] {
+    for f in GAUGES {
         cols.push(meta(f, "field", "long", Physical::Long, &[]));
     }
     cols.push(meta(
