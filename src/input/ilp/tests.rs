@@ -268,7 +268,10 @@ fn over_long_lines_are_refused_not_buffered() {
     assert!(e.contains("line 1: a line longer than 64 MiB"), "{e}");
 }
 
-/// The scanners' plain definitions, a byte at a time.
+/// The scanners' plain definitions, a byte at a time: the oracle the word-at-a-time `scan` and
+/// `quoted` of line.rs are checked against (`word_scanners_agree_with_bytewise_ones`). Their
+/// tail loop looks like this on purpose; calling the real scanners here would test them against
+/// themselves, so this copy stays (`duplicates` pairs it with line.rs, and that is expected).
 fn scan_bytewise(line: &[u8], mut i: usize, stops: u8) -> Span {
     let a = i;
     let mut esc = false;
