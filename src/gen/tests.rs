@@ -609,70 +609,49 @@ fn other_generators() {
 #[test]
 fn schema_errors_are_reported_before_the_first_row() {
     let bad = |columns: Vec<ColumnPlan>| rows(&flat(1, columns), 0, None).err().unwrap();
-    let e = bad(vec![col(
-        "a",
-        "field",
-        "long",
-        "row",
-        Gen::Column {
-            name: "nope".into(),
-        },
-    )]);
+    let per_row = |name: &str, ty: &str, gen: Gen| col(name, "field", ty, "row", gen);
+    let refers = |to: &str| Gen::Column { name: to.into() };
+    let e = bad(vec![per_row("a", "long", refers("nope"))]);
     assert_eq!(e.column, "a");
     assert!(e.message.contains("no column `nope`"), "{e}");
-    let e = bad(vec![
-        col(
-            "a",
-            "field",
-            "long",
-            "row",
-            Gen::Column { name: "b".into() },
+    for (columns, want) in [
+        (
+            vec![
+                per_row("a", "long", refers("b")),
+                per_row("b", "long", refers("a")),
+            ],
+            "cycle",
         ),
-        col(
-            "b",
-            "field",
-            "long",
-            "row",
-            Gen::Column { name: "a".into() },
+        (
+            vec![
+                per_row("a", "long", Gen::Seq { start: 0, step: 1 }),
+                col("b", "tag", "long", "series", refers("a")),
+            ],
+            "drawn per row",
         ),
-    ]);
-    assert!(e.message.contains("cycle"), "{e}");
-    let e = bad(vec![
-        col("a", "field", "long", "row", Gen::Seq { start: 0, step: 1 }),
-        col(
-            "b",
-            "tag",
-            "long",
-            "series",
-            Gen::Column { name: "a".into() },
+        (
+            vec![per_row(
+                "a",
+                "symbol",
+                Gen::Csv {
+                    path: "/nonexistent/params.csv".into(),
+                    column: "x".into(),
+                    rows: 0,
+                },
+            )],
+            "cannot read CSV file",
         ),
-    ]);
-    assert!(e.message.contains("drawn per row"), "{e}");
-    let e = bad(vec![col(
+        (
+            vec![per_row("a", "long", Gen::Bind { index: 1 })],
+            "query generator",
+        ),
+    ] {
+        let e = bad(columns);
+        assert!(e.message.contains(want), "{e}");
+    }
+    let e = bad(vec![per_row(
         "a",
-        "field",
         "symbol",
-        "row",
-        Gen::Csv {
-            path: "/nonexistent/params.csv".into(),
-            column: "x".into(),
-            rows: 0,
-        },
-    )]);
-    assert!(e.message.contains("cannot read CSV file"), "{e}");
-    let e = bad(vec![col(
-        "a",
-        "field",
-        "long",
-        "row",
-        Gen::Bind { index: 1 },
-    )]);
-    assert!(e.message.contains("query generator"), "{e}");
-    let e = bad(vec![col(
-        "a",
-        "field",
-        "symbol",
-        "row",
         Gen::Format {
             format: "%d-%d".into(),
             args: vec![Gen::SeriesIndex],
