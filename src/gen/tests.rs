@@ -29,16 +29,18 @@ fn boxed(g: Gen) -> Box<Gen> {
     Box::new(g)
 }
 
+/// TSBS's usage walk: from a uniform start in 0..100, N(0, 1) steps clamped to 0..=100.
 fn cpu_walk() -> Gen {
+    walk_0_100(1.0)
+}
+
+fn walk_0_100(stddev: f64) -> Gen {
     Gen::Walk {
         start: boxed(Gen::Uniform {
             lo: Value::Float(0.0),
             hi: Value::Float(100.0),
         }),
-        step: boxed(Gen::Normal {
-            mean: 0.0,
-            stddev: 1.0,
-        }),
+        step: boxed(Gen::Normal { mean: 0.0, stddev }),
         min: 0.0,
         max: 100.0,
     }
@@ -349,18 +351,7 @@ fn walks_clamp_and_long_columns_truncate() {
 
     // The TSBS walk: integers in 0..=100, and a wide step reaches both clamps.
     let mut wild = tsbs(20, 200);
-    wild.columns[5].gen = Gen::Walk {
-        start: boxed(Gen::Uniform {
-            lo: Value::Float(0.0),
-            hi: Value::Float(100.0),
-        }),
-        step: boxed(Gen::Normal {
-            mean: 0.0,
-            stddev: 30.0,
-        }),
-        min: 0.0,
-        max: 100.0,
-    };
+    wild.columns[5].gen = walk_0_100(30.0);
     let got = all(&wild, 1);
     let vals: Vec<i64> = got
         .iter()

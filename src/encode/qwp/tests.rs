@@ -26,6 +26,19 @@ fn col(name: &str, role: &str, ty: &str, physical: Physical, dict: Option<&[&str
     }
 }
 
+/// The series key `hostname`, a symbol column of `n` hosts `{prefix}0`, `{prefix}1`, ...
+fn hostnames(prefix: &str, n: usize) -> ColumnMeta {
+    let names: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    col(
+        "hostname",
+        "series",
+        "symbol",
+        Physical::Symbol,
+        Some(&names),
+    )
+}
+
 fn schema(table: &str, columns: Vec<ColumnMeta>) -> Arc<BatchSchema> {
     Arc::new(BatchSchema {
         name: table.into(),
@@ -328,18 +341,10 @@ fn the_designated_timestamp_is_micros_unless_asked() {
 
 /// A batch of `n` TSBS-like rows with a varchar column, for splitting.
 fn wide_batch(n: usize) -> (Arc<BatchSchema>, Batch) {
-    let names: Vec<String> = (0..n).map(|i| format!("host_{i}")).collect();
-    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let schema = schema(
         "cpu",
         vec![
-            col(
-                "hostname",
-                "series",
-                "symbol",
-                Physical::Symbol,
-                Some(&refs),
-            ),
+            hostnames("host_", n),
             col("usage", "field", "long", Physical::Long, None),
             col("note", "field", "varchar", Physical::Varchar, None),
             col(
@@ -462,18 +467,10 @@ fn uuids_parse_with_or_without_hyphens() {
 
 #[test]
 fn small_dictionaries_get_the_one_byte_ids() {
-    let hosts: Vec<String> = (0..300).map(|i| format!("h{i}")).collect();
-    let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
     let schema = schema(
         "cpu",
         vec![
-            col(
-                "hostname",
-                "series",
-                "symbol",
-                Physical::Symbol,
-                Some(&hosts),
-            ),
+            hostnames("h", 300),
             col(
                 "arch",
                 "tag",
