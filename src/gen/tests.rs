@@ -34,6 +34,13 @@ fn cpu_walk() -> Gen {
     walk_0_100(1.0)
 }
 
+fn std_normal() -> Gen {
+    Gen::Normal {
+        mean: 0.0,
+        stddev: 1.0,
+    }
+}
+
 fn walk_0_100(stddev: f64) -> Gen {
     Gen::Walk {
         start: boxed(Gen::Uniform {
@@ -210,19 +217,9 @@ fn same_seed_same_rows_other_seed_other_rows() {
 fn adding_a_column_changes_no_other_column() {
     let schema = tsbs(4, 10);
     let mut wider = schema.clone();
-    wider.columns.insert(
-        2,
-        col(
-            "extra",
-            "field",
-            "double",
-            "row",
-            Gen::Normal {
-                mean: 0.0,
-                stddev: 1.0,
-            },
-        ),
-    );
+    wider
+        .columns
+        .insert(2, col("extra", "field", "double", "row", std_normal()));
     let a = all(&schema, 9);
     let b = all(&wider, 9);
     for (x, y) in a.iter().zip(&b) {
@@ -458,16 +455,7 @@ fn patterns_in_a_column() {
 
 #[test]
 fn null_probability_is_respected() {
-    let mut c = col(
-        "v",
-        "field",
-        "double",
-        "row",
-        Gen::Normal {
-            mean: 0.0,
-            stddev: 1.0,
-        },
-    );
+    let mut c = col("v", "field", "double", "row", std_normal());
     c.null_probability = 0.3;
     let schema = flat(20_000, vec![c]);
     let nulls = all(&schema, 8)

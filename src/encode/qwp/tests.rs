@@ -39,6 +39,17 @@ fn hostnames(prefix: &str, n: usize) -> ColumnMeta {
     )
 }
 
+/// The designated timestamp column `timestamp` (ns).
+fn designated() -> ColumnMeta {
+    col(
+        "timestamp",
+        "timestamp",
+        "timestamp",
+        Physical::Timestamp,
+        None,
+    )
+}
+
 fn schema(table: &str, columns: Vec<ColumnMeta>) -> Arc<BatchSchema> {
     Arc::new(BatchSchema {
         name: table.into(),
@@ -75,13 +86,7 @@ fn python6_schema() -> Arc<BatchSchema> {
             col("px", "field", "double", Physical::Double, None),
             col("note", "field", "varchar", Physical::Varchar, None),
             col("ok", "field", "boolean", Physical::Bool, None),
-            col(
-                "timestamp",
-                "timestamp",
-                "timestamp",
-                Physical::Timestamp,
-                None,
-            ),
+            designated(),
             col("ts2", "field", "timestamp", Physical::Timestamp, None),
         ],
     )
@@ -239,13 +244,7 @@ fn m0_schema() -> Arc<BatchSchema> {
             col("sym", "tag", "symbol", Physical::Symbol, Some(&syms)),
             col("qty", "field", "long", Physical::Long, None),
             col("px", "field", "double", Physical::Double, None),
-            col(
-                "timestamp",
-                "timestamp",
-                "timestamp",
-                Physical::Timestamp,
-                None,
-            ),
+            designated(),
         ],
     )
 }
@@ -284,13 +283,7 @@ fn the_real_servers_capture_is_reproduced() {
             ),
             col("u", "field", "long", Physical::Long, None),
             col("x", "field", "double", Physical::Double, None),
-            col(
-                "timestamp",
-                "timestamp",
-                "timestamp",
-                Physical::Timestamp,
-                None,
-            ),
+            designated(),
         ],
     );
     let t = 1_451_606_400_000_000_000i64;
@@ -347,13 +340,7 @@ fn wide_batch(n: usize) -> (Arc<BatchSchema>, Batch) {
             hostnames("host_", n),
             col("usage", "field", "long", Physical::Long, None),
             col("note", "field", "varchar", Physical::Varchar, None),
-            col(
-                "timestamp",
-                "timestamp",
-                "timestamp",
-                Physical::Timestamp,
-                None,
-            ),
+            designated(),
         ],
     );
     let mut b = Batch::new(schema.clone());
