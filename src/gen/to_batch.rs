@@ -4,9 +4,8 @@
 //! `push_row`). Both append rows through one `append_row`; neither is a hot path.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use super::batch::{Batch, BatchSchema, Dictionary, Physical, Values};
 use super::cell::Cell;
