@@ -1,5 +1,6 @@
-//! CSV: a header line of the column names, then one line per row (RFC 4180 quoting by the
-//! `csv` crate, `\n` line ends).
+//! CSV: a header line of the column names, then one line per row (RFC 4180 quoting, `\n` line
+//! ends). Two encoders, rows (`CsvEncoder`) and column batches (`CsvBatchEncoder`, the one
+//! `wlrun gen` uses), write the same text through one `record`/`field`/`render`.
 //!
 //! Cells: Null is an empty field (so is an empty string); Long and Duration (ns) in decimal;
 //! Double in Rust's shortest round-trip form (`0.1`, `100`), with `Infinity`, `-Infinity` and
@@ -23,25 +24,30 @@ pub enum TimestampStyle {
     Sql,
 }
 
-/// Writes rows as CSV, one `write_row` per row; the header goes out in `new`.
+/// Writes rows as CSV, one `write_row` per row; the header goes out in `new`. Fields and lines
+/// as `CsvBatchEncoder` writes them (one `record` writer), plus the rule of the `csv` crate this
+/// encoder was first written on: a line with no bytes at all (one empty field) is written `""`.
 pub struct CsvEncoder<W: Write> {
-    out: ::csv::Writer<W>,
+    out: io::BufWriter<W>,
     /// Each column's timestamp unit in ns (1 when the column has none).
     units: Vec<i64>,
     style: TimestampStyle,
     fields: Vec<String>,
+    line: Vec<u8>,
 }
 
 impl<W: Write> CsvEncoder<W> {
     pub fn new(out: W, columns: &[ColumnPlan], style: TimestampStyle) -> io::Result<Self> {
-        let mut out = ::csv::WriterBuilder::new().from_writer(out);
-        out.write_record(columns.iter().map(|c| c.name.as_str()))?;
-        Ok(CsvEncoder {
-            out,
+        let mut enc = CsvEncoder {
+            out: io::BufWriter::new(out),
             units: columns.iter().map(|c| unit_ns(c.unit.as_deref())).collect(),
             style,
             fields: vec![String::new(); columns.len()],
-        })
+            line: Vec::new(),
+        };
+        let names = columns.iter().map(|c| c.name.as_bytes());
+        write_line(&mut enc.out, &mut enc.line, names)?;
+        Ok(enc)
     }
 
     /// One row, one cell per column (as `gen::rows` yields them).
@@ -61,14 +67,32 @@ impl<W: Write> CsvEncoder<W> {
             f.clear();
             render(cell, self.units[i], self.style, f);
         }
-        self.out.write_record(&self.fields)?;
-        Ok(())
+        let fields = self.fields.iter().map(|f| f.as_bytes());
+        write_line(&mut self.out, &mut self.line, fields)
     }
 
     /// Flushes and returns the writer.
     pub fn finish(self) -> io::Result<W> {
-        self.out.into_inner().map_err(|e| e.into_error())
+        let mut out = self.out.into_inner().map_err(|e| e.into_error())?;
+        out.flush()?;
+        Ok(out)
     }
+}
+
+/// One line of `CsvEncoder` (built in `line`, then written): `record`, or `""` when that has
+/// no bytes, and the line end.
+fn write_line<'a>(
+    out: &mut impl Write,
+    line: &mut Vec<u8>,
+    fields: impl IntoIterator<Item = &'a [u8]>,
+) -> io::Result<()> {
+    line.clear();
+    record(fields, line);
+    if line.is_empty() {
+        line.extend_from_slice(b"\"\"");
+    }
+    line.push(b'\n');
+    out.write_all(line)
 }
 
 /// Writes `schema`'s header and `rows`; returns the number of rows written.
@@ -127,12 +151,7 @@ impl CsvBatchEncoder {
     }
 
     pub fn header(&self, schema: &crate::gen::batch::BatchSchema, out: &mut Vec<u8>) {
-        for (i, c) in schema.columns.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            field(c.name.as_bytes(), out);
-        }
+        record(schema.columns.iter().map(|c| c.name.as_bytes()), out);
         out.push(b'\n');
     }
 
@@ -179,6 +198,18 @@ impl CsvBatchEncoder {
     }
 }
 
+/// `fields` as one CSV line without its line end: comma-separated, each through `field`.
+fn record<'a>(fields: impl IntoIterator<Item = &'a [u8]>, out: &mut Vec<u8>) {
+    for (i, text) in fields.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        field(text, out);
+    }
+}
+
+/// One field, quoted (RFC 4180, quotes doubled) when it holds a comma, a quote or a line
+/// break: the same bytes the `csv` crate's default writer quotes.
 fn field(text: &[u8], out: &mut Vec<u8>) {
     if text
         .iter()
@@ -399,5 +430,56 @@ mod tests {
              2017-01-01T00:00:00.000005Z,\"a,\"\"b\"\"\",Infinity,true\n\
              ,-3,NaN,9\n"
         );
+    }
+
+    /// The row encoder writes what the `csv` crate's default writer (which it was first built
+    /// on) writes, for fields that need quoting and for lines of no bytes.
+    #[test]
+    fn lines_as_the_csv_crate_writes_them() {
+        let texts = [
+            "",
+            "a",
+            "a,b",
+            "q\"q",
+            "\"",
+            "l\nf",
+            "c\rr",
+            " sp ",
+            "é",
+            "\"\"",
+            ",",
+            "12345678,",
+        ];
+        let column = |name: &str| ColumnPlan {
+            name: name.into(),
+            role: "field".into(),
+            ty: "varchar".into(),
+            unit: None,
+            gen: Gen::SeriesIndex,
+            per: "row".into(),
+            null_probability: 0.0,
+        };
+        for width in 0..3 {
+            let names: Vec<&str> = texts
+                .iter()
+                .copied()
+                .cycle()
+                .skip(width)
+                .take(width)
+                .collect();
+            let cols: Vec<ColumnPlan> = names.iter().map(|n| column(n)).collect();
+            let mut want = ::csv::Writer::from_writer(Vec::new());
+            want.write_record(&names).unwrap();
+            let mut have = CsvEncoder::new(Vec::new(), &cols, TimestampStyle::Rfc3339).unwrap();
+            for i in 0..texts.len() {
+                let row: Vec<&str> = (0..width).map(|k| texts[(i + k) % texts.len()]).collect();
+                want.write_record(&row).unwrap();
+                let cells: Vec<Cell> = row.iter().map(|t| Cell::Str(t.to_string())).collect();
+                have.write_row(&cells).unwrap();
+            }
+            let have = String::from_utf8(have.finish().unwrap()).unwrap();
+            let want = String::from_utf8(want.into_inner().unwrap()).unwrap();
+            assert_eq!(have, want, "{width} columns");
+        }
     }
 }

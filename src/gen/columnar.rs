@@ -23,6 +23,7 @@ use super::program::{compile, Program, ReadFile, Source};
 use super::reference::{rows_with, series_template, Rows};
 use super::rng::{key_at, key_prefix, std_normal_first, std_normal_firsts, zig_tables, Rng};
 use super::route::shard_of;
+use super::to_batch::push_row;
 use crate::plan::SchemaPlan;
 
 /// One owned series: its index and its per-series values.
@@ -354,9 +355,8 @@ impl Columnar {
     pub fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
         batch.clear();
         if let Some(rows) = &mut self.fallback {
-            let schema = &self.schema;
             for row in rows.by_ref().take(max_rows) {
-                push_row(schema, batch, &row);
+                push_row(batch, &row);
             }
             return batch.rows;
         }
@@ -582,8 +582,8 @@ impl ClampTotal for f64 {
 }
 
 /// Appends one cell to a column of any physical kind; nulls push a placeholder (the bitmap
-/// says null).
-fn push_cell(values: &mut Values, cell: &Cell) {
+/// says null). Also the cell writer of `to_batch` (the fallback path and reference batches).
+pub(super) fn push_cell(values: &mut Values, cell: &Cell) {
     match values {
         Values::Long(v) => v.push(match cell {
             Cell::Long(x) | Cell::Timestamp(x) | Cell::Duration(x) => *x,
@@ -604,21 +604,6 @@ fn push_cell(values: &mut Values, cell: &Cell) {
             other => push_str(values, &other.to_text()),
         },
     }
-}
-
-/// One reference row into a batch whose symbol columns are varchar (the fallback path).
-fn push_row(schema: &BatchSchema, batch: &mut Batch, row: &[Cell]) {
-    let at = batch.rows;
-    for (c, cell) in row.iter().enumerate() {
-        let out = &mut batch.columns[c];
-        push_cell(&mut out.values, cell);
-        if *cell == Cell::Null {
-            out.nulls.set(at);
-        }
-    }
-    let _ = schema;
-    batch.series.push(0);
-    batch.rows += 1;
 }
 
 #[cfg(test)]

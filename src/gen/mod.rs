@@ -40,5 +40,11 @@ pub(crate) use node::Op;
 pub(crate) use pattern::Pattern;
 pub(crate) use program::{constant, read_csv_column};
 
+/// TSBS cpu-only's column names for the unit tests (one copy, shared with the integration
+/// tests under tests/).
+#[cfg(test)]
+#[path = "../../tests/common/tsbs_names.rs"]
+pub(crate) mod tsbs_names;
+
 #[cfg(test)]
 mod tests;

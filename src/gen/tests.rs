@@ -4,6 +4,7 @@
 use super::*;
 use crate::plan::{ColumnPlan, Gen, SchemaPlan, TimeAxis};
 use crate::value::{Text, Value};
+use tsbs_names::GAUGES;
 
 pub(crate) const T0: i64 = 1_451_606_400_000_000_000; // 2016-01-01T00:00:00Z
 pub(crate) const TEN_S: i64 = 10_000_000_000;
@@ -28,16 +29,25 @@ fn boxed(g: Gen) -> Box<Gen> {
     Box::new(g)
 }
 
+/// TSBS's usage walk: from a uniform start in 0..100, N(0, 1) steps clamped to 0..=100.
 fn cpu_walk() -> Gen {
+    walk_0_100(1.0)
+}
+
+fn std_normal() -> Gen {
+    Gen::Normal {
+        mean: 0.0,
+        stddev: 1.0,
+    }
+}
+
+fn walk_0_100(stddev: f64) -> Gen {
     Gen::Walk {
         start: boxed(Gen::Uniform {
             lo: Value::Float(0.0),
             hi: Value::Float(100.0),
         }),
-        step: boxed(Gen::Normal {
-            mean: 0.0,
-            stddev: 1.0,
-        }),
+        step: boxed(Gen::Normal { mean: 0.0, stddev }),
         min: 0.0,
         max: 100.0,
     }
@@ -207,19 +217,9 @@ fn same_seed_same_rows_other_seed_other_rows() {
 fn adding_a_column_changes_no_other_column() {
     let schema = tsbs(4, 10);
     let mut wider = schema.clone();
-    wider.columns.insert(
-        2,
-        col(
-            "extra",
-            "field",
-            "double",
-            "row",
-            Gen::Normal {
-                mean: 0.0,
-                stddev: 1.0,
-            },
-        ),
-    );
+    wider
+        .columns
+        .insert(2, col("extra", "field", "double", "row", std_normal()));
     let a = all(&schema, 9);
     let b = all(&wider, 9);
     for (x, y) in a.iter().zip(&b) {
@@ -348,18 +348,7 @@ fn walks_clamp_and_long_columns_truncate() {
 
     // The TSBS walk: integers in 0..=100, and a wide step reaches both clamps.
     let mut wild = tsbs(20, 200);
-    wild.columns[5].gen = Gen::Walk {
-        start: boxed(Gen::Uniform {
-            lo: Value::Float(0.0),
-            hi: Value::Float(100.0),
-        }),
-        step: boxed(Gen::Normal {
-            mean: 0.0,
-            stddev: 30.0,
-        }),
-        min: 0.0,
-        max: 100.0,
-    };
+    wild.columns[5].gen = walk_0_100(30.0);
     let got = all(&wild, 1);
     let vals: Vec<i64> = got
         .iter()
@@ -466,16 +455,7 @@ fn patterns_in_a_column() {
 
 #[test]
 fn null_probability_is_respected() {
-    let mut c = col(
-        "v",
-        "field",
-        "double",
-        "row",
-        Gen::Normal {
-            mean: 0.0,
-            stddev: 1.0,
-        },
-    );
+    let mut c = col("v", "field", "double", "row", std_normal());
     c.null_probability = 0.3;
     let schema = flat(20_000, vec![c]);
     let nulls = all(&schema, 8)
@@ -608,70 +588,49 @@ fn other_generators() {
 #[test]
 fn schema_errors_are_reported_before_the_first_row() {
     let bad = |columns: Vec<ColumnPlan>| rows(&flat(1, columns), 0, None).err().unwrap();
-    let e = bad(vec![col(
-        "a",
-        "field",
-        "long",
-        "row",
-        Gen::Column {
-            name: "nope".into(),
-        },
-    )]);
+    let per_row = |name: &str, ty: &str, gen: Gen| col(name, "field", ty, "row", gen);
+    let refers = |to: &str| Gen::Column { name: to.into() };
+    let e = bad(vec![per_row("a", "long", refers("nope"))]);
     assert_eq!(e.column, "a");
     assert!(e.message.contains("no column `nope`"), "{e}");
-    let e = bad(vec![
-        col(
-            "a",
-            "field",
-            "long",
-            "row",
-            Gen::Column { name: "b".into() },
+    for (columns, want) in [
+        (
+            vec![
+                per_row("a", "long", refers("b")),
+                per_row("b", "long", refers("a")),
+            ],
+            "cycle",
         ),
-        col(
-            "b",
-            "field",
-            "long",
-            "row",
-            Gen::Column { name: "a".into() },
+        (
+            vec![
+                per_row("a", "long", Gen::Seq { start: 0, step: 1 }),
+                col("b", "tag", "long", "series", refers("a")),
+            ],
+            "drawn per row",
         ),
-    ]);
-    assert!(e.message.contains("cycle"), "{e}");
-    let e = bad(vec![
-        col("a", "field", "long", "row", Gen::Seq { start: 0, step: 1 }),
-        col(
-            "b",
-            "tag",
-            "long",
-            "series",
-            Gen::Column { name: "a".into() },
+        (
+            vec![per_row(
+                "a",
+                "symbol",
+                Gen::Csv {
+                    path: "/nonexistent/params.csv".into(),
+                    column: "x".into(),
+                    rows: 0,
+                },
+            )],
+            "cannot read CSV file",
         ),
-    ]);
-    assert!(e.message.contains("drawn per row"), "{e}");
-    let e = bad(vec![col(
+        (
+            vec![per_row("a", "long", Gen::Bind { index: 1 })],
+            "query generator",
+        ),
+    ] {
+        let e = bad(columns);
+        assert!(e.message.contains(want), "{e}");
+    }
+    let e = bad(vec![per_row(
         "a",
-        "field",
         "symbol",
-        "row",
-        Gen::Csv {
-            path: "/nonexistent/params.csv".into(),
-            column: "x".into(),
-            rows: 0,
-        },
-    )]);
-    assert!(e.message.contains("cannot read CSV file"), "{e}");
-    let e = bad(vec![col(
-        "a",
-        "field",
-        "long",
-        "row",
-        Gen::Bind { index: 1 },
-    )]);
-    assert!(e.message.contains("query generator"), "{e}");
-    let e = bad(vec![col(
-        "a",
-        "field",
-        "symbol",
-        "row",
         Gen::Format {
             format: "%d-%d".into(),
             args: vec![Gen::SeriesIndex],
@@ -716,18 +675,7 @@ fn tsbs_full(hosts: u64, epochs: u64) -> SchemaPlan {
             .columns
             .push(col(name, "tag", "symbol", "series", gen));
     }
-    for f in [
-        "usage_user",
-        "usage_system",
-        "usage_idle",
-        "usage_nice",
-        "usage_iowait",
-        "usage_irq",
-        "usage_softirq",
-        "usage_steal",
-        "usage_guest",
-        "usage_guest_nice",
-    ] {
+    for f in GAUGES {
         schema
             .columns
             .push(col(f, "field", "long", "row", cpu_walk()));

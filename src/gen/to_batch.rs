@@ -1,12 +1,15 @@
 //! Reference rows (`Vec<Cell>`, as `gen::rows` yields them) into a column `Batch`: how tests,
-//! and the comparisons against the columnar engine, feed encoders with reference data. Simple
-//! and strict rather than fast.
+//! and the comparisons against the columnar engine, feed encoders with reference data (strict:
+//! `batch_from_rows`), and how the columnar engine's fallback path fills its batches (lenient:
+//! `push_row`). Both append rows through one `append_row`; neither is a hot path.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::sync::Arc;
 
-use super::batch::{push_str, Batch, BatchSchema, Dictionary, Physical, Values};
+use super::batch::{Batch, BatchSchema, Dictionary, Physical, Values};
 use super::cell::Cell;
+use super::columnar::push_cell;
 
 /// Fills `out` (cleared first; rebuilt when its schema is not `schema`) with `rows`, one cell
 /// per column in column order. `series` is each row's series index, or empty for all zeros.
@@ -71,27 +74,9 @@ fn fill(rows: &[Vec<Cell>], series: &[u32], out: &mut Batch) -> Result<(), Strin
                 schema.columns.len()
             ));
         }
-        for (c, cell) in row.iter().enumerate() {
-            let col = &mut out.columns[c];
-            let mismatch = || {
-                format!(
-                    "row {r}, column `{}`: {cell:?} in a {:?} column",
-                    schema.columns[c].name, schema.columns[c].physical
-                )
-            };
-            if *cell == Cell::Null {
-                col.nulls.set(r);
-            }
-            match (&mut col.values, cell) {
-                (Values::Long(v), Cell::Long(x)) => v.push(*x),
-                (Values::Long(v), Cell::Null) => v.push(0),
-                (Values::Double(v), Cell::Double(x)) => v.push(*x),
-                (Values::Double(v), Cell::Null) => v.push(0.0),
-                (Values::Bool(v), Cell::Bool(x)) => v.push(*x),
-                (Values::Bool(v), Cell::Null) => v.push(false),
-                (Values::Timestamp(v), Cell::Timestamp(x)) => v.push(*x),
-                (Values::Timestamp(v), Cell::Null) => v.push(0),
-                (Values::Symbol(v), Cell::Null) => v.push(0),
+        let s = series.get(r).copied().unwrap_or(0);
+        append_row(out, row, s, |c, values, cell| {
+            let fits = match (&mut *values, cell) {
                 (Values::Symbol(v), Cell::Str(s)) => {
                     let id = lookups[c]
                         .as_ref()
@@ -103,20 +88,62 @@ fn fill(rows: &[Vec<Cell>], series: &[u32], out: &mut Batch) -> Result<(), Strin
                             )
                         })?;
                     v.push(*id);
+                    return Ok(());
                 }
-                (v @ Values::Varchar { .. }, Cell::Null) => push_str(v, ""),
-                (v @ Values::Varchar { .. }, Cell::Str(s)) => push_str(v, s),
-                (v @ Values::Varchar { .. }, other) => push_str(v, &other.to_text()),
-                _ => return Err(mismatch()),
+                (_, Cell::Null) | (Values::Varchar { .. }, _) => true,
+                (Values::Long(_), Cell::Long(_))
+                | (Values::Double(_), Cell::Double(_))
+                | (Values::Bool(_), Cell::Bool(_))
+                | (Values::Timestamp(_), Cell::Timestamp(_)) => true,
+                _ => false,
+            };
+            if !fits {
+                return Err(format!(
+                    "row {r}, column `{}`: {cell:?} in a {:?} column",
+                    schema.columns[c].name, schema.columns[c].physical
+                ));
             }
+            // On the cells that fit, the engine's own writer is exact: the value itself, or
+            // the placeholder under a null bit (0, `false`, empty text, id 0).
+            push_cell(values, cell);
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// One reference row appended to a batch whose symbol columns are varchar: the columnar
+/// engine's fallback path (`Columnar::fill` for schemas the fast path does not cover).
+///
+/// Lenient where `batch_from_rows` is strict, on purpose: the reference has already coerced
+/// every cell to its column's kind, and the fallback writes cells exactly as the fast path
+/// does (`push_cell`, which converts rather than fails), so generating never errors here.
+pub(super) fn push_row(batch: &mut Batch, row: &[Cell]) {
+    let Ok(()) = append_row::<Infallible>(batch, row, 0, |_, values, cell| {
+        push_cell(values, cell);
+        Ok(())
+    });
+}
+
+/// Appends one row at the end of `batch`: each cell through `write` (which pushes exactly one
+/// value into the column it is given), the row's null bits, its series index. The row writer of
+/// both conversions, which differ only in what `write` accepts.
+fn append_row<E>(
+    batch: &mut Batch,
+    row: &[Cell],
+    series: u32,
+    mut write: impl FnMut(usize, &mut Values, &Cell) -> Result<(), E>,
+) -> Result<(), E> {
+    let at = batch.rows;
+    for (c, cell) in row.iter().enumerate() {
+        let out = &mut batch.columns[c];
+        write(c, &mut out.values, cell)?;
+        if *cell == Cell::Null {
+            out.nulls.set(at);
         }
     }
-    out.rows = rows.len();
-    if series.is_empty() {
-        out.series.resize(rows.len(), 0);
-    } else {
-        out.series.extend_from_slice(series);
-    }
+    batch.series.push(series);
+    batch.rows += 1;
     Ok(())
 }
 

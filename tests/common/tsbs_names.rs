@@ -1,6 +1,7 @@
 //! TSBS cpu-only's column names (reference/tsbs.md §1), in the data set's order, for tests
-//! that check what a server received. Use with
-//! `#[path = "common/tsbs_names.rs"] mod tsbs_names;`.
+//! that check what a server received or build the TSBS shape. Use with
+//! `#[path = "common/tsbs_names.rs"] mod tsbs_names;`; unit tests in src/ use the same file as
+//! `crate::gen::tsbs_names`.
 
 #![allow(dead_code)]
 

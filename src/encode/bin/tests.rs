@@ -4,6 +4,7 @@ use std::sync::Arc;
 use super::writer::header_bytes;
 use super::*;
 use crate::gen::batch::{push_str, Batch, BatchSchema, ColumnMeta, Dictionary};
+use crate::gen::tsbs_names::{GAUGES, TAGS};
 
 fn meta(name: &str, role: &str, ty: &str, physical: Physical, dict: &[&str]) -> ColumnMeta {
     ColumnMeta {
@@ -485,47 +486,32 @@ fn writer_refuses_bad_batches_and_the_file_stays_valid() {
         "column `region`: row 2: symbol id 2 outside a dictionary of 2",
     );
     let mut b = good.clone();
-    b.columns[5].values = Values::Varchar {
-        offsets: vec![0, 1, 1, 1, 9],
-        bytes: b"abc".to_vec(),
-    };
-    refuse(
-        &mut w,
-        &b,
-        "column `msg`: offset 4 (9) is past the end of 3 bytes of text",
-    );
-    b.columns[5].values = Values::Varchar {
-        offsets: vec![],
-        bytes: vec![],
-    };
-    refuse(&mut w, &b, "column `msg`: no offsets");
-    b.columns[5].values = Values::Varchar {
-        offsets: vec![0, 1, 1, 1, 2],
-        bytes: b"abc".to_vec(),
-    };
-    refuse(
-        &mut w,
-        &b,
-        "column `msg`: the last offset is 2 but the text is 3 bytes",
-    );
-    b.columns[5].values = Values::Varchar {
-        offsets: vec![0, 2, 1, 1, 3],
-        bytes: b"abc".to_vec(),
-    };
-    refuse(
-        &mut w,
-        &b,
-        "column `msg`: offset 2 is 1, below the previous 2",
-    );
-    b.columns[5].values = Values::Varchar {
-        offsets: vec![0, 1, 1, 1, 2],
-        bytes: vec![b'a', 0xff],
-    };
-    refuse(
-        &mut w,
-        &b,
-        "column `msg`: text is not UTF-8 (byte 1 of the text)",
-    );
+    for (offsets, bytes, message) in [
+        (
+            vec![0, 1, 1, 1, 9],
+            b"abc".to_vec(),
+            "column `msg`: offset 4 (9) is past the end of 3 bytes of text",
+        ),
+        (vec![], vec![], "column `msg`: no offsets"),
+        (
+            vec![0, 1, 1, 1, 2],
+            b"abc".to_vec(),
+            "column `msg`: the last offset is 2 but the text is 3 bytes",
+        ),
+        (
+            vec![0, 2, 1, 1, 3],
+            b"abc".to_vec(),
+            "column `msg`: offset 2 is 1, below the previous 2",
+        ),
+        (
+            vec![0, 1, 1, 1, 2],
+            vec![b'a', 0xff],
+            "column `msg`: text is not UTF-8 (byte 1 of the text)",
+        ),
+    ] {
+        b.columns[5].values = Values::Varchar { offsets, bytes };
+        refuse(&mut w, &b, message);
+    }
     let other = every_kind(); // equal dictionaries in another Arc are fine...
     let mut b = batch(&other, 2, 0);
     w.write(&b).unwrap();
@@ -574,17 +560,7 @@ fn tsbs_schema() -> Arc<BatchSchema> {
         Physical::Symbol,
         &hosts,
     )];
-    for t in [
-        "region",
-        "datacenter",
-        "rack",
-        "os",
-        "arch",
-        "team",
-        "service",
-        "service_version",
-        "service_environment",
-    ] {
+    for t in &TAGS[1..] {
         cols.push(meta(
             t,
             "tag",
@@ -593,18 +569,7 @@ fn tsbs_schema() -> Arc<BatchSchema> {
             &["a", "b", "c", "d"],
         ));
     }
-    for f in [
-        "usage_user",
-        "usage_system",
-        "usage_idle",
-        "usage_nice",
-        "usage_iowait",
-        "usage_irq",
-        "usage_softirq",
-        "usage_steal",
-        "usage_guest",
-        "usage_guest_nice",
-    ] {
+    for f in GAUGES {
         cols.push(meta(f, "field", "long", Physical::Long, &[]));
     }
     cols.push(meta(

@@ -1,6 +1,7 @@
 use super::*;
 use crate::gen::batch::Dictionary;
 use crate::gen::to_batch::{batch_from_rows, with_dictionaries};
+use crate::gen::tsbs_names::{GAUGES, TAGS};
 use crate::gen::{rows, Cell};
 use crate::plan::SchemaPlan;
 
@@ -585,31 +586,6 @@ fn encode_all(schema: &Arc<BatchSchema>, rows: &[Vec<Cell>], series: &[u32]) -> 
     out
 }
 
-const TAG_KEYS: [&str; 10] = [
-    "hostname",
-    "region",
-    "datacenter",
-    "rack",
-    "os",
-    "arch",
-    "team",
-    "service",
-    "service_version",
-    "service_environment",
-];
-const FIELD_KEYS: [&str; 10] = [
-    "usage_user",
-    "usage_system",
-    "usage_idle",
-    "usage_nice",
-    "usage_iowait",
-    "usage_irq",
-    "usage_softirq",
-    "usage_steal",
-    "usage_guest",
-    "usage_guest_nice",
-];
-
 /// The TSBS line shape, checked by hand: `cpu`, 10 tags, 10 integer fields, 19-digit ns.
 fn assert_tsbs_shape(line: &str, host: u64, ts: i64) {
     let (head, rest) = line.split_once(' ').unwrap();
@@ -618,14 +594,14 @@ fn assert_tsbs_shape(line: &str, host: u64, ts: i64) {
     assert_eq!(tags[0], "cpu");
     assert_eq!(tags.len(), 11, "{line}");
     assert_eq!(tags[1], format!("hostname=host_{host}"));
-    for (t, k) in tags[1..].iter().zip(TAG_KEYS) {
+    for (t, k) in tags[1..].iter().zip(TAGS) {
         let (key, v) = t.split_once('=').unwrap();
         assert_eq!(key, k);
         assert!(!v.is_empty());
     }
     let fields: Vec<&str> = fields.split(',').collect();
     assert_eq!(fields.len(), 10, "{line}");
-    for (f, k) in fields.iter().zip(FIELD_KEYS) {
+    for (f, k) in fields.iter().zip(GAUGES) {
         let (key, v) = f.split_once('=').unwrap();
         assert_eq!(key, k);
         let n: i64 = v.strip_suffix('i').unwrap().parse().unwrap();

@@ -26,6 +26,30 @@ fn col(name: &str, role: &str, ty: &str, physical: Physical, dict: Option<&[&str
     }
 }
 
+/// The series key `hostname`, a symbol column of `n` hosts `{prefix}0`, `{prefix}1`, ...
+fn hostnames(prefix: &str, n: usize) -> ColumnMeta {
+    let names: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    col(
+        "hostname",
+        "series",
+        "symbol",
+        Physical::Symbol,
+        Some(&names),
+    )
+}
+
+/// The designated timestamp column `timestamp` (ns).
+fn designated() -> ColumnMeta {
+    col(
+        "timestamp",
+        "timestamp",
+        "timestamp",
+        Physical::Timestamp,
+        None,
+    )
+}
+
 fn schema(table: &str, columns: Vec<ColumnMeta>) -> Arc<BatchSchema> {
     Arc::new(BatchSchema {
         name: table.into(),
@@ -62,13 +86,7 @@ fn python6_schema() -> Arc<BatchSchema> {
             col("px", "field", "double", Physical::Double, None),
             col("note", "field", "varchar", Physical::Varchar, None),
             col("ok", "field", "boolean", Physical::Bool, None),
-            col(
-                "timestamp",
-                "timestamp",
-                "timestamp",
-                Physical::Timestamp,
-                None,
-            ),
+            designated(),
             col("ts2", "field", "timestamp", Physical::Timestamp, None),
         ],
     )
@@ -86,47 +104,39 @@ struct Trade {
     ts2_ns: Option<i64>,
 }
 
+/// Appends one value to a column of the named `Values` kind (a column of another kind is left
+/// alone). With a row index and an `Option`: `None` appends `placeholder` under a null bit.
+macro_rules! put {
+    ($col:expr, $kind:ident, $value:expr) => {
+        if let Values::$kind(v) = &mut $col.values {
+            v.push($value);
+        }
+    };
+    ($col:expr, $r:expr, $kind:ident, $value:expr, $placeholder:expr) => {{
+        let value = $value;
+        put!($col, $kind, value.unwrap_or($placeholder));
+        if value.is_none() {
+            $col.nulls.set($r);
+        }
+    }};
+}
+
 fn trades_batch(schema: &Arc<BatchSchema>, rows: &[Trade]) -> Batch {
     let mut b = Batch::new(schema.clone());
     for (r, t) in rows.iter().enumerate() {
         let c = &mut b.columns;
-        if let Values::Symbol(v) = &mut c[0].values {
-            v.push(t.sym);
-        }
-        if let Values::Symbol(v) = &mut c[1].values {
-            v.push(t.venue.unwrap_or(0));
-        }
-        if t.venue.is_none() {
-            c[1].nulls.set(r);
-        }
-        if let Values::Long(v) = &mut c[2].values {
-            v.push(t.qty);
-        }
-        if let Values::Double(v) = &mut c[3].values {
-            v.push(t.px.unwrap_or(0.0));
-        }
-        if t.px.is_none() {
-            c[3].nulls.set(r);
-        }
+        put!(c[0], Symbol, t.sym);
+        put!(c[1], r, Symbol, t.venue, 0);
+        put!(c[2], Long, t.qty);
+        put!(c[3], r, Double, t.px, 0.0);
         push_str(&mut c[4].values, t.note.unwrap_or(""));
         if t.note.is_none() {
             c[4].nulls.set(r);
         }
-        if let Values::Bool(v) = &mut c[5].values {
-            v.push(t.ok.unwrap_or(true));
-        }
-        if t.ok.is_none() {
-            c[5].nulls.set(r);
-        }
-        if let Values::Timestamp(v) = &mut c[6].values {
-            v.push(t.ts);
-        }
-        if let Values::Timestamp(v) = &mut c[7].values {
-            v.push(t.ts2_ns.unwrap_or(0));
-        }
-        if t.ts2_ns.is_none() {
-            c[7].nulls.set(r);
-        }
+        // `true` under a null: the encoder must not read what lies under a null bit.
+        put!(c[5], r, Bool, t.ok, true);
+        put!(c[6], Timestamp, t.ts);
+        put!(c[7], r, Timestamp, t.ts2_ns, 0);
     }
     b.rows = rows.len();
     b
@@ -215,18 +225,11 @@ fn two_flushes_match_the_python_clients_frames_byte_for_byte() {
 fn m0_batch(schema: &Arc<BatchSchema>) -> Batch {
     let mut b = Batch::new(schema.clone());
     for i in 0..10 {
-        if let Values::Symbol(v) = &mut b.columns[0].values {
-            v.push(i);
-        }
-        if let Values::Long(v) = &mut b.columns[1].values {
-            v.push(i as i64);
-        }
-        if let Values::Double(v) = &mut b.columns[2].values {
-            v.push(100.0 + i as f64);
-        }
-        if let Values::Timestamp(v) = &mut b.columns[3].values {
-            v.push(T0 + i as i64);
-        }
+        let c = &mut b.columns;
+        put!(c[0], Symbol, i);
+        put!(c[1], Long, i as i64);
+        put!(c[2], Double, 100.0 + i as f64);
+        put!(c[3], Timestamp, T0 + i as i64);
     }
     b.rows = 10;
     b
@@ -241,13 +244,7 @@ fn m0_schema() -> Arc<BatchSchema> {
             col("sym", "tag", "symbol", Physical::Symbol, Some(&syms)),
             col("qty", "field", "long", Physical::Long, None),
             col("px", "field", "double", Physical::Double, None),
-            col(
-                "timestamp",
-                "timestamp",
-                "timestamp",
-                Physical::Timestamp,
-                None,
-            ),
+            designated(),
         ],
     )
 }
@@ -286,13 +283,7 @@ fn the_real_servers_capture_is_reproduced() {
             ),
             col("u", "field", "long", Physical::Long, None),
             col("x", "field", "double", Physical::Double, None),
-            col(
-                "timestamp",
-                "timestamp",
-                "timestamp",
-                Physical::Timestamp,
-                None,
-            ),
+            designated(),
         ],
     );
     let t = 1_451_606_400_000_000_000i64;
@@ -304,27 +295,11 @@ fn the_real_servers_capture_is_reproduced() {
         let mut b = Batch::new(schema.clone());
         for (r, &(h, reg, u, x, ts)) in rows.iter().enumerate() {
             let c = &mut b.columns;
-            if let Values::Symbol(v) = &mut c[0].values {
-                v.push(h);
-            }
-            if let Values::Symbol(v) = &mut c[1].values {
-                v.push(reg.unwrap_or(0));
-            }
-            if reg.is_none() {
-                c[1].nulls.set(r);
-            }
-            if let Values::Long(v) = &mut c[2].values {
-                v.push(u);
-            }
-            if let Values::Double(v) = &mut c[3].values {
-                v.push(x.unwrap_or(0.0));
-            }
-            if x.is_none() {
-                c[3].nulls.set(r);
-            }
-            if let Values::Timestamp(v) = &mut c[4].values {
-                v.push(ts);
-            }
+            put!(c[0], Symbol, h);
+            put!(c[1], r, Symbol, reg, 0);
+            put!(c[2], Long, u);
+            put!(c[3], r, Double, x, 0.0);
+            put!(c[4], Timestamp, ts);
         }
         b.rows = rows.len();
         b
@@ -359,44 +334,22 @@ fn the_designated_timestamp_is_micros_unless_asked() {
 
 /// A batch of `n` TSBS-like rows with a varchar column, for splitting.
 fn wide_batch(n: usize) -> (Arc<BatchSchema>, Batch) {
-    let names: Vec<String> = (0..n).map(|i| format!("host_{i}")).collect();
-    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let schema = schema(
         "cpu",
         vec![
-            col(
-                "hostname",
-                "series",
-                "symbol",
-                Physical::Symbol,
-                Some(&refs),
-            ),
+            hostnames("host_", n),
             col("usage", "field", "long", Physical::Long, None),
             col("note", "field", "varchar", Physical::Varchar, None),
-            col(
-                "timestamp",
-                "timestamp",
-                "timestamp",
-                Physical::Timestamp,
-                None,
-            ),
+            designated(),
         ],
     );
     let mut b = Batch::new(schema.clone());
     for i in 0..n {
-        if let Values::Symbol(v) = &mut b.columns[0].values {
-            v.push(i as u32);
-        }
-        if let Values::Long(v) = &mut b.columns[1].values {
-            v.push(i as i64);
-        }
-        if i % 7 == 3 {
-            b.columns[1].nulls.set(i);
-        }
-        push_str(&mut b.columns[2].values, &"x".repeat(i % 50));
-        if let Values::Timestamp(v) = &mut b.columns[3].values {
-            v.push(T0 + i as i64 * 1000);
-        }
+        let c = &mut b.columns;
+        put!(c[0], Symbol, i as u32);
+        put!(c[1], i, Long, (i % 7 != 3).then_some(i as i64), i as i64);
+        push_str(&mut c[2].values, &"x".repeat(i % 50));
+        put!(c[3], Timestamp, T0 + i as i64 * 1000);
     }
     b.rows = n;
     (schema, b)
@@ -501,18 +454,10 @@ fn uuids_parse_with_or_without_hyphens() {
 
 #[test]
 fn small_dictionaries_get_the_one_byte_ids() {
-    let hosts: Vec<String> = (0..300).map(|i| format!("h{i}")).collect();
-    let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
     let schema = schema(
         "cpu",
         vec![
-            col(
-                "hostname",
-                "series",
-                "symbol",
-                Physical::Symbol,
-                Some(&hosts),
-            ),
+            hostnames("h", 300),
             col(
                 "arch",
                 "tag",
@@ -524,12 +469,8 @@ fn small_dictionaries_get_the_one_byte_ids() {
     );
     let mut b = Batch::new(schema.clone());
     for i in 0..300u32 {
-        if let Values::Symbol(v) = &mut b.columns[0].values {
-            v.push(i);
-        }
-        if let Values::Symbol(v) = &mut b.columns[1].values {
-            v.push(i % 2);
-        }
+        put!(b.columns[0], Symbol, i);
+        put!(b.columns[1], Symbol, i % 2);
     }
     b.rows = 300;
     let mut enc = QwpEncoder::new(schema, QwpOptions::default()).unwrap();
