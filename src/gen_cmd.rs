@@ -50,13 +50,6 @@ fn broken_pipe(e: &std::io::Error) -> bool {
                 return true;
             }
         }
-        if let Some(c) = err.downcast_ref::<::csv::Error>() {
-            if let ::csv::ErrorKind::Io(io) = c.kind() {
-                if io.kind() == std::io::ErrorKind::BrokenPipe {
-                    return true;
-                }
-            }
-        }
         source = err.source();
     }
     false
