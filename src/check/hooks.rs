@@ -4,10 +4,13 @@
 
 use std::collections::HashMap;
 
-use super::program::{Decl, Program};
+use rhai::{Engine, AST};
+
+use super::program::{Decl, Module, Program};
 use crate::diag::{Code, Diagnostic, Diagnostics};
 use crate::source::{Origin, SourceMap};
-use crate::span::Span;
+use crate::span::{FileId, Span};
+use crate::syntax::ast;
 
 /// The entry points the runner calls, with their arity.
 pub const ENTRY_POINTS: &[(&str, usize)] = &[("init", 1), ("request", 1), ("response", 2)];
@@ -43,72 +46,16 @@ pub fn check_hooks(map: &mut SourceMap, program: &Program, diags: &mut Diagnosti
                 );
                 continue;
             };
-            let text = match &module.dir {
-                Some(dir) => {
-                    let full = dir.join(&rel);
-                    match std::fs::read_to_string(&full) {
-                        Ok(t) => {
-                            program.inputs.record(Origin::Disk(full.clone()));
-                            Some((full.display().to_string(), t))
-                        }
-                        Err(e) => {
-                            diags.push(
-                                Diagnostic::error(
-                                    Code::E0803,
-                                    h.path.span,
-                                    format!("cannot read hook `{}`: {e}", full.display()),
-                                )
-                                .label("hook file not found")
-                                .note("hook paths are relative to the .wl file that names them"),
-                            );
-                            None
-                        }
-                    }
-                }
-                None => crate::source::stdlib_file(&rel)
-                    .and_then(|b| String::from_utf8(b.to_vec()).ok())
-                    .map(|t| {
-                        program.inputs.record(Origin::Stdlib(rel.clone()));
-                        (format!("std/{rel}"), t)
-                    })
-                    .or_else(|| {
-                        diags.push(
-                            Diagnostic::error(
-                                Code::E0803,
-                                h.path.span,
-                                format!("no stdlib hook `{rel}`"),
-                            )
-                            .label("hook file not found"),
-                        );
-                        None
-                    }),
+            let Some((name, text)) = read_hook(program, module, h, &rel, diags) else {
+                continue;
             };
-            let Some((name, text)) = text else { continue };
             let file = map.add(
                 Origin::Disk(name.clone().into()),
                 name.clone(),
                 text.clone(),
             );
-            let ast = match engine.compile(&text) {
-                Ok(ast) => ast,
-                Err(e) => {
-                    let pos = e.1;
-                    let offset = match (pos.line(), pos.position()) {
-                        (Some(line), Some(col)) => offset_of(&text, line, col),
-                        (Some(line), None) => offset_of(&text, line, 1),
-                        _ => 0,
-                    };
-                    diags.push(
-                        Diagnostic::error(
-                            Code::E0801,
-                            Span::new(file, offset, (offset + 1).min(text.len().max(offset))),
-                            format!("hook script `{name}` does not compile: {}", e.0),
-                        )
-                        .label("here")
-                        .also(h.path.span, "the hook is declared here"),
-                    );
-                    continue;
-                }
+            let Some(ast) = compile_hook(&engine, h, file, &name, &text, diags) else {
+                continue;
             };
             // Sorted: the script's function table has no stable order, the plan must.
             let mut functions: Vec<(String, usize)> = ast
@@ -116,38 +63,7 @@ pub fn check_hooks(map: &mut SourceMap, program: &Program, diags: &mut Diagnosti
                 .map(|f| (f.name.to_string(), f.params.len()))
                 .collect();
             functions.sort();
-            for entry in &h.entries {
-                match functions.iter().find(|(n, _)| *n == entry.name) {
-                    None => diags.push(
-                        Diagnostic::error(
-                            Code::E0802,
-                            entry.span,
-                            format!("`{name}` defines no function `{}`", entry.name),
-                        )
-                        .label("entry point not found in the script"),
-                    ),
-                    Some((_, arity)) => {
-                        if let Some((_, want)) = ENTRY_POINTS.iter().find(|(n, _)| *n == entry.name)
-                        {
-                            if arity != want {
-                                diags.push(
-                                    Diagnostic::error(
-                                        Code::E0802,
-                                        entry.span,
-                                        format!(
-                                            "`{}` takes {arity} parameter{} in `{name}`; the runner calls it with {want}",
-                                            entry.name,
-                                            if *arity == 1 { "" } else { "s" }
-                                        ),
-                                    )
-                                    .label("wrong number of parameters")
-                                    .note("init(ctx), request(ctx), response(ctx, resp)"),
-                                );
-                            }
-                        }
-                    }
-                }
-            }
+            check_entries(h, &name, &functions, diags);
             out.insert(
                 (mi, h.name.name.clone()),
                 HookInfo {
@@ -160,6 +76,125 @@ pub fn check_hooks(map: &mut SourceMap, program: &Program, diags: &mut Diagnosti
         }
     }
     out
+}
+
+/// The script a hook names, from beside the module's file or from the stdlib: its name for
+/// messages, and its text.
+fn read_hook(
+    program: &Program,
+    module: &Module,
+    h: &ast::Hook,
+    rel: &str,
+    diags: &mut Diagnostics,
+) -> Option<(String, String)> {
+    match &module.dir {
+        Some(dir) => {
+            let full = dir.join(rel);
+            match std::fs::read_to_string(&full) {
+                Ok(t) => {
+                    program.inputs.record(Origin::Disk(full.clone()));
+                    Some((full.display().to_string(), t))
+                }
+                Err(e) => {
+                    diags.push(
+                        Diagnostic::error(
+                            Code::E0803,
+                            h.path.span,
+                            format!("cannot read hook `{}`: {e}", full.display()),
+                        )
+                        .label("hook file not found")
+                        .note("hook paths are relative to the .wl file that names them"),
+                    );
+                    None
+                }
+            }
+        }
+        None => crate::source::stdlib_file(rel)
+            .and_then(|b| String::from_utf8(b.to_vec()).ok())
+            .map(|t| {
+                program.inputs.record(Origin::Stdlib(rel.to_string()));
+                (format!("std/{rel}"), t)
+            })
+            .or_else(|| {
+                diags.push(
+                    Diagnostic::error(Code::E0803, h.path.span, format!("no stdlib hook `{rel}`"))
+                        .label("hook file not found"),
+                );
+                None
+            }),
+    }
+}
+
+/// The script compiled, or its first error pointed at in the script and at the hook.
+fn compile_hook(
+    engine: &Engine,
+    h: &ast::Hook,
+    file: FileId,
+    name: &str,
+    text: &str,
+    diags: &mut Diagnostics,
+) -> Option<AST> {
+    match engine.compile(text) {
+        Ok(ast) => Some(ast),
+        Err(e) => {
+            let pos = e.1;
+            let offset = match (pos.line(), pos.position()) {
+                (Some(line), Some(col)) => offset_of(text, line, col),
+                (Some(line), None) => offset_of(text, line, 1),
+                _ => 0,
+            };
+            diags.push(
+                Diagnostic::error(
+                    Code::E0801,
+                    Span::new(file, offset, (offset + 1).min(text.len().max(offset))),
+                    format!("hook script `{name}` does not compile: {}", e.0),
+                )
+                .label("here")
+                .also(h.path.span, "the hook is declared here"),
+            );
+            None
+        }
+    }
+}
+
+/// Each entry point the hook names is defined, with the parameters the runner passes.
+fn check_entries(
+    h: &ast::Hook,
+    name: &str,
+    functions: &[(String, usize)],
+    diags: &mut Diagnostics,
+) {
+    for entry in &h.entries {
+        match functions.iter().find(|(n, _)| *n == entry.name) {
+            None => diags.push(
+                Diagnostic::error(
+                    Code::E0802,
+                    entry.span,
+                    format!("`{name}` defines no function `{}`", entry.name),
+                )
+                .label("entry point not found in the script"),
+            ),
+            Some((_, arity)) => {
+                if let Some((_, want)) = ENTRY_POINTS.iter().find(|(n, _)| *n == entry.name) {
+                    if arity != want {
+                        diags.push(
+                            Diagnostic::error(
+                                Code::E0802,
+                                entry.span,
+                                format!(
+                                    "`{}` takes {arity} parameter{} in `{name}`; the runner calls it with {want}",
+                                    entry.name,
+                                    if *arity == 1 { "" } else { "s" }
+                                ),
+                            )
+                            .label("wrong number of parameters")
+                            .note("init(ctx), request(ctx), response(ctx, resp)"),
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The byte offset of a 1-based line and character column.

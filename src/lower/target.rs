@@ -239,6 +239,30 @@ pub fn endpoint_plan(
     ep: &ast::Endpoint,
 ) -> Ev<EndpointPlan> {
     let scope = Scope::new(tinst);
+    let url = endpoint_url(ev, ep, &scope)?;
+    let mut options = IndexMap::new();
+    let mut ok = true;
+    for o in &ep.options {
+        match endpoint_option(ev, ep, o, &options, &scope) {
+            Some(v) => {
+                options.insert(o.name.name.clone(), v);
+            }
+            None => ok = false,
+        }
+    }
+    let dialect = dialect(ev, target)?;
+    ok.then(|| EndpointPlan {
+        target: target.name.name.clone(),
+        name: ep.name().to_string(),
+        kind: ep.kind.as_str().to_string(),
+        dialect,
+        url,
+        options,
+    })
+}
+
+/// The endpoint's URL, checked against its kind; `null` takes none.
+fn endpoint_url(ev: &Eval<'_>, ep: &ast::Endpoint, scope: &Scope) -> Ev<Option<Text>> {
     let url = match (&ep.url, ep.kind) {
         (None, EndpointKind::Null) => None,
         (Some(u), EndpointKind::Null) => {
@@ -258,131 +282,120 @@ pub fn endpoint_plan(
             )
         }
         (Some(u), k) => {
-            let text = ev.string(u, &scope)?;
+            let text = ev.string(u, scope)?;
             check_url(ev, k, &text, u.span)?;
             Some(text)
         }
     };
-    let mut options = IndexMap::new();
-    let mut ok = true;
-    for o in &ep.options {
-        let name = o.name.name.as_str();
-        // A name may have an entry per kind (`precision` takes other units on `qwp`).
-        let entry = OPTIONS
+    Some(url)
+}
+
+/// One `name value` option: known, for this kind, given once, of the value its name wants.
+fn endpoint_option(
+    ev: &Eval<'_>,
+    ep: &ast::Endpoint,
+    o: &ast::EndpointOption,
+    given: &IndexMap<String, Value>,
+    scope: &Scope,
+) -> Ev<Value> {
+    let name = o.name.name.as_str();
+    // A name may have an entry per kind (`precision` takes other units on `qwp`).
+    let entry = OPTIONS
+        .iter()
+        .filter(|(n, _, _)| *n == name)
+        .find(|(_, ks, _)| ks.is_empty() || ks.contains(&ep.kind))
+        .or_else(|| OPTIONS.iter().find(|(n, _, _)| *n == name));
+    let Some((_, kinds, want)) = entry else {
+        let valid: Vec<&str> = OPTIONS
             .iter()
-            .filter(|(n, _, _)| *n == name)
-            .find(|(_, ks, _)| ks.is_empty() || ks.contains(&ep.kind))
-            .or_else(|| OPTIONS.iter().find(|(n, _, _)| *n == name));
-        let Some((_, kinds, want)) = entry else {
-            let valid: Vec<&str> = OPTIONS
-                .iter()
-                .filter(|(_, ks, _)| ks.is_empty() || ks.contains(&ep.kind))
-                .map(|(n, _, _)| *n)
-                .collect();
-            let mut d = Diagnostic::error(
+            .filter(|(_, ks, _)| ks.is_empty() || ks.contains(&ep.kind))
+            .map(|(n, _, _)| *n)
+            .collect();
+        let mut d = Diagnostic::error(
+            Code::E0304,
+            o.name.span,
+            format!(
+                "unknown option `{name}` for a `{}` endpoint",
+                ep.kind.as_str()
+            ),
+        )
+        .label("unknown option")
+        .note(format!(
+            "options of `{}`: {}",
+            ep.kind.as_str(),
+            valid.join(", ")
+        ));
+        if let Some(s) = suggest(name, valid.iter().copied()) {
+            d = d.note(format!("did you mean `{s}`?"));
+        }
+        return ev.fail(d);
+    };
+    if !kinds.is_empty() && !kinds.contains(&ep.kind) {
+        ev.error(
+            Diagnostic::error(
                 Code::E0304,
                 o.name.span,
                 format!(
-                    "unknown option `{name}` for a `{}` endpoint",
+                    "option `{name}` does not apply to a `{}` endpoint",
                     ep.kind.as_str()
                 ),
             )
-            .label("unknown option")
+            .label("not an option of this kind")
             .note(format!(
-                "options of `{}`: {}",
-                ep.kind.as_str(),
-                valid.join(", ")
-            ));
-            if let Some(s) = suggest(name, valid.iter().copied()) {
+                "`{name}` applies to: {}",
+                kinds
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        );
+        return None;
+    }
+    if given.contains_key(name) {
+        ev.error(
+            Diagnostic::error(
+                Code::E0108,
+                o.name.span,
+                format!("option `{name}` is given twice"),
+            )
+            .label("duplicate option"),
+        );
+        return None;
+    }
+    let v = ev.eval(&o.value, scope)?;
+    let good = match (want, &v) {
+        (Want::Duration, Value::Duration(d)) => *d > 0,
+        (Want::Text, Value::Str(_)) => true,
+        (Want::Bool, Value::Bool(_)) => true,
+        (Want::Size, Value::Size(s)) => *s > 0,
+        (Want::Headers, Value::Map(m)) => m.iter().all(|(_, v)| matches!(v, Value::Str(_))),
+        (Want::Word(words), Value::Symbol(w)) => words.contains(&w.as_str()),
+        _ => false,
+    };
+    if !good {
+        let expected = match want {
+            Want::Duration => "a positive duration like `10s`".to_string(),
+            Want::Text => "a string".to_string(),
+            Want::Bool => "`true` or `false`".to_string(),
+            Want::Size => "a size like `2MiB`".to_string(),
+            Want::Headers => "a map of strings `{ \"Header\": \"value\" }`".to_string(),
+            Want::Word(words) => format!("one of {}", words.join(", ")),
+        };
+        let mut d = Diagnostic::error(
+            Code::E0305,
+            o.value.span,
+            format!("invalid value {v} for option `{name}`"),
+        )
+        .label(format!("expected {expected}"));
+        if let (Want::Word(words), Value::Symbol(w)) = (want, &v) {
+            if let Some(s) = suggest(w, words.iter().copied()) {
                 d = d.note(format!("did you mean `{s}`?"));
             }
-            ev.error(d);
-            ok = false;
-            continue;
-        };
-        if !kinds.is_empty() && !kinds.contains(&ep.kind) {
-            ev.error(
-                Diagnostic::error(
-                    Code::E0304,
-                    o.name.span,
-                    format!(
-                        "option `{name}` does not apply to a `{}` endpoint",
-                        ep.kind.as_str()
-                    ),
-                )
-                .label("not an option of this kind")
-                .note(format!(
-                    "`{name}` applies to: {}",
-                    kinds
-                        .iter()
-                        .map(|k| k.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-            );
-            ok = false;
-            continue;
         }
-        if options.contains_key(name) {
-            ev.error(
-                Diagnostic::error(
-                    Code::E0108,
-                    o.name.span,
-                    format!("option `{name}` is given twice"),
-                )
-                .label("duplicate option"),
-            );
-            ok = false;
-            continue;
-        }
-        let Some(v) = ev.eval(&o.value, &scope) else {
-            ok = false;
-            continue;
-        };
-        let good = match (want, &v) {
-            (Want::Duration, Value::Duration(d)) => *d > 0,
-            (Want::Text, Value::Str(_)) => true,
-            (Want::Bool, Value::Bool(_)) => true,
-            (Want::Size, Value::Size(s)) => *s > 0,
-            (Want::Headers, Value::Map(m)) => m.iter().all(|(_, v)| matches!(v, Value::Str(_))),
-            (Want::Word(words), Value::Symbol(w)) => words.contains(&w.as_str()),
-            _ => false,
-        };
-        if !good {
-            let expected = match want {
-                Want::Duration => "a positive duration like `10s`".to_string(),
-                Want::Text => "a string".to_string(),
-                Want::Bool => "`true` or `false`".to_string(),
-                Want::Size => "a size like `2MiB`".to_string(),
-                Want::Headers => "a map of strings `{ \"Header\": \"value\" }`".to_string(),
-                Want::Word(words) => format!("one of {}", words.join(", ")),
-            };
-            let mut d = Diagnostic::error(
-                Code::E0305,
-                o.value.span,
-                format!("invalid value {v} for option `{name}`"),
-            )
-            .label(format!("expected {expected}"));
-            if let (Want::Word(words), Value::Symbol(w)) = (want, &v) {
-                if let Some(s) = suggest(w, words.iter().copied()) {
-                    d = d.note(format!("did you mean `{s}`?"));
-                }
-            }
-            ev.error(d);
-            ok = false;
-            continue;
-        }
-        options.insert(name.to_string(), v);
+        return ev.fail(d);
     }
-    let dialect = dialect(ev, target)?;
-    ok.then(|| EndpointPlan {
-        target: target.name.name.clone(),
-        name: ep.name().to_string(),
-        kind: ep.kind.as_str().to_string(),
-        dialect,
-        url,
-        options,
-    })
+    Some(v)
 }
 
 fn example_url(k: EndpointKind) -> &'static str {
