@@ -23,6 +23,7 @@ Examples:
   wlrun plan workloads/questdb-ingest.wl       list the cells with resolved values and row counts
   wlrun plan w.wl --param hosts=100 --only protocol=qwp --json
   wlrun gen workloads/questdb-ingest.wl --param hosts=100 --format ilp -o cpu.ilp
+  wlrun report runs/monday                     re-render a finished `wlrun run --out runs/monday`
 
 Exit codes: 0 ok, 1 run failed or a threshold was exceeded, 2 usage error or workload
 diagnostics, 130 interrupted (Ctrl-C), 143 stopped by SIGTERM.";
@@ -97,6 +98,17 @@ pub enum Command {
         shard: Option<String>,
         #[command(flatten)]
         select: Select,
+    },
+    /// Re-render a finished run from `--out DIR` or its report.json, without servers or inputs.
+    ///
+    /// Prints each cell's lines and the final table as the run printed them, or with `--json`
+    /// the report.json as written.
+    Report {
+        /// A run directory (`wlrun run --out DIR`) or a report.json file.
+        path: PathBuf,
+        /// Print the report as JSON instead of the table.
+        #[arg(long)]
+        json: bool,
     },
     /// Run every cell of the plan (`wlrun FILE.wl` is the same).
     Run {

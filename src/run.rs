@@ -18,7 +18,7 @@ use crate::cli::{
 use crate::diag::{self, Style};
 use crate::{compile, exec, lower, plan, report};
 
-const SUBCOMMANDS: &[&str] = &["check", "plan", "gen", "run", "help"];
+const SUBCOMMANDS: &[&str] = &["check", "plan", "gen", "run", "report", "help"];
 
 /// `wlrun FILE.wl` is `wlrun run FILE.wl`: when the first argument that is not an option (nor
 /// an option's value) is not a subcommand, insert `run` before the options, so `wlrun -q f.wl`
@@ -141,6 +141,22 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             let _ = std::io::stdout().write_all(text.as_bytes());
             EXIT_OK
         }
+        Command::Report { path, json } => {
+            let (report, written) = match report::read::read_report(&path) {
+                Ok(r) => r,
+                Err(e) => {
+                    sayln!("wlrun report: {e}");
+                    return EXIT_USAGE;
+                }
+            };
+            let text = if json {
+                written
+            } else {
+                report::render::run_text(&report)
+            };
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            EXIT_OK
+        }
         Command::Gen {
             file,
             schema,
@@ -224,7 +240,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 report::render::table(&report)
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
-            let mut code = if report.signal == Some("SIGTERM") {
+            let mut code = if report.signal.as_deref() == Some("SIGTERM") {
                 EXIT_TERMINATED
             } else if report.interrupted {
                 EXIT_INTERRUPTED

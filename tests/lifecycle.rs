@@ -105,6 +105,55 @@ fn assert_stopped_run_kept(dir: &Path, stdout: &str, err: &str) {
     let csv = std::fs::read_to_string(res.join("report.csv")).unwrap();
     assert_eq!(csv.lines().count(), 3, "{csv}");
     assert!(res.join("sources/w.wl").exists());
+    // The stopped run re-renders from its directory: the final table it printed, last.
+    let again = wlrun(dir, &["report", "res"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        text.ends_with(stdout),
+        "re-rendered:\n{text}\nprinted:\n{stdout}"
+    );
+    assert!(text.contains("interrupted"), "{text}");
+}
+
+/// `wlrun report` needs neither the workload nor a server: a finished run's directory prints
+/// what the run printed (each cell's lines, then the table), and `--json` gives report.json
+/// back byte for byte.
+#[test]
+fn a_finished_run_re_renders_from_its_directory_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/examples/quickstart.wl"),
+        dir.path().join("q.wl"),
+    )
+    .unwrap();
+    let run = wlrun(dir.path(), &["run", "q.wl", "--quiet", "--out", "res"]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    std::fs::remove_file(dir.path().join("q.wl")).unwrap();
+    std::fs::remove_file(dir.path().join("bench.db")).ok();
+
+    let again = wlrun(dir.path(), &["report", "res"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    let cells: String = stderr(&run)
+        .lines()
+        .filter(|l| !l.starts_with("wlrun: report written"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let printed = cells + &String::from_utf8_lossy(&run.stdout);
+    assert_eq!(String::from_utf8_lossy(&again.stdout), printed);
+
+    let json = wlrun(dir.path(), &["report", "res/report.json", "--json"]);
+    assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));
+    let written = std::fs::read(dir.path().join("res/report.json")).unwrap();
+    assert!(json.stdout == written, "--json differs from report.json");
+
+    let plan = wlrun(dir.path(), &["report", "res/plan.json"]);
+    assert_eq!(plan.status.code(), Some(2));
+    assert!(
+        stderr(&plan).contains("is not a wlrun report"),
+        "{}",
+        stderr(&plan)
+    );
 }
 
 #[test]

@@ -210,7 +210,7 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
         started: rfc3339(started_wall),
         elapsed_s: started.elapsed().as_secs_f64(),
         interrupted: env.stop.load(Ordering::Relaxed),
-        signal: signal.get().copied(),
+        signal: signal.get().map(|s| s.to_string()),
         cells,
     }
 }

@@ -3,11 +3,12 @@
 //! whenever a field changes meaning.
 
 pub mod files;
+pub mod read;
 pub mod render;
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Bumped whenever a field changes meaning.
 pub const REPORT_FORMAT: u32 = 2;
@@ -25,7 +26,7 @@ pub fn rate(units: u64, span_s: f64) -> Option<f64> {
 }
 
 /// What an ingest phase's `rows_per_s` counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RateCounts {
     /// Rows the server acknowledged: the protocol has acknowledgements.
@@ -43,7 +44,7 @@ impl RateCounts {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
     pub format: u32,
     pub workload: String,
@@ -55,7 +56,7 @@ pub struct Report {
     pub interrupted: bool,
     /// `SIGINT` or `SIGTERM`: the signal that stopped the run; absent when none did.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub signal: Option<&'static str>,
+    pub signal: Option<String>,
     pub cells: Vec<CellReport>,
 }
 
@@ -65,7 +66,7 @@ impl Report {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CellReport {
     pub index: usize,
     pub key: String,
@@ -78,7 +79,7 @@ impl CellReport {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Ok,
@@ -89,7 +90,7 @@ pub enum Status {
     NotRun,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "phase", rename_all = "snake_case")]
 pub enum PhaseReport {
     Ingest(Box<IngestReport>),
@@ -110,14 +111,14 @@ impl PhaseReport {
 }
 
 /// Errors of one class: how many, and the first message (later ones usually repeat it).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ErrorCount {
     pub count: u64,
     pub first: String,
 }
 
 /// Latency percentiles in microseconds, from an HDR histogram kept whole in `histogram`.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Latency {
     pub count: u64,
     pub min_us: u64,
@@ -134,7 +135,7 @@ pub struct Latency {
     pub histogram: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Calibration {
     /// Rows per second of the same cell sent to the `null` sink (generate + encode only);
     /// `None` when that run was too short to be a rate.
@@ -144,7 +145,7 @@ pub struct Calibration {
     pub ratio: Option<f64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IngestReport {
     pub name: String,
     /// `target.endpoint (kind)`.
@@ -205,7 +206,8 @@ pub struct IngestReport {
 /// has: four groups flattened where their keys have always stood, so that the shared figures
 /// are declared once and report.json keeps every byte (src/report/tests.rs pins them;
 /// docs/report-format.md, "Query phases" and "Request phases").
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(bound = "")]
 pub struct RunReport<K: RunKind> {
     pub name: String,
     pub endpoint: String,
@@ -246,13 +248,13 @@ pub struct RunReport<K: RunKind> {
 
 /// A kind of run (queries, requests), named by the figures that set it up (the keys after
 /// `kind`), with the types of the figures only it reports.
-pub trait RunKind: Clone + std::fmt::Debug + Serialize {
+pub trait RunKind: Clone + std::fmt::Debug + Serialize + for<'de> Deserialize<'de> {
     /// Keys after `error_rate`: result rows and the rate of successes.
-    type Output: Clone + std::fmt::Debug + Default + Serialize;
+    type Output: Clone + std::fmt::Debug + Default + Serialize + for<'de> Deserialize<'de>;
     /// Keys after `errors`: what only this kind counts, and the work of each worker.
-    type Traffic: Clone + std::fmt::Debug + Default + Serialize;
+    type Traffic: Clone + std::fmt::Debug + Default + Serialize + for<'de> Deserialize<'de>;
     /// Keys after `repeats`: the thresholds judged, and this kind's breakdowns.
-    type Detail: Clone + std::fmt::Debug + Default + Serialize;
+    type Detail: Clone + std::fmt::Debug + Default + Serialize + for<'de> Deserialize<'de>;
 }
 
 impl RunKind for QuerySetup {
@@ -273,12 +275,12 @@ pub type QueryReport = RunReport<QuerySetup>;
 /// A request run (docs/report-format.md, "Request phases").
 pub type RequestReport = RunReport<RequestSetup>;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct QuerySetup {
     pub workers: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct QueryOutput {
     pub rows: u64,
     /// Successful queries per second; failed ones are never throughput. `None` when the span
@@ -286,12 +288,12 @@ pub struct QueryOutput {
     pub qps: Option<f64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct QueryTraffic {
     pub queries_per_worker: Vec<u64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct QueryDetail {
     pub thresholds: Vec<ThresholdReport>,
     pub query_types: Vec<QueryTypeReport>,
@@ -305,14 +307,14 @@ pub struct QueryDetail {
     pub results: Option<std::sync::Arc<InstanceResults>>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RequestSetup {
     /// `hook.function`, or `METHOD /path` for a fixed request.
     pub request: String,
     pub connections: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RequestOutput {
     /// Successful requests per second: an error is never throughput. `None` when the span is
     /// too short to be a rate.
@@ -321,9 +323,10 @@ pub struct RequestOutput {
     pub rows: u64,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RequestTraffic {
     /// HTTP status code -> answers with it, errors included.
+    #[serde(deserialize_with = "status_keys")]
     pub statuses: BTreeMap<u16, u64>,
     /// `ctx.count(...)` of the response hook, summed over the workers.
     pub counters: BTreeMap<String, i64>,
@@ -336,7 +339,7 @@ pub struct RequestTraffic {
     pub requests_per_worker: Vec<u64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RequestDetail {
     /// Per second of the measured rounds: requests that succeeded and failed in it.
     pub per_second: Vec<SecondReport>,
@@ -346,7 +349,7 @@ pub struct RequestDetail {
 /// (query type, instance index) -> (rows, checksum) of a cross-checked run.
 pub type InstanceResults = BTreeMap<(usize, u64), (u64, u64)>;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CrossCheck {
     /// The endpoint whose results these were compared with.
     pub against: String,
@@ -425,7 +428,7 @@ impl RequestReport {
 /// What became of every unit a query or request run scheduled:
 /// `scheduled = ok + failed + cut_off + unsent` (`ok` and `failed` are the report's own). In
 /// closed loop a unit is scheduled when a worker takes it (or, with `count N`, all N are).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Accounting {
     pub scheduled: u64,
     /// Sent, but still unanswered when the phase ended (its duration plus the grace, or a stop).
@@ -441,7 +444,7 @@ pub struct Accounting {
     pub send_lag: Option<Latency>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SecondReport {
     /// Seconds since the start of the round (repeats follow one another).
     pub second: u64,
@@ -449,7 +452,7 @@ pub struct SecondReport {
     pub failed: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct QueryTypeReport {
     pub name: String,
     pub label: String,
@@ -465,7 +468,7 @@ pub struct QueryTypeReport {
     pub thresholds: Vec<ThresholdReport>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RepeatReport {
     pub repeat: u64,
     pub elapsed_s: f64,
@@ -474,7 +477,7 @@ pub struct RepeatReport {
 }
 
 /// The queries that share a label, measured as one.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LabelReport {
     pub label: String,
     /// The member queries, by name.
@@ -487,7 +490,7 @@ pub struct LabelReport {
     pub service: Option<Latency>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ThresholdReport {
     pub metric: String,
     /// As written: `p99 < 20ms`.
@@ -498,3 +501,16 @@ pub struct ThresholdReport {
 
 #[cfg(test)]
 mod tests;
+
+/// HTTP status counts read back. A flattened struct is read through serde's buffered content,
+/// where a JSON object's keys stay strings, so `u16` keys are parsed here.
+fn status_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<u16, u64>, D::Error> {
+    let raw = BTreeMap::<String, u64>::deserialize(d)?;
+    raw.into_iter()
+        .map(|(k, v)| {
+            k.parse()
+                .map(|k| (k, v))
+                .map_err(|_| serde::de::Error::custom(format!("`{k}` is not an HTTP status")))
+        })
+        .collect()
+}

@@ -486,6 +486,17 @@ fn error_classes(errors: &std::collections::BTreeMap<String, super::ErrorCount>)
 
 /// The final tables: one for the ingest phases, one for the query and request runs (their
 /// figures are not the same figures, so they never share a column), then what did not run.
+/// What a run prints on the terminal, in one text: each cell's lines as it finished (standard
+/// error during a run), then the final table (standard output).
+pub fn run_text(report: &Report) -> String {
+    let mut text = String::new();
+    for cell in &report.cells {
+        text += &cell_lines(cell, report.cells.len());
+    }
+    text += &table(report);
+    text
+}
+
 pub fn table(report: &Report) -> String {
     let mut ingest: Vec<Vec<String>> = Vec::new();
     let mut runs: Vec<Vec<String>> = Vec::new();

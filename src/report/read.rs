@@ -1,0 +1,105 @@
+//! A finished run's report read back (`wlrun report`): report.json, from a run directory or
+//! named directly. Only this wlrun's report format is read; another is refused by name, since
+//! its fields may mean other things.
+
+use std::path::{Path, PathBuf};
+
+use super::{Report, REPORT_FORMAT};
+
+/// The report at `path` (a run directory, `--out DIR`, or a report.json file) and its text as
+/// written: `--json` gives the text back rather than the parsed report re-serialized, whose
+/// floats serde_json reads to within an ulp, not always to the same bits.
+pub fn read_report(path: &Path) -> Result<(Report, String), String> {
+    let file: PathBuf = if path.is_dir() {
+        path.join("report.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if path.is_dir() && e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "{} has no report.json: the run did not end (a run stopped by Ctrl-C or \
+                 SIGTERM writes one; a killed one leaves only plan.json and sources/)",
+                path.display()
+            ))
+        }
+        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", file.display()))?;
+    // A plan.json has a `format` too; a report is the one that says when it started.
+    if value.get("started").is_none() {
+        return Err(format!(
+            "{} is not a wlrun report (the report.json `wlrun run --out DIR` writes)",
+            file.display()
+        ));
+    }
+    match value.get("format").and_then(serde_json::Value::as_u64) {
+        Some(f) if f == u64::from(REPORT_FORMAT) => {}
+        Some(f) => {
+            return Err(format!(
+                "{} is report format {f}; this wlrun reads format {REPORT_FORMAT} \
+                 (docs/report-format.md)",
+                file.display()
+            ))
+        }
+        None => {
+            return Err(format!(
+                "{} is not a wlrun report: it has no `format` number",
+                file.display()
+            ))
+        }
+    }
+    let report = serde_json::from_value(value)
+        .map_err(|e| format!("{} is not a wlrun report: {e}", file.display()))?;
+    Ok((report, text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir_with(name: &str, text: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(name), text).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_directory_or_its_file_reads_and_other_formats_are_refused_by_name() {
+        let dir = dir_with("report.json", include_str!("testdata/runs.json"));
+        let (from_dir, text) = read_report(dir.path()).unwrap();
+        let (from_file, _) = read_report(&dir.path().join("report.json")).unwrap();
+        assert_eq!(from_dir.cells.len(), 1);
+        assert_eq!(from_file.workload, from_dir.workload);
+        assert_eq!(text, include_str!("testdata/runs.json"));
+
+        let old = include_str!("testdata/runs.json").replacen("\"format\": 2", "\"format\": 1", 1);
+        let dir = dir_with("report.json", &old);
+        let e = read_report(dir.path()).unwrap_err();
+        assert!(
+            e.contains("is report format 1; this wlrun reads format 2"),
+            "{e}"
+        );
+
+        let dir = dir_with("report.json", "{\"started\": \"\", \"cells\": []}");
+        let e = read_report(dir.path()).unwrap_err();
+        assert!(e.contains("has no `format` number"), "{e}");
+
+        let dir = dir_with("plan.json", "{\"format\": 1, \"cells\": []}");
+        let e = read_report(&dir.path().join("plan.json")).unwrap_err();
+        assert!(e.contains("is not a wlrun report (the report.json"), "{e}");
+
+        let dir = dir_with(
+            "report.json",
+            "{\"format\": 2, \"started\": \"\", \"cells\": 3}",
+        );
+        let e = read_report(dir.path()).unwrap_err();
+        assert!(e.contains("is not a wlrun report"), "{e}");
+
+        let dir = dir_with("plan.json", "{}");
+        let e = read_report(dir.path()).unwrap_err();
+        assert!(e.contains("has no report.json"), "{e}");
+    }
+}
