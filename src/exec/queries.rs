@@ -100,6 +100,7 @@ async fn round(
     let order = Order {
         mix: r.mix,
         schedule,
+        closed: false,
     };
     let mut handles = Vec::new();
     let mut errors = Vec::new();

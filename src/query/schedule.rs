@@ -188,11 +188,13 @@ impl Arrivals {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::plan::{EndpointPlan, QueryPlan, RunClauses};
 
-    fn phase(weights: &[f64], mix: &str, stop: Stop) -> QueryPhase {
+    /// A closed-loop query run of `SELECT 1` queries with these weights (also used by exec's
+    /// unit tests).
+    pub(crate) fn phase(weights: &[f64], mix: &str, stop: Stop) -> QueryPhase {
         QueryPhase {
             name: "r".into(),
             endpoint: EndpointPlan {

@@ -48,11 +48,16 @@ pub(super) enum Queue {
 pub(super) struct Order {
     pub(super) mix: Mix,
     pub(super) schedule: Option<Schedule>,
+    /// Set by `close`: the order hands out nothing more.
+    pub(super) closed: bool,
 }
 
 impl Order {
     /// The next (query, index) and its slot; `None` at the end of the order or the schedule.
     pub(super) fn next(&mut self) -> Option<(usize, u64, Option<Slot>)> {
+        if self.closed {
+            return None;
+        }
         let slot = match &mut self.schedule {
             Some(s) => Some(s.take()?),
             None => None,
@@ -61,12 +66,14 @@ impl Order {
         Some((q, index, slot))
     }
 
-    /// Ends the order and the schedule now (a stop, or an instance that cannot be built).
+    /// Ends the order and the schedule now (a stop, or an instance that cannot be built). A
+    /// flag, not a drain: a run stopped by its duration has an order without end, and draining
+    /// it spun forever once a stop reached a worker here (a SIGTERM test hung in CI).
     pub(super) fn close(&mut self) {
         if let Some(s) = &mut self.schedule {
             s.close(Instant::now());
         }
-        while self.mix.next_instance().is_some() {}
+        self.closed = true;
     }
 }
 
@@ -305,4 +312,32 @@ pub(super) async fn dispatch(
         }
     }
     (order, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Stop;
+    use crate::value::Value;
+
+    /// A stop that reaches a worker while it takes the next instance closes the order. A run
+    /// bounded by its duration has an order without end: closing it must not try to use it up.
+    #[test]
+    fn closing_an_order_without_end_ends_it_at_once() {
+        let stop = Stop::Duration {
+            duration: Value::Duration(1_000_000_000),
+        };
+        let phase = crate::query::schedule::tests::phase(&[1.0, 2.0], "round_robin", stop);
+        let mix = Mix::measured(&phase, 7);
+        assert_eq!(mix.bound(), None);
+        let mut order = Order {
+            mix,
+            schedule: None,
+            closed: false,
+        };
+        assert!(order.next().is_some());
+        order.close();
+        assert!(order.next().is_none());
+        assert!(order.next().is_none());
+    }
 }
