@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cli::wlrun;
 use serde_json::Value;
@@ -72,6 +72,17 @@ fn stopped_by(dir: &Path, signal: &str) -> (Option<i32>, String, String) {
         .status()
         .unwrap();
     assert!(killed.success());
+    // A run that does not stop fails the test instead of hanging it (a stopped duration-bound
+    // query run once spun forever).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the run did not stop within 30 s of SIG{signal}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let out = child.wait_with_output().unwrap();
     let err = reader.join().unwrap();
     (
