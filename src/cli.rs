@@ -139,6 +139,10 @@ pub enum Command {
         /// `stop after 1 error` in each would (pgbench's and k6's fail-fast).
         #[arg(long)]
         fail_fast: bool,
+        /// With --out: the length of the time series' intervals, seconds (aligned to the wall
+        /// clock: a 1 s interval starts on a whole second).
+        #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+        interval: f64,
         #[command(flatten)]
         select: Select,
     },

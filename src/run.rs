@@ -194,6 +194,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             quiet,
             max_error_rate,
             fail_fast,
+            interval,
             select,
         } => {
             let outcome = compile::check_file(&file, &options(&select));
@@ -208,6 +209,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 sayln!("wlrun: --progress-every takes a number of seconds, 0 or more");
                 return EXIT_USAGE;
             }
+            if !interval.is_finite() || !(0.01..=3600.0).contains(&interval) {
+                sayln!("wlrun: --interval takes a number of seconds from 0.01 to 3600");
+                return EXIT_USAGE;
+            }
+            let interval = Duration::from_millis((interval * 1000.0).round() as u64);
             let plan = lower::lower(&checked);
             // Before anything is sent: a directory that cannot take the report must not cost a
             // run, and a run killed midway still leaves what it was running.
@@ -229,6 +235,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 quiet,
                 max_error_rate,
                 fail_fast,
+                series: out.as_ref().map(|dir| exec::series::SeriesOut {
+                    dir: dir.clone(),
+                    interval,
+                }),
             };
             let total = plan.cells.len();
             let report = exec::run_plan(&plan, &env, |cell| {

@@ -50,6 +50,7 @@ fn run_checked(what: &str, out: Outcome, base_dir: PathBuf) -> Report {
         quiet: true,
         max_error_rate: None,
         fail_fast: false,
+        series: None,
     };
     run_plan(&plan, &env, |_| {})
 }

@@ -17,6 +17,7 @@ use hdrhistogram::Histogram;
 
 use super::admin;
 use super::producer::{self, Produced};
+use super::series::{Recorder, Slot};
 use super::{cpu, progress, resolve_url, timeouts, RunEnv, STOP_GRACE};
 use crate::driver::{Driver, DriverConfig, Encoding};
 use crate::net::error::{DriverError, ErrorClass};
@@ -32,6 +33,27 @@ pub struct Live {
     pub rows_sent: AtomicU64,
     pub rows_acked: AtomicU64,
     pub errors: AtomicU64,
+}
+
+/// Where a worker counts as it goes: the progress ticker's counters and its slot of the
+/// phase's time series.
+struct Counters<'a> {
+    live: &'a Live,
+    series: &'a Slot,
+}
+
+impl Counters<'_> {
+    fn sent(&self, at: Instant, rows: u64, payload_bytes: u64, socket_bytes: u64) {
+        self.live.rows_sent.fetch_add(rows, Ordering::Relaxed);
+        self.series.sent(at, rows, payload_bytes, socket_bytes);
+    }
+
+    fn acked(&self, rows: u64) {
+        if rows > 0 {
+            self.live.rows_acked.fetch_add(rows, Ordering::Relaxed);
+            self.series.acked(Instant::now(), rows, None);
+        }
+    }
 }
 
 /// What one worker measured.
@@ -79,8 +101,9 @@ impl Worker {
         }
     }
 
-    fn error(&mut self, live: &Live, e: &DriverError) {
-        live.errors.fetch_add(1, Ordering::Relaxed);
+    fn error(&mut self, live: &Counters, e: &DriverError) {
+        live.live.errors.fetch_add(1, Ordering::Relaxed);
+        live.series.error(Instant::now());
         let entry = self.errors.entry(e.class).or_default();
         if entry.count == 0 {
             entry.first = e.message.clone();
@@ -96,7 +119,12 @@ pub fn new_histogram() -> Histogram<u64> {
 
 /// Runs one ingest phase; never panics on a server's behaviour, always returns what it
 /// measured.
-pub async fn run(env: &RunEnv, label: &str, phase: &IngestPhase) -> IngestReport {
+pub async fn run(
+    env: &RunEnv,
+    label: &str,
+    phase: &IngestPhase,
+    series: &Recorder,
+) -> IngestReport {
     let mut report = empty_report(phase);
     if !Driver::can_ingest(&phase.endpoint.kind) {
         report.status = Status::NotRun;
@@ -134,6 +162,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &IngestPhase) -> IngestReport
             &null,
             schema,
             encoding,
+            &Recorder::none(),
         )
         .await;
         if ceiling.rows_sent > 0 {
@@ -160,7 +189,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &IngestPhase) -> IngestReport
             return report;
         }
     };
-    let (sent, workers) = send_all(env, label, phase, schema, encoding).await;
+    let (sent, workers) = send_all(env, label, phase, schema, encoding, series).await;
     let calibration = report.calibration.take();
     report = sent;
     if let Some(mut c) = calibration {
@@ -226,6 +255,7 @@ fn empty_report(phase: &IngestPhase) -> IngestReport {
         errors: BTreeMap::new(),
         rows_per_worker: Vec::new(),
         calibration: None,
+        series: None,
     }
 }
 
@@ -248,6 +278,7 @@ async fn send_all(
     phase: &IngestPhase,
     schema: &Rows<'_>,
     encoding: Encoding,
+    series: &Recorder,
 ) -> (IngestReport, WorkersDone) {
     let mut report = empty_report(phase);
     let n = phase.workers.max(1);
@@ -303,7 +334,9 @@ async fn send_all(
         },
     };
     // Nothing is timed before this: with `replay`, the encoding is done.
-    let limit = Limit::of(phase, Instant::now());
+    let started = Instant::now();
+    let limit = Limit::of(phase, started);
+    series.measure(started);
     let mut tasks = Vec::new();
     for (w, feed) in feeds.into_iter().enumerate() {
         let cfg = DriverConfig {
@@ -320,7 +353,7 @@ async fn send_all(
         tasks.push(tokio::spawn(worker(
             cfg,
             feed,
-            live.clone(),
+            (live.clone(), series.slot()),
             env.stop.clone(),
             limit,
         )));
@@ -351,6 +384,7 @@ async fn send_all(
             }
         }
     }
+    series.pause(Instant::now());
     ticker.finish().await;
     let mut latency = new_histogram();
     let mut first: Option<(Instant, Option<f64>)> = None;
@@ -457,15 +491,19 @@ async fn within<T>(limit: Option<Limit>, f: impl std::future::Future<Output = T>
 async fn worker(
     cfg: DriverConfig,
     mut feed: Feed,
-    live: Arc<Live>,
+    (live, series): (Arc<Live>, Slot),
     stop: Arc<AtomicBool>,
     limit: Option<Limit>,
 ) -> Worker {
     let mut w = Worker::new();
+    let live = &Counters {
+        live: &live,
+        series: &series,
+    };
     let mut driver = match within(limit, Driver::connect(&cfg)).await {
         Some(Ok(d)) => Some(d),
         Some(Err(e)) => {
-            w.error(&live, &e);
+            w.error(live, &e);
             None
         }
         None => {
@@ -476,7 +514,7 @@ async fn worker(
                 ),
                 limit.map_or(STOP_GRACE, |l| l.duration + STOP_GRACE),
             );
-            w.error(&live, &e);
+            w.error(live, &e);
             None
         }
     };
@@ -514,7 +552,7 @@ async fn worker(
             let chunk = match produced {
                 Produced::Chunk(c) => c,
                 Produced::Failed(m) => {
-                    w.error(&live, &DriverError::new(ErrorClass::Encode, m, true));
+                    w.error(live, &DriverError::new(ErrorClass::Encode, m, true));
                     break;
                 }
             };
@@ -526,7 +564,7 @@ async fn worker(
             let result = within(limit, d.send(&chunk)).await;
             let acked = d.take_acked();
             w.rows_acked += acked;
-            live.rows_acked.fetch_add(acked, Ordering::Relaxed);
+            live.acked(acked);
             let Some(result) = result else {
                 // Unanswered at the hard stop: neither sent nor acknowledged.
                 w.at_duration = true;
@@ -539,16 +577,20 @@ async fn worker(
                     w.rows_sent += chunk.rows;
                     w.payload_bytes += chunk.bytes.len() as u64;
                     w.socket_bytes += sent.socket_bytes;
-                    live.rows_sent.fetch_add(chunk.rows, Ordering::Relaxed);
+                    let now = Instant::now();
+                    let payload = chunk.bytes.len() as u64;
+                    live.sent(now, chunk.rows, payload, sent.socket_bytes);
                     if sent.acked {
                         w.rows_acked += chunk.rows;
-                        live.rows_acked.fetch_add(chunk.rows, Ordering::Relaxed);
+                        live.acked(chunk.rows);
                     }
-                    let us = started.elapsed().as_micros().max(1) as u64;
+                    let took = now - started;
+                    let us = took.as_micros().max(1) as u64;
                     let _ = w.latency.record(us.min(3_600_000_000));
+                    live.series.written(now, took);
                 }
                 Err(e) => {
-                    w.error(&live, &e);
+                    w.error(live, &e);
                     if e.fatal {
                         healthy = false;
                         break;
@@ -559,7 +601,8 @@ async fn worker(
                     w.rows_sent += chunk.rows;
                     w.payload_bytes += chunk.bytes.len() as u64;
                     w.socket_bytes += chunk.bytes.len() as u64;
-                    live.rows_sent.fetch_add(chunk.rows, Ordering::Relaxed);
+                    let payload = chunk.bytes.len() as u64;
+                    live.sent(Instant::now(), chunk.rows, payload, payload);
                     healthy = false;
                 }
             }
@@ -571,11 +614,11 @@ async fn worker(
             let finished = within(limit, d.finish()).await;
             let acked = d.take_acked();
             w.rows_acked += acked;
-            live.rows_acked.fetch_add(acked, Ordering::Relaxed);
+            live.acked(acked);
             match finished {
                 Some(Ok(bytes)) => w.socket_bytes += bytes,
                 Some(Err(e)) => {
-                    w.error(&live, &e);
+                    w.error(live, &e);
                     w.complete = false;
                 }
                 None => {

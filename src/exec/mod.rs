@@ -15,6 +15,7 @@ pub mod progress;
 pub mod queries;
 pub mod requests;
 mod require;
+pub mod series;
 mod slots;
 mod spans;
 
@@ -44,6 +45,8 @@ pub struct RunEnv {
     pub max_error_rate: Option<f64>,
     /// `--fail-fast`: every query and request run stops at its first error.
     pub fail_fast: bool,
+    /// `--out DIR` and `--interval`: each phase's time series is written there as it runs.
+    pub series: Option<series::SeriesOut>,
 }
 
 /// How long work still in flight when a phase ends (its duration, the end of its open-loop
@@ -150,25 +153,7 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
         };
         let mut phases = Vec::new();
         for phase in &cell.phases {
-            let report = match phase {
-                Phase::Ingest(p) => {
-                    let label = format!("{label} {}", p.name);
-                    PhaseReport::Ingest(Box::new(runtime.block_on(ingest::run(env, &label, p))))
-                }
-                Phase::Queries(q) => {
-                    let label = format!("{label} {}", q.name);
-                    PhaseReport::Queries(Box::new(runtime.block_on(queries::run(env, &label, q))))
-                }
-                Phase::Requests(r) => {
-                    let label = format!("{label} {}", r.name);
-                    PhaseReport::Requests(Box::new(runtime.block_on(requests::run(
-                        env,
-                        &label,
-                        r,
-                        &cell.params,
-                    ))))
-                }
-            };
+            let report = run_phase(env, &runtime, cell, phase, &label);
             phases.push(report);
             if env.stop.load(Ordering::Relaxed) {
                 break;
@@ -212,6 +197,81 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
         interrupted: env.stop.load(Ordering::Relaxed),
         signal: signal.get().map(|s| s.to_string()),
         cells,
+    }
+}
+
+/// Runs one phase of `cell`, with its time series when the run has `--out`.
+fn run_phase(
+    env: &RunEnv,
+    runtime: &tokio::runtime::Runtime,
+    cell: &crate::plan::Cell,
+    phase: &Phase,
+    label: &str,
+) -> PhaseReport {
+    let (name, kind, endpoint, series_kind) = match phase {
+        Phase::Ingest(p) => (
+            &p.name,
+            "ingest",
+            &p.endpoint,
+            series::Kind::Ingest {
+                acks: crate::driver::Driver::acknowledges(&p.endpoint.kind),
+            },
+        ),
+        Phase::Queries(q) => (&q.name, "queries", &q.endpoint, run_kind(&q.run.load)),
+        Phase::Requests(r) => (&r.name, "requests", &r.endpoint, run_kind(&r.run.load)),
+    };
+    let id = series::PhaseId {
+        cell: cell.index,
+        key: &cell.key,
+        phase: name,
+        kind,
+        endpoint: format!("{}.{} ({})", endpoint.target, endpoint.name, endpoint.kind),
+    };
+    let (recorder, mut warning) =
+        match series::Recorder::start(env.series.as_ref(), &id, series_kind) {
+            Ok(r) => (r, None),
+            Err(e) => (
+                series::Recorder::none(),
+                Some(format!("no time series: {e}")),
+            ),
+        };
+    let label = format!("{label} {name}");
+    let mut report = match phase {
+        Phase::Ingest(p) => PhaseReport::Ingest(Box::new(
+            runtime.block_on(ingest::run(env, &label, p, &recorder)),
+        )),
+        Phase::Queries(q) => PhaseReport::Queries(Box::new(
+            runtime.block_on(queries::run(env, &label, q, &recorder)),
+        )),
+        Phase::Requests(r) => PhaseReport::Requests(Box::new(runtime.block_on(requests::run(
+            env,
+            &label,
+            r,
+            &cell.params,
+            &recorder,
+        )))),
+    };
+    let series = match recorder.finish() {
+        Ok(s) => s,
+        Err(e) => {
+            warning.get_or_insert(format!("time series: {e}"));
+            None
+        }
+    };
+    let (slot, warnings) = match &mut report {
+        PhaseReport::Ingest(r) => (&mut r.series, &mut r.warnings),
+        PhaseReport::Queries(r) => (&mut r.series, &mut r.warnings),
+        PhaseReport::Requests(r) => (&mut r.series, &mut r.warnings),
+        PhaseReport::NotRun { .. } => return report,
+    };
+    *slot = series;
+    warnings.extend(warning);
+    report
+}
+
+fn run_kind(load: &crate::plan::Load) -> series::Kind {
+    series::Kind::Run {
+        service: matches!(load, crate::plan::Load::Open { .. }),
     }
 }
 

@@ -30,6 +30,7 @@ use super::link::Link;
 use super::pace::Pacer;
 use super::progress::RunCounts;
 use super::require::requirements;
+use super::series::Recorder;
 use super::slots::Schedule;
 use super::spans;
 use super::{latency, resolve_url, RunEnv};
@@ -162,7 +163,7 @@ async fn round(
     )
 }
 
-pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
+pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorder) -> QueryReport {
     let url = match phase.endpoint.url.as_ref().map(resolve_url) {
         Some(Ok(u)) => u,
         Some(Err(e)) => return refused(phase, Status::Failed, e),
@@ -197,6 +198,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
             sends: Sends::default(),
             checksums: phase.check_same_results,
             results: Vec::new(),
+            series: series.slot(),
         })
         .collect();
     let routed = phase.queries.iter().any(|q| q.route.is_some());
@@ -216,6 +218,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
     let mut scheduled = 0u64;
     let max_errors = super::max_errors(env, phase.run.stop_after_errors);
     let abort = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut last_end = None;
     for rep in 0..phase.run.repeat.max(1) {
         if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) {
             break;
@@ -259,7 +262,11 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
         } else {
             Record::Measure
         };
+        let started = Instant::now();
+        series.measure(started);
         let (back, ended) = round(workers, routed, record, r, &counts).await;
+        series.pause(started + ended.elapsed);
+        last_end = Some(started + ended.elapsed);
         let queries = answered(&back) - answered_before;
         judge::repeat(&mut report, rep + 1, queries, ended.elapsed, cpu_before);
         workers = back;
@@ -277,6 +284,10 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase) -> QueryReport {
         Units::QUERIES,
     );
     finish(&mut report, phase, workers, scheduled, env);
+    // The units never sent are known once the run is over: counted at its end.
+    if let Some(at) = last_end {
+        series.unsent_at(at, report.accounting.unsent);
+    }
     report
 }
 

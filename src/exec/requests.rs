@@ -31,6 +31,7 @@ use super::link::Link;
 use super::pace::Pacer;
 use super::progress::RunCounts;
 use super::require::requirements;
+use super::series::Recorder;
 use super::slots::Schedule;
 use super::spans;
 use super::{resolve_url, timeouts, RunEnv};
@@ -40,7 +41,7 @@ use crate::net::http1;
 use crate::plan::{RequestPhase, RequestPlan, Stop};
 use crate::query::schedule::{Arrivals, WARMUP_BASE};
 use crate::query::stats::TypeStats;
-use crate::report::{RequestOutput, RequestReport, SecondReport, Status};
+use crate::report::{RequestOutput, RequestReport, Status};
 use crate::value::Value;
 use checks::StatusSet;
 use hyper::{HeaderMap, Method};
@@ -105,6 +106,7 @@ pub async fn run(
     label: &str,
     phase: &RequestPhase,
     params: &IndexMap<String, Value>,
+    series: &Recorder,
 ) -> RequestReport {
     let url = match phase.endpoint.url.as_ref().map(resolve_url) {
         Some(Ok(u)) => u,
@@ -191,7 +193,7 @@ pub async fn run(
             out: Vec::new(),
             stats: TypeStats::default(),
             statuses: Vec::new(),
-            per_second: Vec::new(),
+            series: series.slot(),
             bytes_sent: 0,
             bytes_received: 0,
             measured: 0,
@@ -226,16 +228,14 @@ pub async fn run(
     let max_errors = super::max_errors(env, phase.run.stop_after_errors);
     let limited = Arc::new(AtomicBool::new(false));
     let (warm_count, warm_time) = spans::warmup(&phase.run.warmup);
-    let mut second_base = 0u64;
     // A measured round from `start` until `end`; a warm-up is one that records nothing.
-    let measured = |start: Instant, end: Option<Instant>, second_base: u64| RoundCtl {
+    let measured = |start: Instant, end: Option<Instant>| RoundCtl {
         start,
         end,
         cutoff: Cutoff::after(end, env.stop.clone()),
         stop: env.stop.clone(),
         abort: abort.clone(),
         record: true,
-        second_base,
         counts: counts.clone(),
         max_errors,
         limited: limited.clone(),
@@ -243,6 +243,7 @@ pub async fn run(
     // `None` once a round had no count to schedule by (closed loop, timed): then what was
     // scheduled is what was sent.
     let mut scheduled = Some(0u64);
+    let mut workers_end = None;
     for rep in 0..phase.run.repeat.max(1) {
         if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) {
             break;
@@ -254,7 +255,7 @@ pub async fn run(
             let ctl = RoundCtl {
                 record: false,
                 max_errors: None,
-                ..measured(start, end, second_base)
+                ..measured(start, end)
             };
             // Warm-up requests have indices of their own: they never repeat measured ones.
             let feed = Feed::Counter {
@@ -275,7 +276,8 @@ pub async fn run(
             Some(s) => s.end(),
             None => measured_for.map(|d| start + d),
         };
-        let ctl = measured(start, end, second_base);
+        let ctl = measured(start, end);
+        series.measure(start);
         let answered =
             |l: &RunCounts| l.ok.load(Ordering::Relaxed) + l.failed.load(Ordering::Relaxed);
         let before = answered(&counts);
@@ -290,16 +292,21 @@ pub async fn run(
         };
         let round_scheduled = pool.round(feed, count, ctl).await;
         let elapsed = start.elapsed();
+        series.pause(start + elapsed);
+        workers_end = Some(start + elapsed);
         let requests = answered(&counts) - before;
         judge::repeat(&mut report, rep + 1, requests, elapsed, cpu_before);
         scheduled = scheduled.zip(round_scheduled).map(|(a, b)| a + b);
-        second_base += elapsed.as_secs_f64().ceil() as u64;
     }
     let workers = pool.finish();
     ticker.finish().await;
     let limited = limited.load(Ordering::Relaxed);
     judge::stopped(&mut report, limited, max_errors, Units::REQUESTS);
     finish(&mut report, phase, workers, scheduled, env);
+    // The units never sent are known once the run is over: counted at its end.
+    if let Some(last) = workers_end {
+        series.unsent_at(last, report.accounting.unsent);
+    }
     report
 }
 
@@ -313,7 +320,6 @@ fn finish(
 ) {
     let mut all = TypeStats::default();
     let mut sends = Sends::default();
-    let mut per_second: Vec<[u64; 2]> = Vec::new();
     let mut per_worker = vec![0; workers.len()];
     for w in &workers {
         all.merge(&w.stats);
@@ -325,13 +331,6 @@ fn finish(
             for (k, v) in h.counters() {
                 *report.traffic.counters.entry(k).or_default() += v;
             }
-        }
-        if per_second.len() < w.per_second.len() {
-            per_second.resize(w.per_second.len(), [0, 0]);
-        }
-        for (s, c) in per_second.iter_mut().zip(&w.per_second) {
-            s[0] += c[0];
-            s[1] += c[1];
         }
         report.traffic.bytes_sent += w.bytes_sent;
         report.traffic.bytes_received += w.bytes_received;
@@ -349,15 +348,6 @@ fn finish(
         }
     }
     report.traffic.requests_per_worker = per_worker;
-    report.detail.per_second = per_second
-        .iter()
-        .enumerate()
-        .map(|(i, c)| SecondReport {
-            second: i as u64,
-            ok: c[0],
-            failed: c[1],
-        })
-        .collect();
     let rules = judge::Rules::new(
         &phase.run.expects,
         &phase.run.load,

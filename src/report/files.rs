@@ -147,7 +147,14 @@ pub fn csv(report: &Report) -> Result<Vec<u8>, String> {
 }
 
 /// The names a run writes in its directory: all that `--replace` removes.
-const WRITTEN: &[&str] = &["report.json", "report.csv", "plan.json", "sources"];
+const WRITTEN: &[&str] = &[
+    "report.json",
+    "report.csv",
+    "report.html",
+    "plan.json",
+    "sources",
+    super::series::DIR,
+];
 
 /// Makes `dir` ready for this run before anything is sent: created if missing; an empty
 /// directory is fine; one that holds anything is refused unless `replace`, and then only when
@@ -196,7 +203,7 @@ pub fn prepare(dir: &Path, replace: bool, reads: &[PathBuf]) -> Result<(), Strin
     if !foreign.is_empty() {
         return Err(format!(
             "`--out {shown}` holds {}, which no run wrote: --replace removes only report.json, \
-             report.csv, plan.json and sources/; name another directory",
+             report.csv, report.html, plan.json, sources/ and series/; name another directory",
             list(&foreign)
         ));
     }

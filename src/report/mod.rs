@@ -5,6 +5,7 @@
 pub mod files;
 pub mod read;
 pub mod render;
+pub mod series;
 
 use std::collections::BTreeMap;
 
@@ -199,6 +200,8 @@ pub struct IngestReport {
     /// Rows sent per worker, so that a skewed routing shows.
     pub rows_per_worker: Vec<u64>,
     pub calibration: Option<Calibration>,
+    /// The per-interval series in the run directory; `None` without `--out`.
+    pub series: Option<series::SeriesRef>,
 }
 
 /// What a query run and a request run report alike, in report.json's order. `K` is the kind's
@@ -244,6 +247,8 @@ pub struct RunReport<K: RunKind> {
     pub repeats: Vec<RepeatReport>,
     #[serde(flatten)]
     pub detail: K::Detail,
+    /// The per-interval series in the run directory; `None` without `--out`.
+    pub series: Option<series::SeriesRef>,
 }
 
 /// A kind of run (queries, requests), named by the figures that set it up (the keys after
@@ -341,8 +346,6 @@ pub struct RequestTraffic {
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RequestDetail {
-    /// Per second of the measured rounds: requests that succeeded and failed in it.
-    pub per_second: Vec<SecondReport>,
     pub thresholds: Vec<ThresholdReport>,
 }
 
@@ -395,6 +398,7 @@ impl<K: RunKind> RunReport<K> {
             accounting: Accounting::default(),
             repeats: Vec::new(),
             detail: Default::default(),
+            series: None,
         }
     }
 }
@@ -442,14 +446,6 @@ pub struct Accounting {
     pub late_share: Option<f64>,
     /// Open loop: actual send time minus intended send time, per send.
     pub send_lag: Option<Latency>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SecondReport {
-    /// Seconds since the start of the round (repeats follow one another).
-    pub second: u64,
-    pub ok: u64,
-    pub failed: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

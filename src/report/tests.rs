@@ -128,6 +128,7 @@ pub(super) fn query_report() -> QueryReport {
             }],
             results: None,
         },
+        series: None,
     }
 }
 
@@ -173,13 +174,14 @@ pub(super) fn request_report() -> RequestReport {
         accounting: Accounting::default(),
         repeats: vec![repeat()],
         detail: RequestDetail {
-            per_second: vec![SecondReport {
-                second: 0,
-                ok: 92,
-                failed: 3,
-            }],
             thresholds: vec![threshold("rps")],
         },
+        series: Some(series::SeriesRef {
+            interval_ms: 1000,
+            counts: "series/1-r.csv".into(),
+            hlog: "series/1-r.hlog".into(),
+            intervals: 3,
+        }),
     }
 }
 
@@ -220,6 +222,7 @@ fn ingest_report(status: Status) -> IngestReport {
             null_rows_per_s: Some(90_000.0),
             ratio: Some(0.05),
         }),
+        series: None,
     }
 }
 

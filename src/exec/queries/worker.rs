@@ -130,6 +130,8 @@ pub(super) struct Worker {
     /// instance's (query, index, rows, checksum) of the first repetition.
     pub(super) checksums: bool,
     pub(super) results: Vec<(usize, u64, u64, u64)>,
+    /// This worker's part of the run's time series.
+    pub(super) series: super::super::series::Slot,
 }
 
 impl Worker {
@@ -202,6 +204,7 @@ impl Worker {
                 self.link.conn = None;
                 if record != Record::No {
                     self.sends.cut_off += 1;
+                    self.series.cut_off(done, 1);
                 }
                 break;
             };
@@ -222,11 +225,14 @@ impl Worker {
                     }
                     let from = intended.unwrap_or(sent);
                     let service = intended.map(|_| done - sent);
-                    stats.record_ok(done.saturating_duration_since(from), service, out.rows);
+                    let latency = done.saturating_duration_since(from);
+                    stats.record_ok(latency, service, out.rows);
+                    self.series.ok(done, latency, service);
                     until.counts.ok.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(e) => {
                     stats.record_error(&e);
+                    self.series.failed(done);
                     let failed = until.counts.failed.fetch_add(1, Ordering::Relaxed) + 1;
                     if until.max_errors.is_some_and(|n| failed >= n) {
                         until.abort.store(true, Ordering::Relaxed);

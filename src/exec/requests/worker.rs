@@ -51,8 +51,8 @@ pub(super) struct Worker {
     pub(super) stats: TypeStats,
     /// (status, count): a handful of codes, so a linear scan beats a map.
     pub(super) statuses: Vec<(u16, u64)>,
-    /// Per second of the measured rounds: [ok, failed].
-    pub(super) per_second: Vec<[u64; 2]>,
+    /// This connection's part of the run's time series.
+    pub(super) series: crate::exec::series::Slot,
     pub(super) bytes_sent: u64,
     pub(super) bytes_received: u64,
     pub(super) measured: u64,
@@ -86,8 +86,6 @@ pub(super) struct RoundCtl {
     /// Set by a connection whose hook failed: every connection stops.
     pub(super) abort: Arc<AtomicBool>,
     pub(super) record: bool,
-    /// Seconds of earlier measured rounds, so that the per-second series runs on.
-    pub(super) second_base: u64,
     pub(super) counts: Arc<RunCounts>,
     /// `stop after N errors` (or `--fail-fast`): at the N-th failed request `limited` and
     /// `abort` are set, and every connection stops sending.
@@ -414,23 +412,18 @@ impl Worker {
                 continue;
             }
             self.measured += 1;
-            let second = ctl.second_base + done.saturating_duration_since(ctl.start).as_secs();
-            let second = second as usize;
-            if self.per_second.len() <= second {
-                self.per_second.resize(second + 1, [0, 0]);
-            }
             match result {
                 Ok(rows) => {
                     let from = intended.unwrap_or(sent);
                     let service = intended.map(|_| done - sent);
-                    self.stats
-                        .record_ok(done.saturating_duration_since(from), service, rows);
-                    self.per_second[second][0] += 1;
+                    let latency = done.saturating_duration_since(from);
+                    self.stats.record_ok(latency, service, rows);
+                    self.series.ok(done, latency, service);
                     ctl.counts.ok.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(e) => {
                     self.stats.record_error(&e);
-                    self.per_second[second][1] += 1;
+                    self.series.failed(done);
                     let failed = ctl.counts.failed.fetch_add(1, Ordering::Relaxed) + 1;
                     if ctl.max_errors.is_some_and(|n| failed >= n) {
                         ctl.limited.store(true, Ordering::Relaxed);
@@ -454,6 +447,7 @@ impl Worker {
         }
         if ctl.record {
             self.sends.cut_off += 1;
+            self.series.cut_off(Instant::now(), 1);
         }
     }
 

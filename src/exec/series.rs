@@ -1,0 +1,811 @@
+//! A phase's time series, recorded while it runs and written an interval at a time
+//! (`report::series` has the files' format). Each worker records into a slot of its own — a
+//! mutex only the series writer ever contends for, once per interval — and a writer thread
+//! takes every closed interval from the slots, merges them and appends one CSV row and its
+//! histograms to the interval log. Memory holds the open intervals only, whatever the run's
+//! length, and a killed run keeps what was written.
+//!
+//! An interval closes `grace` after its end: a worker that took its timestamp just before the
+//! boundary has that long to record it. A record later still (a worker descheduled for longer)
+//! goes into the next interval not yet written, and the writer counts it (`late_records`).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::V2DeflateSerializer;
+use hdrhistogram::Histogram;
+
+use crate::report::series::{
+    IngestInterval, RunInterval, SeriesRef, TAG_BATCH, TAG_LATENCY, TAG_SERVICE,
+};
+
+/// `--out DIR` and `--interval`: where and how finely a run's series are written.
+#[derive(Clone, Debug)]
+pub struct SeriesOut {
+    pub dir: PathBuf,
+    pub interval: Duration,
+}
+
+/// What a phase's series holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `acks`: the protocol acknowledges rows (not ILP over TCP, not null).
+    Ingest { acks: bool },
+    /// A query or request run; `service`: open loop, where service time is kept apart.
+    Run { service: bool },
+}
+
+/// Which phase a series belongs to, for `series/phases.jsonl` (what `wlrun report` reads of a
+/// killed run, which never wrote report.json).
+pub struct PhaseId<'a> {
+    pub cell: usize,
+    pub key: &'a str,
+    pub phase: &'a str,
+    /// `ingest`, `queries` or `requests`: the report's `phase` tag.
+    pub kind: &'static str,
+    pub endpoint: String,
+}
+
+// Counter positions of an interval. Run: ok, failed, cut off, unsent. Ingest: rows sent,
+// rows acked, payload bytes, socket bytes, batches, errors.
+const OK: usize = 0;
+const FAILED: usize = 1;
+const CUT_OFF: usize = 2;
+const UNSENT: usize = 3;
+const ROWS_SENT: usize = 0;
+const ROWS_ACKED: usize = 1;
+const PAYLOAD: usize = 2;
+const SOCKET: usize = 3;
+const BATCHES: usize = 4;
+const ERRORS: usize = 5;
+const COUNTERS: usize = 6;
+
+/// Unix time of `Instant`s, from one reading of both clocks at the phase's start: intervals
+/// follow the monotonic clock (no jumps), aligned to the wall clock's boundaries.
+#[derive(Clone, Copy)]
+struct Clock {
+    at: Instant,
+    unix_ns: u128,
+    interval_ns: u128,
+}
+
+impl Clock {
+    fn unix_ns(&self, t: Instant) -> u128 {
+        self.unix_ns + t.saturating_duration_since(self.at).as_nanos()
+    }
+
+    fn index(&self, t: Instant) -> u64 {
+        (self.unix_ns(t) / self.interval_ns) as u64
+    }
+}
+
+/// One worker's figures of one interval.
+struct Acc {
+    index: u64,
+    counts: [u64; COUNTERS],
+    /// Runs: latency. Ingest: batch latency.
+    latency: Histogram<u64>,
+    service: Histogram<u64>,
+}
+
+impl Acc {
+    fn new(index: u64) -> Acc {
+        Acc {
+            index,
+            counts: [0; COUNTERS],
+            latency: interval_histogram(),
+            service: interval_histogram(),
+        }
+    }
+
+    fn merge(&mut self, other: &Acc) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts) {
+            *a += b;
+        }
+        // Auto-resizing histograms of the same precision always add.
+        let _ = self.latency.add(&other.latency);
+        let _ = self.service.add(&other.service);
+    }
+
+    fn reset(&mut self, index: u64) {
+        self.index = index;
+        self.counts = [0; COUNTERS];
+        self.latency.reset();
+        self.service.reset();
+    }
+}
+
+/// Microseconds, 3 significant digits like the whole-run histograms, growing with the largest
+/// value seen so that a quiet interval costs little.
+fn interval_histogram() -> Histogram<u64> {
+    let mut h = Histogram::new_with_bounds(1, 1_000, 3).expect("static histogram bounds are valid");
+    h.auto(true);
+    h
+}
+
+#[derive(Default)]
+struct SlotState {
+    open: Vec<Acc>,
+    /// Accumulators the writer has emptied, reused so that recording allocates nothing once
+    /// the run is going.
+    spare: Vec<Acc>,
+}
+
+/// A worker's handle on its phase's series; recording on a run without `--out` does nothing.
+#[derive(Clone)]
+pub struct Slot {
+    state: Option<(Arc<Mutex<SlotState>>, Clock)>,
+}
+
+impl Slot {
+    /// A slot that records nothing (a run without `--out`, or a unit test).
+    pub fn none() -> Slot {
+        Slot { state: None }
+    }
+
+    fn with(&self, at: Instant, f: impl FnOnce(&mut Acc)) {
+        let Some((state, clock)) = &self.state else {
+            return;
+        };
+        let index = clock.index(at);
+        let mut s = lock(state);
+        let s = &mut *s;
+        let i = match s.open.iter().rposition(|a| a.index == index) {
+            Some(i) => i,
+            None => {
+                let acc = match s.spare.pop() {
+                    Some(mut a) => {
+                        a.reset(index);
+                        a
+                    }
+                    None => Acc::new(index),
+                };
+                s.open.push(acc);
+                s.open.len() - 1
+            }
+        };
+        f(&mut s.open[i]);
+    }
+
+    /// A query or request answered at `done`.
+    pub fn ok(&self, done: Instant, latency: Duration, service: Option<Duration>) {
+        self.with(done, |a| {
+            a.counts[OK] += 1;
+            put(&mut a.latency, latency);
+            if let Some(s) = service {
+                put(&mut a.service, s);
+            }
+        });
+    }
+
+    pub fn failed(&self, done: Instant) {
+        self.with(done, |a| a.counts[FAILED] += 1);
+    }
+
+    pub fn cut_off(&self, at: Instant, n: u64) {
+        self.with(at, |a| a.counts[CUT_OFF] += n);
+    }
+
+    /// `n` units whose intended send time was `intended` were never sent.
+    pub fn unsent(&self, intended: Instant, n: u64) {
+        self.with(intended, |a| a.counts[UNSENT] += n);
+    }
+
+    /// A batch of `rows` handed to the socket at `at`.
+    pub fn sent(&self, at: Instant, rows: u64, payload_bytes: u64, socket_bytes: u64) {
+        self.with(at, |a| {
+            a.counts[ROWS_SENT] += rows;
+            a.counts[PAYLOAD] += payload_bytes;
+            a.counts[SOCKET] += socket_bytes;
+            a.counts[BATCHES] += 1;
+        });
+    }
+
+    /// `rows` acknowledged at `at`, the batch `latency` after it was sent.
+    pub fn acked(&self, at: Instant, rows: u64, latency: Option<Duration>) {
+        self.with(at, |a| {
+            a.counts[ROWS_ACKED] += rows;
+            if let Some(l) = latency {
+                put(&mut a.latency, l);
+            }
+        });
+    }
+
+    /// A batch written where the protocol has no acknowledgements, `latency` after its send
+    /// began.
+    pub fn written(&self, at: Instant, latency: Duration) {
+        self.with(at, |a| put(&mut a.latency, latency));
+    }
+
+    pub fn error(&self, at: Instant) {
+        self.with(at, |a| a.counts[ERRORS] += 1);
+    }
+}
+
+/// Records `d` in microseconds, growing the histogram (`saturating_record` would clamp at
+/// its current top instead).
+fn put(h: &mut Histogram<u64>, d: Duration) {
+    let us = micros(d);
+    if h.record(us).is_err() {
+        h.saturating_record(us);
+    }
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What the phase tells the writer: the measured windows (unix ns; the last may be open) and
+/// whether the phase has ended.
+#[derive(Default)]
+struct Control {
+    windows: Vec<(u128, Option<u128>)>,
+    finished: bool,
+}
+
+struct Shared {
+    clock: Clock,
+    kind: Kind,
+    slots: Mutex<Vec<Arc<Mutex<SlotState>>>>,
+    control: Mutex<Control>,
+    wake: Condvar,
+}
+
+/// A phase's series being recorded: `slot()` per worker, `measure`/`pause` around the
+/// measured rounds, `finish` when the phase is over.
+pub struct Recorder {
+    running: Option<Running>,
+}
+
+struct Running {
+    shared: Arc<Shared>,
+    writer: JoinHandle<Result<Written, String>>,
+    reference: SeriesRef,
+}
+
+struct Written {
+    intervals: u64,
+    late_records: u64,
+}
+
+impl Recorder {
+    /// A recorder that records nothing: a run without `--out`.
+    pub fn none() -> Recorder {
+        Recorder { running: None }
+    }
+
+    /// Starts the series of `id` under `out` (`None`: the run keeps no series). A series that
+    /// cannot be written does not stop the phase; `finish` says why it is missing.
+    pub fn start(out: Option<&SeriesOut>, id: &PhaseId, kind: Kind) -> Result<Recorder, String> {
+        let Some(out) = out else {
+            return Ok(Recorder::none());
+        };
+        let (counts, hlog) = SeriesRef::paths(id.cell, id.phase);
+        let interval_ms = out.interval.as_millis().max(1) as u64;
+        let reference = SeriesRef {
+            interval_ms,
+            counts,
+            hlog,
+            intervals: 0,
+        };
+        let now = SystemTime::now();
+        let clock = Clock {
+            at: Instant::now(),
+            unix_ns: now
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos(),
+            interval_ns: u128::from(interval_ms) * 1_000_000,
+        };
+        let dir = out.dir.clone();
+        std::fs::create_dir_all(dir.join(crate::report::series::DIR))
+            .map_err(|e| format!("cannot create {}: {e}", dir.join("series").display()))?;
+        announce(&dir, id, kind, &reference)?;
+        let files = Files::create(&dir, &reference, id, now)?;
+        let shared = Arc::new(Shared {
+            clock,
+            kind,
+            slots: Mutex::new(Vec::new()),
+            control: Mutex::new(Control::default()),
+            wake: Condvar::new(),
+        });
+        let writer = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("wlrun-series".into())
+                .spawn(move || write_loop(&shared, files))
+                .map_err(|e| format!("cannot start the series writer: {e}"))?
+        };
+        Ok(Recorder {
+            running: Some(Running {
+                shared,
+                writer,
+                reference,
+            }),
+        })
+    }
+
+    /// A worker's slot.
+    pub fn slot(&self) -> Slot {
+        let Some(r) = &self.running else {
+            return Slot::none();
+        };
+        let state = Arc::new(Mutex::new(SlotState::default()));
+        lock(&r.shared.slots).push(state.clone());
+        Slot {
+            state: Some((state, r.shared.clock)),
+        }
+    }
+
+    /// `n` units were never sent, known when the round that scheduled them ended at `at`.
+    pub fn unsent_at(&self, at: Instant, n: u64) {
+        if n > 0 {
+            self.slot().unsent(at, n);
+        }
+    }
+
+    /// Measured time begins at `at` (a measured round starts).
+    pub fn measure(&self, at: Instant) {
+        if let Some(r) = &self.running {
+            let ns = r.shared.clock.unix_ns(at);
+            let mut c = lock(&r.shared.control);
+            if !matches!(c.windows.last(), Some((_, None))) {
+                c.windows.push((ns, None));
+            }
+        }
+    }
+
+    /// Measured time ends at `at` (the round is over; a warm-up may follow).
+    pub fn pause(&self, at: Instant) {
+        if let Some(r) = &self.running {
+            let ns = r.shared.clock.unix_ns(at);
+            let mut c = lock(&r.shared.control);
+            if let Some((start, end @ None)) = c.windows.last_mut() {
+                *end = Some(ns.max(*start));
+            }
+        }
+    }
+
+    /// Ends the series at the end of its last measured window and writes what is left. The
+    /// reference goes into the phase's report; an `Err` is a warning for it (the series is
+    /// incomplete or missing, the phase's figures are not affected).
+    pub fn finish(self) -> Result<Option<SeriesRef>, String> {
+        let Some(r) = self.running else {
+            return Ok(None);
+        };
+        {
+            let now = r.shared.clock.unix_ns(Instant::now());
+            let mut c = lock(&r.shared.control);
+            if let Some((start, end @ None)) = c.windows.last_mut() {
+                *end = Some(now.max(*start));
+            }
+            c.finished = true;
+            r.shared.wake.notify_all();
+        }
+        let written = r
+            .writer
+            .join()
+            .map_err(|_| "the series writer failed".to_string())??;
+        let mut reference = r.reference;
+        reference.intervals = written.intervals;
+        if written.late_records > 0 {
+            return Err(format!(
+                "{} records of the time series arrived after their interval was written and \
+                 were counted in the next one",
+                written.late_records
+            ));
+        }
+        Ok(Some(reference))
+    }
+}
+
+/// Appends the phase to `series/phases.jsonl`.
+fn announce(dir: &Path, id: &PhaseId, kind: Kind, r: &SeriesRef) -> Result<(), String> {
+    let line = serde_json::json!({
+        "cell": id.cell,
+        "key": id.key,
+        "phase": id.phase,
+        "kind": id.kind,
+        "endpoint": id.endpoint,
+        "open_loop": matches!(kind, Kind::Run { service: true }),
+        "series": r,
+    });
+    let path = dir.join(crate::report::series::DIR).join("phases.jsonl");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    writeln!(f, "{line}").map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The two files of a series, open.
+struct Files {
+    counts: csv::Writer<File>,
+    counts_path: PathBuf,
+    hlog: File,
+    hlog_path: PathBuf,
+    start: SystemTime,
+    comment: String,
+}
+
+impl Files {
+    fn create(dir: &Path, r: &SeriesRef, id: &PhaseId, start: SystemTime) -> Result<Files, String> {
+        let counts_path = dir.join(&r.counts);
+        let hlog_path = dir.join(&r.hlog);
+        let counts = csv::Writer::from_path(&counts_path)
+            .map_err(|e| format!("cannot create {}: {e}", counts_path.display()))?;
+        let hlog = File::create(&hlog_path)
+            .map_err(|e| format!("cannot create {}: {e}", hlog_path.display()))?;
+        Ok(Files {
+            counts,
+            counts_path,
+            hlog,
+            hlog_path,
+            start,
+            comment: format!(
+                "wlrun: cell {} phase {} ({}), microseconds, {} ms intervals",
+                id.cell, id.phase, id.endpoint, r.interval_ms
+            ),
+        })
+    }
+}
+
+/// The writer thread: waits for each interval to close, then writes it.
+fn write_loop(shared: &Shared, mut files: Files) -> Result<Written, String> {
+    let clock = shared.clock;
+    let interval_ns = clock.interval_ns;
+    let grace = (interval_ns / 4).min(200_000_000);
+    let mut serializer = V2DeflateSerializer::new();
+    let hlog_fail =
+        |e: &dyn std::fmt::Debug| format!("cannot write {}: {e:?}", files.hlog_path.display());
+    let mut log = IntervalLogWriterBuilder::new()
+        .add_comment(&files.comment)
+        .with_start_time(files.start)
+        .with_max_value_divisor(1000.0)
+        .begin_log_with(&mut files.hlog, &mut serializer)
+        .map_err(|e| hlog_fail(&e))?;
+    let mut pending: BTreeMap<u64, Acc> = BTreeMap::new();
+    // The next interval to write; `None` until measured time has begun.
+    let mut next: Option<u64> = None;
+    let mut written = Written {
+        intervals: 0,
+        late_records: 0,
+    };
+    loop {
+        let (finished, windows) = {
+            let mut c = lock(&shared.control);
+            if !c.finished {
+                let now = clock.unix_ns(Instant::now());
+                let wake_at = (now / interval_ns + 1) * interval_ns + grace;
+                let wait = Duration::from_nanos((wake_at - now).min(u128::from(u64::MAX)) as u64);
+                c = shared
+                    .wake
+                    .wait_timeout(c, wait)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            (c.finished, c.windows.clone())
+        };
+        // Intervals before `limit` are closed.
+        let limit = if finished {
+            match windows.last() {
+                // The interval holding the end, unless the end is its first instant.
+                Some((_, Some(end))) => end.div_ceil(interval_ns) as u64,
+                _ => next.unwrap_or(0),
+            }
+        } else {
+            ((clock.unix_ns(Instant::now()).saturating_sub(grace)) / interval_ns) as u64
+        };
+        collect(shared, limit, finished, next, &mut pending, &mut written);
+        if next.is_none() {
+            next = windows
+                .first()
+                .map(|(start, _)| (start / interval_ns) as u64)
+                .or_else(|| pending.keys().next().copied());
+            // Anything recorded before measured time began counts in its first interval.
+            if let Some(n) = next {
+                let early: Vec<u64> = pending.range(..n).map(|(k, _)| *k).collect();
+                for k in early {
+                    let acc = pending.remove(&k).expect("key just listed");
+                    match pending.get_mut(&n) {
+                        Some(p) => p.merge(&acc),
+                        None => {
+                            let mut p = Acc::new(n);
+                            p.merge(&acc);
+                            pending.insert(n, p);
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(mut i) = next {
+            while i < limit {
+                let acc = pending.remove(&i).unwrap_or_else(|| Acc::new(i));
+                let span_ms = (span_ns(&windows, i, interval_ns) / 1_000_000) as u64;
+                let start_ms = (u128::from(i) * interval_ns / 1_000_000) as u64;
+                let start = Duration::from_millis(start_ms);
+                let length = Duration::from_nanos(interval_ns as u64);
+                match shared.kind {
+                    Kind::Ingest { acks } => {
+                        files
+                            .counts
+                            .serialize(ingest_row(&acc, start_ms, span_ms, acks))
+                            .map_err(|e| {
+                                format!("cannot write {}: {e}", files.counts_path.display())
+                            })?;
+                        log.write_histogram(&acc.latency, start, length, Tag::new(TAG_BATCH))
+                            .map_err(|e| hlog_fail(&e))?;
+                    }
+                    Kind::Run { service } => {
+                        files
+                            .counts
+                            .serialize(run_row(&acc, start_ms, span_ms, service))
+                            .map_err(|e| {
+                                format!("cannot write {}: {e}", files.counts_path.display())
+                            })?;
+                        log.write_histogram(&acc.latency, start, length, Tag::new(TAG_LATENCY))
+                            .map_err(|e| hlog_fail(&e))?;
+                        if service {
+                            log.write_histogram(&acc.service, start, length, Tag::new(TAG_SERVICE))
+                                .map_err(|e| hlog_fail(&e))?;
+                        }
+                    }
+                }
+                files
+                    .counts
+                    .flush()
+                    .map_err(|e| format!("cannot write {}: {e}", files.counts_path.display()))?;
+                written.intervals += 1;
+                i += 1;
+            }
+            next = Some(i.max(limit));
+        }
+        if finished {
+            return Ok(written);
+        }
+    }
+}
+
+/// Takes every closed accumulator from the workers' slots into `pending`; one for an interval
+/// already written goes to the next one to write, and is counted late.
+fn collect(
+    shared: &Shared,
+    limit: u64,
+    all: bool,
+    next: Option<u64>,
+    pending: &mut BTreeMap<u64, Acc>,
+    written: &mut Written,
+) {
+    let slots = lock(&shared.slots).clone();
+    for slot in slots {
+        let mut s = lock(&slot);
+        let s = &mut *s;
+        let mut k = 0;
+        while k < s.open.len() {
+            let index = s.open[k].index;
+            if index >= limit && !all {
+                k += 1;
+                continue;
+            }
+            let acc = s.open.swap_remove(k);
+            let into = match next {
+                Some(n) if index < n => {
+                    written.late_records += acc.counts.iter().sum::<u64>().max(1);
+                    n
+                }
+                _ => index,
+            };
+            match pending.get_mut(&into) {
+                Some(p) => p.merge(&acc),
+                None => {
+                    let mut p = Acc::new(into);
+                    p.merge(&acc);
+                    pending.insert(into, p);
+                }
+            }
+            s.spare.push(acc);
+        }
+    }
+}
+
+/// Measured nanoseconds of interval `i`: the windows' overlap with it (an open window runs on
+/// past the interval: `finish` closes the last one).
+fn span_ns(windows: &[(u128, Option<u128>)], i: u64, interval_ns: u128) -> u128 {
+    let (a, b) = (
+        u128::from(i) * interval_ns,
+        (u128::from(i) + 1) * interval_ns,
+    );
+    windows
+        .iter()
+        .map(|&(s, e)| e.unwrap_or(b).min(b).saturating_sub(s.max(a)))
+        .sum()
+}
+
+fn quantile(h: &Histogram<u64>, q: f64) -> Option<u64> {
+    (!h.is_empty()).then(|| h.value_at_quantile(q))
+}
+
+fn ingest_row(a: &Acc, start_ms: u64, span_ms: u64, acks: bool) -> IngestInterval {
+    IngestInterval {
+        start_ms,
+        span_ms,
+        rows_sent: a.counts[ROWS_SENT],
+        rows_acked: acks.then_some(a.counts[ROWS_ACKED]),
+        payload_bytes: a.counts[PAYLOAD],
+        socket_bytes: a.counts[SOCKET],
+        batches: a.counts[BATCHES],
+        errors: a.counts[ERRORS],
+        batch_p50_us: quantile(&a.latency, 0.5),
+        batch_p99_us: quantile(&a.latency, 0.99),
+        batch_max_us: (!a.latency.is_empty()).then(|| a.latency.max()),
+    }
+}
+
+fn run_row(a: &Acc, start_ms: u64, span_ms: u64, service: bool) -> RunInterval {
+    let s = |q| {
+        if service {
+            quantile(&a.service, q)
+        } else {
+            None
+        }
+    };
+    RunInterval {
+        start_ms,
+        span_ms,
+        ok: a.counts[OK],
+        failed: a.counts[FAILED],
+        cut_off: a.counts[CUT_OFF],
+        unsent: a.counts[UNSENT],
+        p50_us: quantile(&a.latency, 0.5),
+        p90_us: quantile(&a.latency, 0.9),
+        p99_us: quantile(&a.latency, 0.99),
+        p999_us: quantile(&a.latency, 0.999),
+        max_us: (!a.latency.is_empty()).then(|| a.latency.max()),
+        service_p50_us: s(0.5),
+        service_p99_us: s(0.99),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::series::{merged, read, read_hlog, Series};
+
+    fn id() -> PhaseId<'static> {
+        PhaseId {
+            cell: 1,
+            key: "k=1",
+            phase: "q",
+            kind: "queries",
+            endpoint: "db.sql (pg)".into(),
+        }
+    }
+
+    #[test]
+    fn every_record_lands_in_one_aligned_interval_and_the_log_holds_the_same_histograms() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = SeriesOut {
+            dir: dir.path().to_path_buf(),
+            interval: Duration::from_millis(50),
+        };
+        let rec = Recorder::start(Some(&out), &id(), Kind::Run { service: true }).unwrap();
+        let (a, b) = (rec.slot(), rec.slot());
+        rec.measure(Instant::now());
+        for i in 0..30u64 {
+            let now = Instant::now();
+            a.ok(
+                now,
+                Duration::from_micros(100 + i),
+                Some(Duration::from_micros(50)),
+            );
+            if i % 3 == 0 {
+                b.failed(now);
+            }
+            std::thread::sleep(Duration::from_millis(7));
+        }
+        b.cut_off(Instant::now(), 2);
+        let r = rec.finish().unwrap().unwrap();
+        assert_eq!(r.interval_ms, 50);
+        let Series::Run(rows) = read(dir.path(), &r, false).unwrap() else {
+            panic!("a run series")
+        };
+        assert_eq!(rows.len() as u64, r.intervals);
+        assert!(rows.len() >= 4, "{rows:?}");
+        assert_eq!(rows.iter().map(|r| r.ok).sum::<u64>(), 30);
+        assert_eq!(rows.iter().map(|r| r.failed).sum::<u64>(), 10);
+        assert_eq!(rows.iter().map(|r| r.cut_off).sum::<u64>(), 2);
+        for (x, y) in rows.iter().zip(rows.iter().skip(1)) {
+            assert_eq!(y.start_ms - x.start_ms, 50, "consecutive intervals");
+        }
+        assert!(rows.iter().all(|r| r.start_ms % 50 == 0 && r.span_ms <= 50));
+        assert!(rows[1..rows.len() - 1].iter().all(|r| r.span_ms == 50));
+        let total_span: u64 = rows.iter().map(|r| r.span_ms).sum();
+        assert!(
+            (200..=400).contains(&total_span),
+            "{total_span} ms measured"
+        );
+        let logged = read_hlog(&dir.path().join(&r.hlog)).unwrap();
+        assert_eq!(
+            logged.len(),
+            rows.len() * 2,
+            "latency and service per interval"
+        );
+        let latency = merged(&logged, TAG_LATENCY).unwrap();
+        assert_eq!(latency.len(), 30);
+        assert_eq!(latency.min(), 100);
+        assert_eq!(merged(&logged, TAG_SERVICE).unwrap().len(), 30);
+        for (row, h) in rows.iter().zip(
+            logged
+                .iter()
+                .filter(|l| l.tag.as_deref() == Some(TAG_LATENCY)),
+        ) {
+            assert_eq!(h.start_ms, row.start_ms);
+            assert_eq!(h.histogram.len(), row.ok);
+            assert_eq!(
+                row.p50_us,
+                (row.ok > 0).then(|| h.histogram.value_at_quantile(0.5))
+            );
+        }
+        let phases = std::fs::read_to_string(dir.path().join("series/phases.jsonl")).unwrap();
+        let line: serde_json::Value = serde_json::from_str(phases.trim()).unwrap();
+        assert_eq!(line["series"]["counts"], "series/1-q.csv");
+        assert_eq!(line["open_loop"], true);
+    }
+
+    #[test]
+    fn intervals_are_written_while_the_phase_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = SeriesOut {
+            dir: dir.path().to_path_buf(),
+            interval: Duration::from_millis(20),
+        };
+        let rec = Recorder::start(Some(&out), &id(), Kind::Ingest { acks: false }).unwrap();
+        let s = rec.slot();
+        rec.measure(Instant::now());
+        s.sent(Instant::now(), 10, 100, 120);
+        std::thread::sleep(Duration::from_millis(120));
+        let text = std::fs::read_to_string(dir.path().join("series/1-q.csv")).unwrap();
+        assert!(
+            text.lines().count() >= 3,
+            "header and closed intervals: {text}"
+        );
+        assert!(
+            text.lines().nth(1).unwrap().contains(",10,,100,120,1,0"),
+            "{text}"
+        );
+        let r = rec.finish().unwrap().unwrap();
+        let Series::Ingest(rows) = read(dir.path(), &r, true).unwrap() else {
+            panic!("an ingest series")
+        };
+        assert_eq!(rows.iter().map(|r| r.rows_sent).sum::<u64>(), 10);
+        assert!(rows.iter().all(|r| r.rows_acked.is_none()));
+    }
+
+    #[test]
+    fn a_run_without_out_records_nothing() {
+        let rec = Recorder::start(None, &id(), Kind::Run { service: false }).unwrap();
+        let s = rec.slot();
+        s.ok(Instant::now(), Duration::from_millis(1), None);
+        assert_eq!(rec.finish(), Ok(None));
+    }
+
+    #[test]
+    fn a_measured_span_counts_only_its_windows() {
+        let w = [(10, Some(25)), (40, Some(45))];
+        assert_eq!(span_ns(&w, 0, 20), 10);
+        assert_eq!(span_ns(&w, 1, 20), 5);
+        assert_eq!(span_ns(&w, 2, 20), 5);
+        assert_eq!(span_ns(&[(30, None)], 1, 20), 10);
+    }
+}

@@ -1,0 +1,189 @@
+//! A phase's time series: one row of counts per interval in a small CSV file, and the
+//! interval's latency histograms in an HDR interval log (`.hlog`, the format HdrHistogram's own
+//! log processors read), both beside report.json in `series/`. Both are written while the run
+//! goes (`exec::series`), an interval at a time, so memory stays flat however long the run and
+//! a killed run keeps every interval that had closed. docs/report-format.md, "Time series".
+//!
+//! Intervals are aligned to wall-clock boundaries (`start_ms` is a multiple of `interval_ms`
+//! in Unix time), so runs on several machines line up. `span_ms` is the measured time inside
+//! the interval: less than `interval_ms` for the first and last, and 0 while a warm-up round
+//! runs; a rate of one interval is its count over its span.
+
+use std::path::Path;
+
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// The folder of a run directory the series files go to.
+pub const DIR: &str = "series";
+
+/// The `.hlog` tags: a query or request run's latency (from the intended send time in open
+/// loop) and, in open loop, its service time; an ingest phase's batch latency.
+pub const TAG_LATENCY: &str = "latency";
+pub const TAG_SERVICE: &str = "service";
+pub const TAG_BATCH: &str = "batch";
+
+/// Where a phase's series is, in its report: paths relative to the run directory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SeriesRef {
+    pub interval_ms: u64,
+    /// The counts, one CSV row per interval (`IngestInterval` or `RunInterval`).
+    pub counts: String,
+    /// The interval histograms, microseconds, tagged `TAG_*`.
+    pub hlog: String,
+    /// Rows in `counts`.
+    pub intervals: u64,
+}
+
+impl SeriesRef {
+    /// The file names of cell `cell`'s phase `phase` (phase names are identifiers).
+    pub fn paths(cell: usize, phase: &str) -> (String, String) {
+        (
+            format!("{DIR}/{cell}-{phase}.csv"),
+            format!("{DIR}/{cell}-{phase}.hlog"),
+        )
+    }
+}
+
+/// One interval of an ingest phase.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IngestInterval {
+    /// Unix milliseconds of the interval's start: a multiple of the interval.
+    pub start_ms: u64,
+    /// Measured milliseconds inside the interval.
+    pub span_ms: u64,
+    /// Rows whose batch was handed to the socket in this interval.
+    pub rows_sent: u64,
+    /// Rows acknowledged in this interval; empty where the protocol has no acknowledgements.
+    pub rows_acked: Option<u64>,
+    pub payload_bytes: u64,
+    pub socket_bytes: u64,
+    /// Batches sent in this interval.
+    pub batches: u64,
+    /// Batches that failed (rejected, a broken connection) in this interval.
+    pub errors: u64,
+    /// Batch latency of the batches answered (or written) in this interval; empty without any.
+    pub batch_p50_us: Option<u64>,
+    pub batch_p99_us: Option<u64>,
+    pub batch_max_us: Option<u64>,
+}
+
+/// One interval of a query or request run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunInterval {
+    pub start_ms: u64,
+    pub span_ms: u64,
+    /// Answers that arrived in this interval, successful and failed.
+    pub ok: u64,
+    pub failed: u64,
+    /// Units in flight when the phase ended, counted in the interval it ended in.
+    pub cut_off: u64,
+    /// Units whose intended send time fell in this interval and that were never sent.
+    pub unsent: u64,
+    /// Latency of this interval's successful answers; empty without any.
+    pub p50_us: Option<u64>,
+    pub p90_us: Option<u64>,
+    pub p99_us: Option<u64>,
+    pub p999_us: Option<u64>,
+    pub max_us: Option<u64>,
+    /// Open loop: service time (send to answer) of the same answers.
+    pub service_p50_us: Option<u64>,
+    pub service_p99_us: Option<u64>,
+}
+
+/// A phase's series read back.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Series {
+    Ingest(Vec<IngestInterval>),
+    Run(Vec<RunInterval>),
+}
+
+impl Series {
+    pub fn len(&self) -> usize {
+        match self {
+            Series::Ingest(v) => v.len(),
+            Series::Run(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Reads the counts of `r` under the run directory `dir`. `ingest` says which rows to expect
+/// (the phase's report knows its kind). A last row cut short by a kill is dropped, not an
+/// error: the run was killed while writing it.
+pub fn read(dir: &Path, r: &SeriesRef, ingest: bool) -> Result<Series, String> {
+    let path = dir.join(&r.counts);
+    let text = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let complete = match text.iter().rposition(|&b| b == b'\n') {
+        Some(i) => &text[..=i],
+        None => &text[..0],
+    };
+    fn rows<T: for<'de> Deserialize<'de>>(bytes: &[u8], path: &Path) -> Result<Vec<T>, String> {
+        csv::Reader::from_reader(bytes)
+            .deserialize()
+            .enumerate()
+            .map(|(i, row)| row.map_err(|e| format!("{} row {}: {e}", path.display(), i + 2)))
+            .collect()
+    }
+    Ok(if ingest {
+        Series::Ingest(rows(complete, &path)?)
+    } else {
+        Series::Run(rows(complete, &path)?)
+    })
+}
+
+/// One histogram of an interval log.
+pub struct LoggedHistogram {
+    pub tag: Option<String>,
+    /// Unix milliseconds of the interval's start.
+    pub start_ms: u64,
+    pub histogram: Histogram<u64>,
+}
+
+/// Every histogram of the interval log at `path`, in order. A last line cut short by a kill is
+/// dropped.
+pub fn read_hlog(path: &Path) -> Result<Vec<LoggedHistogram>, String> {
+    let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let complete = match text.iter().rposition(|&b| b == b'\n') {
+        Some(i) => &text[..=i],
+        None => &text[..0],
+    };
+    let mut out = Vec::new();
+    let mut decoder = Deserializer::new();
+    for entry in IntervalLogIterator::new(complete) {
+        let entry =
+            entry.map_err(|e| format!("{} is not an interval log: {e:?}", path.display()))?;
+        if let LogEntry::Interval(h) = entry {
+            let bytes = base64::Engine::decode(
+                &base64::engine::general_purpose::STANDARD,
+                h.encoded_histogram(),
+            )
+            .map_err(|e| format!("{}: a histogram is not base64: {e}", path.display()))?;
+            let histogram: Histogram<u64> = decoder
+                .deserialize(&mut &bytes[..])
+                .map_err(|e| format!("{}: a histogram does not decode: {e:?}", path.display()))?;
+            out.push(LoggedHistogram {
+                tag: h.tag().map(|t| t.as_str().to_string()),
+                start_ms: h.start_timestamp().as_millis() as u64,
+                histogram,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The interval log's histograms of one tag, merged: the whole span's distribution.
+pub fn merged(logged: &[LoggedHistogram], tag: &str) -> Option<Histogram<u64>> {
+    let mut it = logged.iter().filter(|l| l.tag.as_deref() == Some(tag));
+    let mut total = it.next()?.histogram.clone();
+    for l in it {
+        // Both came from histograms of the same bounds; auto-resize covers a larger maximum.
+        let _ = total.add(&l.histogram);
+    }
+    Some(total)
+}
