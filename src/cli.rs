@@ -101,14 +101,18 @@ pub enum Command {
     },
     /// Re-render a finished run from `--out DIR` or its report.json, without servers or inputs.
     ///
-    /// Prints each cell's lines and the final table as the run printed them, or with `--json`
-    /// the report.json as written.
+    /// Prints each cell's lines and the final table as the run printed them, with `--json`
+    /// the report.json as written, with `--csv` report.csv's rows. A killed run (no
+    /// report.json) renders from its time series, as far as its intervals go.
     Report {
         /// A run directory (`wlrun run --out DIR`) or a report.json file.
         path: PathBuf,
         /// Print the report as JSON instead of the table.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "csv")]
         json: bool,
+        /// Print report.csv's table instead: one row per phase, query type and label.
+        #[arg(long)]
+        csv: bool,
     },
     /// Run every cell of the plan (`wlrun FILE.wl` is the same).
     Run {

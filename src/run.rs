@@ -141,18 +141,29 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             let _ = std::io::stdout().write_all(text.as_bytes());
             EXIT_OK
         }
-        Command::Report { path, json } => {
-            let (report, written) = match report::read::read_report(&path) {
+        Command::Report { path, json, csv } => {
+            let run = match report::read::read_run(&path) {
                 Ok(r) => r,
                 Err(e) => {
                     sayln!("wlrun report: {e}");
                     return EXIT_USAGE;
                 }
             };
+            if let Some(why) = &run.rebuilt {
+                sayln!("wlrun report: {why}");
+            }
             let text = if json {
-                written
+                run.text
+            } else if csv {
+                match report::csv::csv(&run.report) {
+                    Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                    Err(e) => {
+                        sayln!("wlrun report: {e}");
+                        return EXIT_FAILED;
+                    }
+                }
             } else {
-                report::render::run_text(&report)
+                report::render::run_text(&run.report)
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
             EXIT_OK

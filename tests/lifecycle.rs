@@ -114,7 +114,8 @@ fn assert_stopped_run_kept(dir: &Path, stdout: &str, err: &str) {
     assert!(phases[1]["ok"].as_u64().unwrap() > 0, "{:#}", phases[1]);
     assert!(phases[1]["elapsed_s"].as_f64().unwrap() < 30.0);
     let csv = std::fs::read_to_string(res.join("report.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 3, "{csv}");
+    // The header, a row per phase, and one each for the query run's query type and label.
+    assert_eq!(csv.lines().count(), 5, "{csv}");
     assert!(res.join("sources/w.wl").exists());
     // The stopped run re-renders from its directory: the final table it printed, last.
     let again = wlrun(dir, &["report", "res"]);
@@ -396,24 +397,74 @@ fn an_earlier_run_is_replaced_only_when_asked() {
 }
 
 #[test]
-fn a_killed_run_leaves_its_plan_and_sources() {
+fn a_killed_run_keeps_its_intervals_and_renders_as_far_as_they_go() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("w.wl"), LONG_RUN).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_wlrun"))
         .current_dir(dir.path())
-        .args(["run", "w.wl", "--out", "res", "--progress-every", "0.2"])
+        .args(["run", "w.wl", "--out", "res", "--interval", "0.2", "-q"])
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let running = lines.any(|l| l.is_ok_and(|l| l.contains("long:") && l.contains(" ok ")));
-    child.kill().unwrap();
-    child.wait().unwrap();
-    assert!(running, "the query run never reported progress");
     let res = dir.path().join("res");
+    let counts = res.join("series/1-long.csv");
+    // Three closed intervals of the query run are on disk: it is well under way.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(&counts).map_or(0, |t| t.lines().count()) < 4 {
+        assert!(
+            Instant::now() < deadline,
+            "the query run wrote no intervals"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL: nothing runs after it
+    child.wait().unwrap();
     assert_eq!(json_file(&res.join("plan.json"))["format"], 1);
     assert!(res.join("sources/w.wl").exists());
     assert!(!res.join("report.json").exists());
+
+    // What the killed run had written is what its rebuilt report says.
+    let text = std::fs::read_to_string(&counts).unwrap();
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let ok_at = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == "ok")
+        .unwrap();
+    let written_ok: u64 = text
+        .lines()
+        .skip(1)
+        .filter(|l| text.ends_with('\n') || !text.ends_with(l))
+        .map(|l| l.split(',').nth(ok_at).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(written_ok > 0, "{text}");
+    let out = wlrun(dir.path(), &["report", "res", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the run was killed"));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let phases = r["cells"][0]["phases"].as_array().unwrap();
+    assert_eq!(phases[0]["phase"], "ingest");
+    assert_eq!(phases[0]["rows_sent"], 10, "{:#}", phases[0]);
+    let q = &phases[1];
+    assert_eq!(q["status"], "interrupted");
+    // The interval log may hold one interval more than the counts if the kill fell between
+    // the two writes; never fewer.
+    let ok = q["ok"].as_u64().unwrap();
+    assert_eq!(ok, written_ok, "{q:#}");
+    assert!(q["latency"]["count"].as_u64().unwrap() >= ok, "{q:#}");
+    assert!(q["qps"].as_f64().unwrap() > 50.0, "{q:#}");
+    let table = wlrun(dir.path(), &["report", "res"]);
+    assert_eq!(table.status.code(), Some(0));
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.contains("long") && table.contains("interrupted"),
+        "{table}"
+    );
 }

@@ -24,8 +24,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
 use crate::plan::{EndpointPlan, Phase, Plan};
@@ -90,27 +88,7 @@ pub fn timeouts(ep: &EndpointPlan) -> (Duration, Duration) {
 
 /// Percentiles of a microsecond histogram, and the histogram itself.
 pub fn latency(h: &Histogram<u64>) -> Latency {
-    if h.is_empty() {
-        return Latency::default();
-    }
-    let mut bytes = Vec::new();
-    let histogram = match V2DeflateSerializer::new().serialize(h, &mut bytes) {
-        Ok(_) => base64::engine::general_purpose::STANDARD.encode(&bytes),
-        Err(_) => String::new(),
-    };
-    Latency {
-        count: h.len(),
-        min_us: h.min(),
-        mean_us: h.mean(),
-        p50_us: h.value_at_quantile(0.50),
-        p90_us: h.value_at_quantile(0.90),
-        p95_us: h.value_at_quantile(0.95),
-        p99_us: h.value_at_quantile(0.99),
-        p999_us: h.value_at_quantile(0.999),
-        max_us: h.max(),
-        stddev_us: h.stdev(),
-        histogram,
-    }
+    Latency::of(h)
 }
 
 /// Runs every cell of `plan` and returns the report; `on_cell` sees each cell's report as it
@@ -208,7 +186,7 @@ fn run_phase(
     phase: &Phase,
     label: &str,
 ) -> PhaseReport {
-    let (name, kind, endpoint, series_kind) = match phase {
+    let (name, kind, endpoint, series_kind, workers, load) = match phase {
         Phase::Ingest(p) => (
             &p.name,
             "ingest",
@@ -216,9 +194,25 @@ fn run_phase(
             series::Kind::Ingest {
                 acks: crate::driver::Driver::acknowledges(&p.endpoint.kind),
             },
+            p.workers,
+            None,
         ),
-        Phase::Queries(q) => (&q.name, "queries", &q.endpoint, run_kind(&q.run.load)),
-        Phase::Requests(r) => (&r.name, "requests", &r.endpoint, run_kind(&r.run.load)),
+        Phase::Queries(q) => (
+            &q.name,
+            "queries",
+            &q.endpoint,
+            run_kind(&q.run.load),
+            q.run.workers,
+            Some(crate::report::load_text(&q.run.load)),
+        ),
+        Phase::Requests(r) => (
+            &r.name,
+            "requests",
+            &r.endpoint,
+            run_kind(&r.run.load),
+            r.run.workers,
+            Some(crate::report::load_text(&r.run.load)),
+        ),
     };
     let id = series::PhaseId {
         cell: cell.index,
@@ -226,6 +220,8 @@ fn run_phase(
         phase: name,
         kind,
         endpoint: format!("{}.{} ({})", endpoint.target, endpoint.name, endpoint.kind),
+        workers,
+        load,
     };
     let (recorder, mut warning) =
         match series::Recorder::start(env.series.as_ref(), &id, series_kind) {

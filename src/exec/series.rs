@@ -50,6 +50,10 @@ pub struct PhaseId<'a> {
     /// `ingest`, `queries` or `requests`: the report's `phase` tag.
     pub kind: &'static str,
     pub endpoint: String,
+    /// Workers, or a request run's connections.
+    pub workers: u64,
+    /// A query or request run's load (`closed`, `open 200/s poisson`); `None` for ingest.
+    pub load: Option<String>,
 }
 
 // Counter positions of an interval. Run: ok, failed, cut off, unsent. Ingest: rows sent,
@@ -310,8 +314,12 @@ impl Recorder {
         let dir = out.dir.clone();
         std::fs::create_dir_all(dir.join(crate::report::series::DIR))
             .map_err(|e| format!("cannot create {}: {e}", dir.join("series").display()))?;
-        announce(&dir, id, kind, &reference)?;
-        let files = Files::create(&dir, &reference, id, now)?;
+        announce(&dir, id, kind, &reference, now)?;
+        // HdrHistogram's log readers skip intervals that begin before the log's StartTime: it
+        // is the start of the first (wall-clock aligned) interval, not the phase's.
+        let first_ns = clock.unix_ns / clock.interval_ns * clock.interval_ns;
+        let log_start = UNIX_EPOCH + Duration::from_nanos(first_ns as u64);
+        let files = Files::create(&dir, &reference, id, log_start)?;
         let shared = Arc::new(Shared {
             clock,
             kind,
@@ -410,16 +418,30 @@ impl Recorder {
 }
 
 /// Appends the phase to `series/phases.jsonl`.
-fn announce(dir: &Path, id: &PhaseId, kind: Kind, r: &SeriesRef) -> Result<(), String> {
-    let line = serde_json::json!({
-        "cell": id.cell,
-        "key": id.key,
-        "phase": id.phase,
-        "kind": id.kind,
-        "endpoint": id.endpoint,
-        "open_loop": matches!(kind, Kind::Run { service: true }),
-        "series": r,
-    });
+fn announce(
+    dir: &Path,
+    id: &PhaseId,
+    kind: Kind,
+    r: &SeriesRef,
+    now: SystemTime,
+) -> Result<(), String> {
+    let line = crate::report::series::Announced {
+        cell: id.cell,
+        key: id.key.to_string(),
+        phase: id.phase.to_string(),
+        kind: id.kind.to_string(),
+        endpoint: id.endpoint.clone(),
+        workers: id.workers,
+        load: id.load.clone(),
+        acks: !matches!(kind, Kind::Ingest { acks: false }),
+        open_loop: matches!(kind, Kind::Run { service: true }),
+        started_ms: now
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64,
+        series: r.clone(),
+    };
+    let line = serde_json::to_string(&line).map_err(|e| e.to_string())?;
     let path = dir.join(crate::report::series::DIR).join("phases.jsonl");
     let mut f = std::fs::OpenOptions::new()
         .create(true)
@@ -562,6 +584,8 @@ fn write_loop(shared: &Shared, mut files: Files) -> Result<Written, String> {
                         }
                     }
                 }
+                // The row reaches the file here, after its histograms: a kill between the two
+                // leaves a log one interval ahead of the counts, never behind.
                 files
                     .counts
                     .flush()
@@ -689,6 +713,8 @@ mod tests {
             phase: "q",
             kind: "queries",
             endpoint: "db.sql (pg)".into(),
+            workers: 2,
+            load: Some("closed".into()),
         }
     }
 

@@ -2,8 +2,10 @@
 //! to disk by `files`. docs/report-format.md describes every field; `REPORT_FORMAT` changes
 //! whenever a field changes meaning.
 
+pub mod csv;
 pub mod files;
 pub mod read;
+pub mod rebuild;
 pub mod render;
 pub mod series;
 
@@ -134,6 +136,43 @@ pub struct Latency {
     /// The whole histogram, V2-deflate serialized and base64-encoded, so that runs can be
     /// merged and compared later.
     pub histogram: String,
+}
+
+impl Latency {
+    /// Percentiles of a microsecond histogram, and the histogram itself.
+    pub fn of(h: &hdrhistogram::Histogram<u64>) -> Latency {
+        use base64::Engine as _;
+        use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
+        if h.is_empty() {
+            return Latency::default();
+        }
+        let mut bytes = Vec::new();
+        let histogram = match V2DeflateSerializer::new().serialize(h, &mut bytes) {
+            Ok(_) => base64::engine::general_purpose::STANDARD.encode(&bytes),
+            Err(_) => String::new(),
+        };
+        Latency {
+            count: h.len(),
+            min_us: h.min(),
+            mean_us: h.mean(),
+            p50_us: h.value_at_quantile(0.50),
+            p90_us: h.value_at_quantile(0.90),
+            p95_us: h.value_at_quantile(0.95),
+            p99_us: h.value_at_quantile(0.99),
+            p999_us: h.value_at_quantile(0.999),
+            max_us: h.max(),
+            stddev_us: h.stdev(),
+            histogram,
+        }
+    }
+}
+
+/// How a query or request run's load reads in its report: `closed`, `open 200/s poisson`.
+pub fn load_text(load: &crate::plan::Load) -> String {
+    match load {
+        crate::plan::Load::Closed => "closed".into(),
+        crate::plan::Load::Open { rate, arrival } => format!("open {rate} {arrival}"),
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -377,10 +416,7 @@ impl<K: RunKind> RunReport<K> {
             endpoint: format!("{}.{}", endpoint.target, endpoint.name),
             kind: endpoint.kind.clone(),
             setup,
-            load: match load {
-                crate::plan::Load::Closed => "closed".into(),
-                crate::plan::Load::Open { rate, arrival } => format!("open {rate} {arrival}"),
-            },
+            load: load_text(load),
             status: Status::NotRun,
             failures: Vec::new(),
             warnings: Vec::new(),

@@ -6,6 +6,41 @@ use std::path::{Path, PathBuf};
 
 use super::{Report, REPORT_FORMAT};
 
+/// A run read back for `wlrun report`.
+pub struct Run {
+    pub report: Report,
+    /// What `--json` prints: report.json as written, or the rebuilt report.
+    pub text: String,
+    /// Set when the run was killed and its report was rebuilt from its time series: says so.
+    pub rebuilt: Option<String>,
+}
+
+/// The run at `path`: its report.json, or for a killed run's directory (no report.json, but
+/// time series) the report rebuilt from those.
+pub fn read_run(path: &Path) -> Result<Run, String> {
+    if super::rebuild::is_killed_run(path) {
+        let report = super::rebuild::rebuild(path)?;
+        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
+        let phases: usize = report.cells.iter().map(|c| c.phases.len()).sum();
+        return Ok(Run {
+            report,
+            text,
+            rebuilt: Some(format!(
+                "{} has no report.json: the run was killed; its {phases} phase{} rebuilt from \
+                 the time series, as far as their intervals go",
+                path.display(),
+                if phases == 1 { " is" } else { "s are" }
+            )),
+        });
+    }
+    let (report, text) = read_report(path)?;
+    Ok(Run {
+        report,
+        text,
+        rebuilt: None,
+    })
+}
+
 /// The report at `path` (a run directory, `--out DIR`, or a report.json file) and its text as
 /// written: `--json` gives the text back rather than the parsed report re-serialized, whose
 /// floats serde_json reads to within an ulp, not always to the same bits.
@@ -20,7 +55,8 @@ pub fn read_report(path: &Path) -> Result<(Report, String), String> {
         Err(e) if path.is_dir() && e.kind() == std::io::ErrorKind::NotFound => {
             return Err(format!(
                 "{} has no report.json: the run did not end (a run stopped by Ctrl-C or \
-                 SIGTERM writes one; a killed one leaves only plan.json and sources/)",
+                 SIGTERM writes one; a run killed before its first phase leaves only \
+                 plan.json and sources/, and a later one its time series in series/)",
                 path.display()
             ))
         }

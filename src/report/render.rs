@@ -288,8 +288,14 @@ fn query_lines(r: &QueryReport) -> String {
             ]
         })
         .collect();
-    // The table stands indented under the phase's lines.
-    for line in grid(&header, &rows, &[1, 2, 3, 4, 5, 6, 7, 8, 9]).lines() {
+    // The table stands indented under the phase's lines; a run rebuilt from its time series
+    // has no per-query figures, and no table.
+    let table = if rows.is_empty() {
+        String::new()
+    } else {
+        grid(&header, &rows, &[1, 2, 3, 4, 5, 6, 7, 8, 9])
+    };
+    for line in table.lines() {
         out += "  ";
         out += line;
         out += "\n";

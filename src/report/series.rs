@@ -47,6 +47,29 @@ impl SeriesRef {
     }
 }
 
+/// A line of `series/phases.jsonl`, written when a phase starts: what `wlrun report` needs to
+/// render a killed run, which never wrote report.json.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Announced {
+    pub cell: usize,
+    pub key: String,
+    pub phase: String,
+    /// `ingest`, `queries` or `requests`.
+    pub kind: String,
+    /// `target.endpoint (kind)`.
+    pub endpoint: String,
+    pub workers: u64,
+    /// Query and request runs: `closed`, `open 200/s poisson`.
+    pub load: Option<String>,
+    /// Ingest: the protocol acknowledges rows. Runs: true.
+    pub acks: bool,
+    /// Runs: open loop, where service time is kept apart.
+    pub open_loop: bool,
+    /// Unix milliseconds when the phase started.
+    pub started_ms: u64,
+    pub series: SeriesRef,
+}
+
 /// One interval of an ingest phase.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct IngestInterval {
@@ -179,10 +202,15 @@ pub fn read_hlog(path: &Path) -> Result<Vec<LoggedHistogram>, String> {
 
 /// The interval log's histograms of one tag, merged: the whole span's distribution.
 pub fn merged(logged: &[LoggedHistogram], tag: &str) -> Option<Histogram<u64>> {
-    let mut it = logged.iter().filter(|l| l.tag.as_deref() == Some(tag));
-    let mut total = it.next()?.histogram.clone();
+    let mut it = logged
+        .iter()
+        .filter(|l| l.tag.as_deref() == Some(tag))
+        .peekable();
+    it.peek()?;
+    // Decoded histograms do not grow: the sum starts from one that does, so that an interval
+    // with a larger maximum than the first still adds.
+    let mut total = Histogram::new(3).expect("3 significant digits are valid");
     for l in it {
-        // Both came from histograms of the same bounds; auto-resize covers a larger maximum.
         let _ = total.add(&l.histogram);
     }
     Some(total)

@@ -1,0 +1,270 @@
+//! A killed run's report, rebuilt from what it wrote as it went: `series/phases.jsonl` (each
+//! phase as it started), every phase's per-interval counts and its interval log, and plan.json.
+//! A run killed with SIGKILL (or by the OOM killer, or a lost machine) never writes
+//! report.json; its intervals are on disk up to the last that closed, and this turns them into
+//! the same report shape, so `wlrun report` renders it as far as they go.
+//!
+//! What the series do not hold stays empty: error messages, visibility counts, per-query-type
+//! figures, thresholds and the verdict. Every phase is `interrupted` and says so.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::series::{self, Announced, Series};
+use super::{
+    rate, Accounting, CellReport, ErrorCount, IngestReport, Latency, PhaseReport, QueryOutput,
+    QueryReport, QuerySetup, RateCounts, Report, RequestOutput, RequestReport, RequestSetup,
+    RunKind, RunReport, Status, REPORT_FORMAT,
+};
+
+/// Whether `dir` holds a run that started phases but never wrote report.json.
+pub fn is_killed_run(dir: &Path) -> bool {
+    dir.is_dir()
+        && !dir.join("report.json").exists()
+        && dir.join(series::DIR).join("phases.jsonl").is_file()
+}
+
+/// The report of the killed run in `dir`.
+pub fn rebuild(dir: &Path) -> Result<Report, String> {
+    let list = dir.join(series::DIR).join("phases.jsonl");
+    let text = std::fs::read_to_string(&list)
+        .map_err(|e| format!("cannot read {}: {e}", list.display()))?;
+    let mut announced = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        match serde_json::from_str::<Announced>(line) {
+            Ok(a) => announced.push(a),
+            // The kill can cut the last line short.
+            Err(_) if i + 1 == text.lines().count() && !text.ends_with('\n') => {}
+            Err(e) => return Err(format!("{} line {}: {e}", list.display(), i + 1)),
+        }
+    }
+    let plan: serde_json::Value = std::fs::read(dir.join("plan.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let workload = &plan["workload"];
+    let mut cells: Vec<CellReport> = Vec::new();
+    let (mut first_ms, mut last_ms) = (u64::MAX, 0u64);
+    for a in &announced {
+        let series = series::read(dir, &a.series, a.kind == "ingest")?;
+        let logged = series::read_hlog(&dir.join(&a.series.hlog)).unwrap_or_default();
+        first_ms = first_ms.min(a.started_ms);
+        let end = match &series {
+            Series::Ingest(v) => v.last().map(|r| r.start_ms + a.series.interval_ms),
+            Series::Run(v) => v.last().map(|r| r.start_ms + a.series.interval_ms),
+        };
+        last_ms = last_ms.max(end.unwrap_or(a.started_ms));
+        let phase = phase(a, &series, &logged);
+        match cells.iter_mut().find(|c| c.index == a.cell) {
+            Some(c) => c.phases.push(phase),
+            None => cells.push(CellReport {
+                index: a.cell,
+                key: a.key.clone(),
+                phases: vec![phase],
+            }),
+        }
+    }
+    let started = time::OffsetDateTime::from_unix_timestamp_nanos(
+        i128::from(first_ms.min(last_ms)) * 1_000_000,
+    )
+    .ok()
+    .and_then(|t| {
+        t.format(&time::format_description::well_known::Rfc3339)
+            .ok()
+    })
+    .unwrap_or_default();
+    Ok(Report {
+        format: REPORT_FORMAT,
+        workload: workload["name"].as_str().unwrap_or_default().to_string(),
+        file: workload["file"].as_str().unwrap_or_default().to_string(),
+        seed: workload["seed"].as_u64().unwrap_or_default(),
+        started,
+        elapsed_s: last_ms.saturating_sub(first_ms) as f64 / 1000.0,
+        interrupted: true,
+        signal: None,
+        cells,
+    })
+}
+
+fn warning(a: &Announced, intervals: usize) -> String {
+    format!(
+        "rebuilt from {intervals} intervals of {} ms: the run was killed before it wrote \
+         report.json, so error messages, visibility, per-query figures and the verdict are \
+         not known",
+        a.series.interval_ms
+    )
+}
+
+fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> PhaseReport {
+    let merged = |tag| {
+        series::merged(logged, tag)
+            .map(|h| Latency::of(&h))
+            .unwrap_or_default()
+    };
+    let endpoint = a
+        .endpoint
+        .split(" (")
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let kind = a
+        .endpoint
+        .rsplit_once(" (")
+        .map(|(_, k)| k.trim_end_matches(')').to_string())
+        .unwrap_or_default();
+    let mut reference = a.series.clone();
+    reference.intervals = s.len() as u64;
+    match s {
+        Series::Ingest(rows) => {
+            let sum = |f: fn(&series::IngestInterval) -> u64| rows.iter().map(f).sum::<u64>();
+            let elapsed_s = sum(|r| r.span_ms) as f64 / 1000.0;
+            let rows_sent = sum(|r| r.rows_sent);
+            let rows_acked = a.acks.then(|| sum(|r| r.rows_acked.unwrap_or(0)));
+            let (payload, socket) = (sum(|r| r.payload_bytes), sum(|r| r.socket_bytes));
+            let errors = sum(|r| r.errors);
+            let per_row = |b: u64| (rows_sent > 0 && b > 0).then(|| b as f64 / rows_sent as f64);
+            let rate_counts = if a.acks {
+                RateCounts::Acked
+            } else {
+                RateCounts::Sent
+            };
+            let mut error_map = BTreeMap::new();
+            if errors > 0 {
+                error_map.insert(
+                    "unknown".to_string(),
+                    ErrorCount {
+                        count: errors,
+                        first: "(not kept: the run was killed)".into(),
+                    },
+                );
+            }
+            PhaseReport::Ingest(Box::new(IngestReport {
+                name: a.phase.clone(),
+                endpoint: format!("{endpoint} ({kind})"),
+                kind,
+                table: String::new(),
+                workers: a.workers,
+                batch_rows: 0,
+                status: Status::Interrupted,
+                failures: Vec::new(),
+                warnings: vec![warning(a, rows.len())],
+                rows_expected: None,
+                rows_generated: rows_sent,
+                rows_dropped: 0,
+                payload_bytes: payload,
+                rows_sent,
+                rows_acked,
+                rows_cut_off: 0,
+                rows_visible: None,
+                visible_baseline: None,
+                visible_after_s: None,
+                socket_bytes: socket,
+                payload_bytes_per_row: per_row(payload),
+                socket_bytes_per_row: per_row(socket),
+                elapsed_s,
+                rows_per_s: rate(rows_acked.unwrap_or(rows_sent), elapsed_s),
+                rate_counts,
+                send_rows_per_s: rate(rows_sent, elapsed_s),
+                ack_rows_per_s: rows_acked.and_then(|n| rate(n, elapsed_s)),
+                batch_latency: merged(series::TAG_BATCH),
+                client_cpu_s: None,
+                errors: error_map,
+                rows_per_worker: Vec::new(),
+                calibration: None,
+                series: Some(reference),
+            }))
+        }
+        Series::Run(rows) => {
+            let sum = |f: fn(&series::RunInterval) -> u64| rows.iter().map(f).sum::<u64>();
+            let counts = RunCounts {
+                elapsed_s: sum(|r| r.span_ms) as f64 / 1000.0,
+                ok: sum(|r| r.ok),
+                failed: sum(|r| r.failed),
+                cut_off: sum(|r| r.cut_off),
+                unsent: sum(|r| r.unsent),
+                latency: merged(series::TAG_LATENCY),
+                service: a.open_loop.then(|| merged(series::TAG_SERVICE)),
+            };
+            let load = a.load.clone().unwrap_or_default();
+            if a.kind == "requests" {
+                let setup = RequestSetup {
+                    request: String::new(),
+                    connections: a.workers,
+                };
+                let mut r: RequestReport = run(a, endpoint, kind, setup, load, &counts, rows.len());
+                r.output = RequestOutput {
+                    rps: rate(counts.ok, counts.elapsed_s),
+                    rows: 0,
+                };
+                r.series = Some(reference);
+                PhaseReport::Requests(Box::new(r))
+            } else {
+                let setup = QuerySetup { workers: a.workers };
+                let mut r: QueryReport = run(a, endpoint, kind, setup, load, &counts, rows.len());
+                r.output = QueryOutput {
+                    rows: 0,
+                    qps: rate(counts.ok, counts.elapsed_s),
+                };
+                r.series = Some(reference);
+                PhaseReport::Queries(Box::new(r))
+            }
+        }
+    }
+}
+
+/// A run's totals over its intervals.
+struct RunCounts {
+    elapsed_s: f64,
+    ok: u64,
+    failed: u64,
+    cut_off: u64,
+    unsent: u64,
+    latency: Latency,
+    service: Option<Latency>,
+}
+
+fn run<K: RunKind>(
+    a: &Announced,
+    endpoint: String,
+    kind: String,
+    setup: K,
+    load: String,
+    c: &RunCounts,
+    intervals: usize,
+) -> RunReport<K> {
+    let answered = c.ok + c.failed;
+    RunReport {
+        name: a.phase.clone(),
+        endpoint,
+        kind,
+        setup,
+        load,
+        status: Status::Interrupted,
+        failures: Vec::new(),
+        warnings: vec![warning(a, intervals)],
+        elapsed_s: c.elapsed_s,
+        ok: c.ok,
+        failed: c.failed,
+        error_rate: if answered > 0 {
+            c.failed as f64 / answered as f64
+        } else {
+            0.0
+        },
+        output: Default::default(),
+        sum_us: 0,
+        latency: c.latency.clone(),
+        service: c.service.clone(),
+        errors: BTreeMap::new(),
+        traffic: Default::default(),
+        client_cpu_s: None,
+        accounting: Accounting {
+            scheduled: answered + c.cut_off + c.unsent,
+            cut_off: c.cut_off,
+            unsent: c.unsent,
+            ..Accounting::default()
+        },
+        repeats: Vec::new(),
+        detail: Default::default(),
+        series: None,
+    }
+}

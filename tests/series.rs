@@ -1,0 +1,217 @@
+//! The time series a `--out` run writes (docs/report-format.md, "Time series"), read from
+//! outside: the counts add up to the report's totals, the intervals are wall-clock aligned,
+//! and the interval logs are read by HdrHistogram's Python port — an implementation the
+//! writer does not share — into the very histograms report.json holds.
+
+#[path = "common/cli.rs"]
+mod cli;
+#[path = "common/servers.rs"]
+mod servers;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cli::wlrun;
+use serde_json::Value;
+
+/// An ingest into SQLite, then an open-loop query run over a little more than 2 s: several
+/// quarter-second intervals, with latency and service time.
+const RUN: &str = r#"
+workload w { seed 7 }
+target local { sqlite "db.sqlite" }
+schema cpu { rows 2000  field v: long = uniform(0, 100) }
+ingest make { into local via sqlite  rows cpu  batch 100 rows  teardown keep }
+query q { sql "SELECT count(*) FROM cpu WHERE v > $1"  bind $1 = uniform(0, 100) }
+run probe { against local.sqlite  queries q  duration 2100ms  rate 300/s }
+"#;
+
+/// A Python with PyPI's `hdrhistogram` (scripts/test installs it in target/pyenv).
+fn hdr_python() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = std::env::var_os("WLRUN_HDR_PYTHON")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("target/pyenv/bin/python"));
+    candidates.push("python3".into());
+    let found = candidates.into_iter().find(|p| {
+        Command::new(p)
+            .args(["-c", "import hdrh.log"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if found.is_none() {
+        servers::missing("Python with PyPI's hdrhistogram (scripts/test installs it)");
+    }
+    found
+}
+
+fn json_file(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn column(csv: &str, name: &str) -> Vec<String> {
+    let mut lines = csv.lines();
+    let at = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name}"));
+    lines
+        .map(|l| l.split(',').nth(at).unwrap().to_string())
+        .collect()
+}
+
+fn sum(csv: &str, name: &str) -> u64 {
+    column(csv, name)
+        .iter()
+        .map(|v| v.parse::<u64>().unwrap())
+        .sum()
+}
+
+fn run_with_series(dir: &Path) -> Value {
+    std::fs::write(dir.join("w.wl"), RUN).unwrap();
+    let out = wlrun(
+        dir,
+        &["run", "w.wl", "--out", "res", "--interval", "0.25", "-q"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_file(&dir.join("res/report.json"))
+}
+
+#[test]
+fn the_counts_add_up_to_the_report_and_the_intervals_are_aligned() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_with_series(dir.path());
+    let phases = r["cells"][0]["phases"].as_array().unwrap();
+    let (ingest, run) = (&phases[0], &phases[1]);
+
+    let series = &ingest["series"];
+    assert_eq!(series["interval_ms"], 250);
+    let counts = std::fs::read_to_string(
+        dir.path()
+            .join("res")
+            .join(series["counts"].as_str().unwrap()),
+    )
+    .unwrap();
+    assert_eq!(
+        sum(&counts, "rows_sent"),
+        ingest["rows_sent"].as_u64().unwrap()
+    );
+    assert_eq!(
+        sum(&counts, "rows_acked"),
+        ingest["rows_acked"].as_u64().unwrap()
+    );
+    assert_eq!(sum(&counts, "batches"), 20);
+
+    let series = &run["series"];
+    let counts = std::fs::read_to_string(
+        dir.path()
+            .join("res")
+            .join(series["counts"].as_str().unwrap()),
+    )
+    .unwrap();
+    let rows = counts.lines().count() as u64 - 1;
+    assert_eq!(rows, series["intervals"].as_u64().unwrap());
+    // 2.1 s in quarter seconds: 9 intervals, or 10 when the start falls late in one.
+    assert!((9..=10).contains(&rows), "{counts}");
+    assert_eq!(sum(&counts, "ok"), run["ok"].as_u64().unwrap());
+    assert_eq!(sum(&counts, "failed"), run["failed"].as_u64().unwrap());
+    assert_eq!(
+        sum(&counts, "ok")
+            + sum(&counts, "failed")
+            + sum(&counts, "cut_off")
+            + sum(&counts, "unsent"),
+        run["scheduled"].as_u64().unwrap()
+    );
+    let starts: Vec<u64> = column(&counts, "start_ms")
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!(starts.iter().all(|s| s % 250 == 0), "{starts:?}");
+    assert!(starts.windows(2).all(|w| w[1] - w[0] == 250), "{starts:?}");
+    let spans: Vec<u64> = column(&counts, "span_ms")
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!(
+        spans[1..spans.len() - 1].iter().all(|&s| s == 250),
+        "{spans:?}"
+    );
+    let measured: u64 = spans.iter().sum();
+    let elapsed_ms = run["elapsed_s"].as_f64().unwrap() * 1000.0;
+    assert!(
+        (measured as f64 - elapsed_ms).abs() < 10.0,
+        "{measured} ms in the series, {elapsed_ms} ms in the report"
+    );
+    // Open loop at 300/s: every full interval holds about 75 answers.
+    let ok: Vec<u64> = column(&counts, "ok")
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!(
+        ok[1..ok.len() - 1].iter().all(|&n| (55..=95).contains(&n)),
+        "{ok:?}"
+    );
+
+    let announced = std::fs::read_to_string(dir.path().join("res/series/phases.jsonl")).unwrap();
+    assert_eq!(announced.lines().count(), 2, "{announced}");
+}
+
+#[test]
+fn hdrhistograms_own_log_reader_reads_the_histograms_the_report_holds() {
+    let Some(python) = hdr_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_with_series(dir.path());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hdr/read_hlog.py");
+    let read = |phase: &Value| -> Value {
+        let hlog = dir
+            .path()
+            .join("res")
+            .join(phase["series"]["hlog"].as_str().unwrap());
+        let out = Command::new(&python)
+            .arg(&script)
+            .arg(&hlog)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let same = |logged: &Value, latency: &Value, what: &str| {
+        assert_eq!(
+            logged["count"], latency["count"],
+            "{what}: {logged} vs {latency}"
+        );
+        for (l, r) in [
+            ("min", "min_us"),
+            ("max", "max_us"),
+            ("p50", "p50_us"),
+            ("p99", "p99_us"),
+        ] {
+            assert_eq!(logged[l], latency[r], "{what} {l}: {logged} vs {latency}");
+        }
+    };
+    let phases = r["cells"][0]["phases"].as_array().unwrap();
+    let run = &phases[1];
+    let logged = read(run);
+    let intervals = run["series"]["intervals"].as_u64().unwrap();
+    assert_eq!(logged["latency"]["intervals"], intervals, "{logged}");
+    assert_eq!(logged["service"]["intervals"], intervals, "{logged}");
+    same(&logged["latency"], &run["latency"], "latency");
+    same(&logged["service"], &run["service"], "service time");
+    let ingest = &phases[0];
+    same(
+        &read(ingest)["batch"],
+        &ingest["batch_latency"],
+        "batch latency",
+    );
+}
