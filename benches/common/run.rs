@@ -13,7 +13,19 @@ use wlrun::report::Report;
 
 pub fn run_text(text: &str) -> Report {
     let out = check_text("bench.wl", text, &Options::default());
-    run_checked("the bench workload", out, std::env::temp_dir())
+    run_checked("the bench workload", out, std::env::temp_dir(), None)
+}
+
+/// `run_text` with its time series written under `dir` at `interval`, as `--out DIR
+/// --interval` would.
+#[allow(dead_code)] // benches that keep no series
+pub fn run_text_with_series(text: &str, dir: &Path, interval: Duration) -> Report {
+    let out = check_text("bench.wl", text, &Options::default());
+    let series = wlrun::exec::series::SeriesOut {
+        dir: dir.to_path_buf(),
+        interval,
+    };
+    run_checked("the bench workload", out, dir.to_path_buf(), Some(series))
 }
 
 /// A workload file run in this process as `wlrun run FILE` would run it: its imports and
@@ -27,11 +39,17 @@ pub fn run_file(path: &Path) -> Report {
         &what,
         out,
         path.parent().unwrap_or(Path::new("")).to_path_buf(),
+        None,
     )
 }
 
 /// Lowers and runs a workload that must have checked, quietly, with `base_dir` for its paths.
-fn run_checked(what: &str, out: Outcome, base_dir: PathBuf) -> Report {
+fn run_checked(
+    what: &str,
+    out: Outcome,
+    base_dir: PathBuf,
+    series: Option<wlrun::exec::series::SeriesOut>,
+) -> Report {
     let checked = out.checked.unwrap_or_else(|| {
         panic!(
             "{what} checks: {:?}",
@@ -50,7 +68,7 @@ fn run_checked(what: &str, out: Outcome, base_dir: PathBuf) -> Report {
         quiet: true,
         max_error_rate: None,
         fail_fast: false,
-        series: None,
+        series,
     };
     run_plan(&plan, &env, |_| {})
 }
