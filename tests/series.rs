@@ -5,6 +5,8 @@
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/http_server.rs"]
+mod http_server;
 #[path = "common/servers.rs"]
 mod servers;
 
@@ -213,5 +215,55 @@ fn hdrhistograms_own_log_reader_reads_the_histograms_the_report_holds() {
         &read(ingest)["batch"],
         &ingest["batch_latency"],
         "batch latency",
+    );
+}
+
+#[test]
+fn a_request_runs_series_counts_its_failures_where_they_happened() {
+    // Every 5th request is read and its connection closed unanswered: a failure each time.
+    let server = http_server::ServerHandle::start(http_server::Behaviour::ok().with_close_every(5));
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "workload w {{ seed 1 }}\ntarget svc {{ http \"{}\" {{ timeout 5s }} }}\nrun r {{\n  against svc.http\n  request GET \"/x\"\n  connections 2\n  duration 1500ms\n  rate 200/s\n  expect error_rate < 50%\n}}\n",
+        server.url()
+    );
+    std::fs::write(dir.path().join("w.wl"), text).unwrap();
+    let out = wlrun(
+        dir.path(),
+        &["run", "w.wl", "--out", "res", "--interval", "0.5", "-q"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json_file(&dir.path().join("res/report.json"));
+    let run = &r["cells"][0]["phases"][0];
+    assert_eq!(run["phase"], "requests");
+    let counts = std::fs::read_to_string(
+        dir.path()
+            .join("res")
+            .join(run["series"]["counts"].as_str().unwrap()),
+    )
+    .unwrap();
+    assert_eq!(sum(&counts, "ok"), run["ok"].as_u64().unwrap(), "{counts}");
+    assert_eq!(
+        sum(&counts, "failed"),
+        run["failed"].as_u64().unwrap(),
+        "{counts}"
+    );
+    assert!(run["failed"].as_u64().unwrap() >= 40, "{run:#}");
+    // The failures came all along the run, not at its end: every full interval has some.
+    let failed = column(&counts, "failed");
+    assert!(
+        failed[1..failed.len() - 1].iter().all(|f| f != "0"),
+        "{counts}"
+    );
+    assert!(
+        column(&counts, "service_p99_us")
+            .iter()
+            .any(|v| !v.is_empty()),
+        "{counts}"
     );
 }
