@@ -11,6 +11,7 @@ use wlrun::compile::{check_file, check_text, Outcome};
 use wlrun::exec::{run_plan, RunEnv};
 use wlrun::report::Report;
 
+#[allow(dead_code)] // benches that run with series
 pub fn run_text(text: &str) -> Report {
     let out = check_text("bench.wl", text, &Options::default());
     run_checked("the bench workload", out, std::env::temp_dir(), None)
