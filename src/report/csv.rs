@@ -159,26 +159,14 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.opt("qps", r.output.qps);
             let mut rows = vec![row];
             for t in &r.detail.query_types {
-                let mut row = Row::new(cell, key, &r.name, "queries", "query");
-                row.set("endpoint", &r.endpoint);
+                let mut row = part(cell, key, r, "query", &t.label, (t.ok, t.failed, t.rows));
                 row.set("query", &t.name);
-                row.set("label", &t.label);
-                row.set("ok", t.ok);
-                row.set("failed", t.failed);
-                row.set("errors", t.failed);
-                row.set("result_rows", t.rows);
                 row.opt("qps", t.qps);
                 row.latency(&t.latency, t.service.as_ref());
                 rows.push(row);
             }
             for l in &r.detail.labels {
-                let mut row = Row::new(cell, key, &r.name, "queries", "label");
-                row.set("endpoint", &r.endpoint);
-                row.set("label", &l.label);
-                row.set("ok", l.ok);
-                row.set("failed", l.failed);
-                row.set("errors", l.failed);
-                row.set("result_rows", l.rows);
+                let mut row = part(cell, key, r, "label", &l.label, (l.ok, l.failed, l.rows));
                 row.opt("qps", l.qps);
                 row.latency(&l.latency, l.service.as_ref());
                 rows.push(row);
@@ -197,6 +185,25 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             vec![row]
         }
     }
+}
+
+/// A query type's or a label's row of query run `r`: `(ok, failed, result rows)`.
+fn part(
+    cell: usize,
+    key: &str,
+    r: &super::QueryReport,
+    what: &str,
+    label: &str,
+    (ok, failed, result_rows): (u64, u64, u64),
+) -> Row {
+    let mut row = Row::new(cell, key, &r.name, "queries", what);
+    row.set("endpoint", &r.endpoint);
+    row.set("label", label);
+    row.set("ok", ok);
+    row.set("failed", failed);
+    row.set("errors", failed);
+    row.set("result_rows", result_rows);
+    row
 }
 
 /// What a query run's row and a request run's row share.
