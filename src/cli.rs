@@ -24,9 +24,11 @@ Examples:
   wlrun plan w.wl --param hosts=100 --only protocol=qwp --json
   wlrun gen workloads/questdb-ingest.wl --param hosts=100 --format ilp -o cpu.ilp
   wlrun report runs/monday                     re-render a finished `wlrun run --out runs/monday`
+  wlrun compare runs/monday runs/tuesday --threshold 5%
 
-Exit codes: 0 ok, 1 run failed or a threshold was exceeded, 2 usage error or workload
-diagnostics, 130 interrupted (Ctrl-C), 143 stopped by SIGTERM.";
+Exit codes: 0 ok, 1 run failed or a threshold was exceeded (for `compare --threshold`: a
+significant regression beyond it), 2 usage error or workload diagnostics, 130 interrupted
+(Ctrl-C), 143 stopped by SIGTERM.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -114,6 +116,26 @@ pub enum Command {
         #[arg(long)]
         csv: bool,
     },
+    /// Compare two finished runs: every headline metric of every cell and phase both have,
+    /// tested for a change on the per-interval samples of their time series.
+    ///
+    /// Cells are matched by key and phases by name; those only one run has are listed. Each
+    /// metric shows both whole-run values, their change, and Welch's t-test of the
+    /// per-interval means (sample sizes corrected for autocorrelation) with a 95% confidence
+    /// interval and a verdict. docs/compare.md describes the method.
+    Compare {
+        /// The base run: a run directory (`wlrun run --out DIR`) or a report.json file.
+        base: PathBuf,
+        /// The new run, compared with the base.
+        new: PathBuf,
+        /// Print the comparison as JSON instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Exit 1 when a metric is significantly worse (alpha 5%) and its change is worse by
+        /// more than this: `5%` or `0.05`.
+        #[arg(long, value_name = "CHANGE", value_parser = parse_threshold)]
+        threshold: Option<f64>,
+    },
     /// Run every cell of the plan (`wlrun FILE.wl` is the same).
     Run {
         /// The workload file (.wl).
@@ -167,6 +189,24 @@ fn parse_rate(s: &str) -> Result<f64, String> {
         Ok(v)
     } else {
         Err(format!("`{s}` is not between 0% and 100%"))
+    }
+}
+
+/// `5%` or `0.05`, as a non-negative fraction; a latency may well get worse by more than 100%.
+fn parse_threshold(s: &str) -> Result<f64, String> {
+    let (num, scale) = match s.strip_suffix('%') {
+        Some(n) => (n, 100.0),
+        None => (s, 1.0),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a change: write 5% or 0.05"))?;
+    let v = v / scale;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("`{s}` is not a change of 0% or more"))
     }
 }
 

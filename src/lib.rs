@@ -31,6 +31,7 @@ macro_rules! sayln {
 pub mod check;
 pub mod cli;
 pub mod client;
+pub mod compare;
 pub mod compile;
 pub mod diag;
 pub mod driver;

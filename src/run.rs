@@ -18,7 +18,7 @@ use crate::cli::{
 use crate::diag::{self, Style};
 use crate::{compile, exec, lower, plan, report};
 
-const SUBCOMMANDS: &[&str] = &["check", "plan", "gen", "run", "report", "help"];
+const SUBCOMMANDS: &[&str] = &["check", "plan", "gen", "run", "report", "compare", "help"];
 
 /// `wlrun FILE.wl` is `wlrun run FILE.wl`: when the first argument that is not an option (nor
 /// an option's value) is not a subcommand, insert `run` before the options, so `wlrun -q f.wl`
@@ -167,6 +167,31 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
             EXIT_OK
+        }
+        Command::Compare {
+            base,
+            new,
+            json,
+            threshold,
+        } => {
+            let c = match crate::compare::compare(&base, &new, threshold) {
+                Ok(c) => c,
+                Err(e) => {
+                    sayln!("wlrun compare: {e}");
+                    return EXIT_USAGE;
+                }
+            };
+            let text = if json {
+                serde_json::to_string_pretty(&c).expect("the comparison serializes") + "\n"
+            } else {
+                crate::compare::render::text(&c)
+            };
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            if c.regressions.is_empty() {
+                EXIT_OK
+            } else {
+                EXIT_FAILED
+            }
         }
         Command::Gen {
             file,

@@ -11,7 +11,7 @@ fn opt_rows(v: Option<u64>) -> String {
     v.map_or("-".into(), thousands)
 }
 
-fn status(s: Status) -> &'static str {
+pub(crate) fn status(s: Status) -> &'static str {
     match s {
         Status::Ok => "ok",
         Status::Failed => "FAILED",

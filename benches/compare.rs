@@ -1,0 +1,85 @@
+//! `cargo bench --bench compare`: `wlrun compare` of two synthetic run directories of 24 cells,
+//! each an ingest phase and a query run of 600 intervals (benches/common/synthetic.rs), the new
+//! one 10% slower; and `wlrun report` of one of them. Each is timed in this process as the
+//! command runs it (read, compare or render, serialize), a few warm-up iterations then N timed
+//! ones, printing the median and p90 in milliseconds against the 200 ms budget.
+
+use std::time::{Duration, Instant};
+
+#[path = "common/synthetic.rs"]
+mod synthetic;
+
+use synthetic::{write_run, Synthetic};
+
+const WARMUP: usize = 3;
+const ITERATIONS: usize = 20;
+const BUDGET_MS: f64 = 200.0;
+
+fn time(mut f: impl FnMut()) -> Vec<Duration> {
+    for _ in 0..WARMUP {
+        f();
+    }
+    let mut samples: Vec<Duration> = (0..ITERATIONS)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    samples.sort();
+    samples
+}
+
+/// The nearest-rank percentile of sorted samples, in milliseconds.
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1000.0
+}
+
+fn report(name: &str, samples: &[Duration]) {
+    let (median, p90) = (percentile(samples, 50.0), percentile(samples, 90.0));
+    println!(
+        "{name:<44} median {median:>8.2} ms  p90 {p90:>8.2} ms  {:>5.2}x of {BUDGET_MS} ms",
+        p90 / BUDGET_MS
+    );
+}
+
+fn main() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (base, new) = (dir.path().join("base"), dir.path().join("new"));
+    let s = Synthetic::default();
+    write_run(&base, &s);
+    write_run(
+        &new,
+        &Synthetic {
+            seed: 2,
+            speed: 0.9,
+            ..s.clone()
+        },
+    );
+
+    let mut regressions = 0;
+    let samples = time(|| {
+        let c = wlrun::compare::compare(&base, &new, Some(0.05)).expect("the runs compare");
+        let text = wlrun::compare::render::text(&c);
+        let json = serde_json::to_string_pretty(&c).expect("the comparison serializes");
+        regressions = c.regressions.len();
+        std::hint::black_box((text, json));
+    });
+    report(
+        &format!("compare {}x2 phases x {} intervals", s.cells, s.intervals),
+        &samples,
+    );
+    // The new run is 10% slower everywhere: every one of the 7 metrics of every cell should
+    // be found worse by more than 5%.
+    println!(
+        "  {regressions} of {} metrics beyond a 5% threshold",
+        s.cells * 7
+    );
+
+    let samples = time(|| {
+        let (r, _) = wlrun::report::read::read_report(&base).expect("the run reads");
+        std::hint::black_box(wlrun::report::render::run_text(&r));
+    });
+    report(&format!("report {}x2 phases", s.cells), &samples);
+}
