@@ -58,9 +58,12 @@ fn golden_report_renders_of_the_same_runs() {
         assert_eq!(code, 0, "{err}");
         let (code, json, err) = run(&["report", dir, "--json"]);
         assert_eq!(code, 0, "{err}");
+        let (code, csv, err) = run(&["report", dir, "--csv"]);
+        assert_eq!(code, 0, "{err}");
         let name = dir.rsplit('/').next().unwrap();
         settings().bind(|| {
             insta::assert_snapshot!(format!("report_{name}.txt"), text);
+            insta::assert_snapshot!(format!("report_{name}.csv"), csv);
         });
         // --json gives report.json back as written.
         let written = std::fs::read_to_string(Path::new(ROOT).join(dir).join("report.json"));
@@ -68,14 +71,45 @@ fn golden_report_renders_of_the_same_runs() {
     }
 }
 
+/// The base run as a killed run leaves it (everything but report.json and report.csv),
+/// rendered from its time series.
+#[test]
+fn golden_report_of_a_killed_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let killed = tmp.path().join("base");
+    std::fs::create_dir_all(killed.join("series")).unwrap();
+    let src = Path::new(ROOT).join(BASE);
+    std::fs::copy(src.join("plan.json"), killed.join("plan.json")).ok();
+    for f in std::fs::read_dir(src.join("series")).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), killed.join("series").join(f.file_name())).unwrap();
+    }
+    let out = wlrun(tmp.path(), &["report", "base"]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the run was killed"), "{err}");
+    let out_csv = wlrun(tmp.path(), &["report", "base", "--csv"]);
+    assert_eq!(out_csv.status.code(), Some(0));
+    settings().bind(|| {
+        insta::assert_snapshot!(
+            "report_base_killed.txt",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        insta::assert_snapshot!(
+            "report_base_killed.csv",
+            String::from_utf8_lossy(&out_csv.stdout)
+        );
+    });
+}
+
 #[test]
 fn the_threshold_sets_the_exit_code() {
-    // The new run's queries are about three times slower.
+    // The new run's queries are about twice as slow.
     let (code, text, _) = run(&["compare", BASE, NEW, "--threshold", "5%"]);
     assert_eq!(code, 1, "{text}");
     assert!(
         text.contains(
-            "threshold 5%: 3 significantly worse by more than it: workers=2 / explore / qps"
+            "threshold 5%: 2 significantly worse by more than it: workers=2 / explore / qps"
         ),
         "{text}"
     );
@@ -94,7 +128,7 @@ fn the_threshold_sets_the_exit_code() {
     assert_eq!(code, 1);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["threshold"], 0.05);
-    assert_eq!(v["regressions"].as_array().unwrap().len(), 3);
+    assert_eq!(v["regressions"].as_array().unwrap().len(), 2);
 }
 
 #[test]
@@ -145,7 +179,10 @@ fn a_report_json_alone_is_compared_without_samples_and_says_why() {
     );
     assert!(text.contains("no per-interval samples"), "{text}");
     // Both whole-run values are still shown.
-    assert!(text.contains("queries/s      357   113   -68.2%"), "{text}");
+    assert!(
+        text.contains("queries/s      332     159   -52.3%"),
+        "{text}"
+    );
 }
 
 #[test]
