@@ -75,7 +75,7 @@ fn the_threshold_sets_the_exit_code() {
     assert_eq!(code, 1, "{text}");
     assert!(
         text.contains(
-            "threshold 5%: 3 significantly worse by more than it: workers=2 / explore / qps"
+            "threshold 5%: 3 significantly worse by more than it:\n  workers=2 / explore / qps\n"
         ),
         "{text}"
     );
