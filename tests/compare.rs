@@ -109,7 +109,9 @@ fn the_threshold_sets_the_exit_code() {
     assert_eq!(code, 1, "{text}");
     assert!(
         text.contains(
-            "threshold 5%: 2 significantly worse by more than it: workers=2 / explore / qps"
+            "threshold 5%: 2 significantly worse by more than it:
+  workers=2 / explore / qps
+"
         ),
         "{text}"
     );

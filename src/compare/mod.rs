@@ -615,3 +615,59 @@ fn run_figures(metric: &'static str, label: &str, runs: [RunWhole; 2]) -> Vec<(S
         ),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CSV: &str = "\
+start_ms,span_ms,ok,failed,cut_off,unsent,p50_us,p90_us,p99_us,p999_us,max_us,service_p50_us,service_p99_us
+1000,4,1,0,0,0,900,900,900,900,900,,
+1100,100,20,1,0,0,1000,1100,1200,1200,1200,,
+1200,50,10,0,0,0,2000,2100,2200,2200,2200,,
+1300,49,30,0,0,0,3000,3100,3200,3200,3200,,
+1400,0,0,0,0,0,,,,,,,
+1500,100,0,2,0,0,,,,,,,
+";
+
+    #[test]
+    fn interval_rates_skip_short_spans_and_percentiles_skip_intervals_without_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("series")).unwrap();
+        std::fs::write(dir.path().join("series/1-q.csv"), CSV).unwrap();
+        let sref = SeriesRef {
+            interval_ms: 100,
+            counts: "series/1-q.csv".into(),
+            hlog: "series/1-q.hlog".into(),
+            intervals: 6,
+        };
+        let run = Run {
+            dir: dir.path().to_path_buf(),
+        };
+        let mut warnings = Vec::new();
+        let [rate, p50, p99] = run_series(&run, Some(&sref), &mut warnings)
+            .unwrap()
+            .unwrap();
+        // 20 in 100 ms, 10 in 50 ms (half the interval is enough), 0 in a measured 100 ms;
+        // the 4 ms edge, the 49 ms span and the warm-up's 0 ms are not rates.
+        assert_eq!(rate, vec![200.0, 200.0, 0.0]);
+        // Every interval with answers has percentiles, however short its span.
+        assert_eq!(p50, vec![900.0, 1000.0, 2000.0, 3000.0]);
+        assert_eq!(p99, vec![900.0, 1200.0, 2200.0, 3200.0]);
+        assert!(warnings.is_empty());
+
+        let gone = Run {
+            dir: dir.path().join("elsewhere"),
+        };
+        assert!(run_series(&gone, Some(&sref), &mut warnings)
+            .unwrap()
+            .is_none());
+        assert!(warnings[0].contains("is missing"), "{warnings:?}");
+        assert!(run_series(&run, None, &mut warnings).unwrap().is_none());
+
+        // A series that is there but is not one is an error, not a silent "no samples".
+        std::fs::write(dir.path().join("series/1-q.csv"), "start_ms,span_ms\nx,y\n").unwrap();
+        let e = run_series(&run, Some(&sref), &mut warnings).unwrap_err();
+        assert!(e.contains("1-q.csv row 2"), "{e}");
+    }
+}

@@ -182,11 +182,13 @@ fn summary(c: &Comparison) -> String {
             );
         } else {
             out += &format!(
-                "threshold {}: {} significantly worse by more than it: {}\n",
+                "threshold {}: {} significantly worse by more than it:\n",
                 pct_plain(th),
                 c.regressions.len(),
-                c.regressions.join(", ")
             );
+            for r in &c.regressions {
+                out += &format!("  {r}\n");
+            }
         }
     }
     out
