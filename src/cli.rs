@@ -101,14 +101,18 @@ pub enum Command {
     },
     /// Re-render a finished run from `--out DIR` or its report.json, without servers or inputs.
     ///
-    /// Prints each cell's lines and the final table as the run printed them, or with `--json`
-    /// the report.json as written.
+    /// Prints each cell's lines and the final table as the run printed them, with `--json` the
+    /// report.json as written, or with `--html` the page report.html holds.
     Report {
         /// A run directory (`wlrun run --out DIR`) or a report.json file.
         path: PathBuf,
         /// Print the report as JSON instead of the table.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "html")]
         json: bool,
+        /// Print the report's page (report.html: charts, parameters, sources) instead of the
+        /// table.
+        #[arg(long)]
+        html: bool,
     },
     /// Run every cell of the plan (`wlrun FILE.wl` is the same).
     Run {
@@ -118,7 +122,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
         /// Write plan.json and sources/ (every file the run reads) into DIR before sending, and
-        /// report.json and report.csv when the run ends or is stopped. DIR must be new or empty.
+        /// report.json, report.csv and report.html when the run ends or is stopped. DIR must be
+        /// new or empty.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
         /// With --out: a DIR holding an earlier run's files is emptied of them first.

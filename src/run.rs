@@ -141,7 +141,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             let _ = std::io::stdout().write_all(text.as_bytes());
             EXIT_OK
         }
-        Command::Report { path, json } => {
+        Command::Report { path, json, html } => {
             let (report, written) = match report::read::read_report(&path) {
                 Ok(r) => r,
                 Err(e) => {
@@ -151,6 +151,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             };
             let text = if json {
                 written
+            } else if html {
+                // A report.json named alone reads its series and sources from beside it.
+                let dir = if path.is_dir() {
+                    Some(path.as_path())
+                } else {
+                    path.parent()
+                };
+                report::html::page(&report, dir)
             } else {
                 report::render::run_text(&report)
             };
@@ -261,13 +269,17 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             };
             if let Some(dir) = out {
                 match report::files::write_report(&dir, &report) {
-                    Ok(()) => match &copied_workload {
-                        Some(w) => sayln!(
+                    Ok(warning) => match (warning, &copied_workload) {
+                        (Some(w), _) => sayln!(
+                            "wlrun: report written to {}, but not its page: {w}",
+                            dir.display()
+                        ),
+                        (None, Some(w)) => sayln!(
                             "wlrun: report written to {}; the workload as it ran: {}",
                             dir.display(),
                             w.display()
                         ),
-                        None => sayln!("wlrun: report written to {}", dir.display()),
+                        (None, None) => sayln!("wlrun: report written to {}", dir.display()),
                     },
                     Err(e) => {
                         sayln!("wlrun: {e}");

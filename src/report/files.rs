@@ -314,14 +314,16 @@ pub fn write_start(dir: &Path, plan: &Plan, sources: &[Source]) -> Result<Writte
     Ok(written)
 }
 
-/// Writes report.json and report.csv: at the end of the run, or when it was stopped.
-pub fn write_report(dir: &Path, report: &Report) -> Result<(), String> {
+/// Writes report.json, report.csv and report.html: at the end of the run, or when it was
+/// stopped. The page is a view of the other two: a failure to write it is given back as a
+/// warning (`Ok(Some(why))`), never as the run's failure.
+pub fn write_report(dir: &Path, report: &Report) -> Result<Option<String>, String> {
     let fail =
         |what: &str, e: std::io::Error| format!("cannot write {what} in {}: {e}", dir.display());
     let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())? + "\n";
     std::fs::write(dir.join("report.json"), json).map_err(|e| fail("report.json", e))?;
     std::fs::write(dir.join("report.csv"), csv(report)?).map_err(|e| fail("report.csv", e))?;
-    Ok(())
+    Ok(super::html::write(dir, report).err())
 }
 
 /// Each source's path under `sources/`.

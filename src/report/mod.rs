@@ -3,6 +3,7 @@
 //! whenever a field changes meaning.
 
 pub mod files;
+pub mod html;
 pub mod read;
 pub mod render;
 pub mod series;
