@@ -199,8 +199,9 @@ const CHECK: &str = r#"(() => {
            height: document.documentElement.scrollHeight };
 })()"#;
 
-/// Opens `page` and checks every chart; returns the full-page screenshot (PNG).
-async fn check_page(port: u16, browser_path: &str, page: &Path, min_charts: usize) -> Vec<u8> {
+/// Opens `page` and checks every chart; returns the full-page screenshot and the first screens
+/// of it (PNG).
+async fn check_page(port: u16, browser_path: &str, page: &Path, min_charts: usize) -> Vec<Vec<u8>> {
     // The browser's own endpoint makes a tab; the tab's endpoint is then driven directly.
     let mut browser = Cdp::connect(&format!("ws://127.0.0.1:{port}{browser_path}")).await;
     let target = browser
@@ -261,13 +262,22 @@ async fn check_page(port: u16, browser_path: &str, page: &Path, min_charts: usiz
     let errors = cdp.errors();
     assert!(errors.is_empty(), "console errors: {errors:?}");
     let height = v["height"].as_u64().unwrap();
+    // The whole page, then screen by screen as a laptop shows it (the first few).
+    let mut shots = vec![screenshot(&mut cdp, 0, height).await];
+    for top in (0..height).step_by(HEIGHT as usize).take(6) {
+        shots.push(screenshot(&mut cdp, top, HEIGHT.min(height - top)).await);
+    }
+    shots
+}
+
+async fn screenshot(cdp: &mut Cdp, top: u64, height: u64) -> Vec<u8> {
     let shot = cdp
         .call(
             "Page.captureScreenshot",
             json!({
                 "format": "png",
                 "captureBeyondViewport": true,
-                "clip": { "x": 0, "y": 0, "width": WIDTH, "height": height, "scale": 1 }
+                "clip": { "x": 0, "y": top, "width": WIDTH, "height": height, "scale": 1 }
             }),
         )
         .await;
@@ -353,7 +363,10 @@ fn every_chart_of_a_real_runs_page_renders_in_chromium_without_console_errors() 
     if let Some(dir) = std::env::var_os("WLRUN_SCREENSHOT_DIR") {
         let dir = PathBuf::from(dir);
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("report.png"), &png).unwrap();
+        std::fs::write(dir.join("report.png"), &png[0]).unwrap();
+        for (i, screen) in png[1..].iter().enumerate() {
+            std::fs::write(dir.join(format!("report-screen-{}.png", i + 1)), screen).unwrap();
+        }
     }
     drop(browser);
 }

@@ -61,17 +61,27 @@ fn buckets(n: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
 }
 
 /// A rate per bucket: the counts over the measured span, so that merged intervals give the
-/// bucket's true rate; NaN (a gap) where nothing was measured.
-fn rate_line<T>(name: &str, rows: &[T], t0: u64, at: impl Fn(&T) -> (u64, u64, u64)) -> Line {
+/// bucket's true rate; NaN (a gap) where less than a quarter of the bucket was measured: the
+/// sliver of a phase's first or last interval would otherwise show one answer in 2 ms as a
+/// spike of 500/s.
+fn rate_line<T>(
+    interval_ms: u64,
+    name: &str,
+    rows: &[T],
+    t0: u64,
+    at: impl Fn(&T) -> (u64, u64, u64),
+) -> Line {
     let points = buckets(rows.len())
         .map(|r| {
             let (start, _, _) = at(&rows[r.start]);
+            let r_len = r.len() as u64;
             let (span, count) = rows[r]
                 .iter()
                 .map(&at)
                 .fold((0u64, 0u64), |(s, c), (_, sp, n)| (s + sp, c + n));
             let x = start.saturating_sub(t0) as f64 / 1000.0;
-            let y = if span > 0 {
+            let nominal = interval_ms * r_len;
+            let y = if span > 0 && span * 4 >= nominal {
                 count as f64 / (span as f64 / 1000.0)
             } else {
                 f64::NAN
@@ -136,19 +146,19 @@ pub fn over_time(
     let n = s.len();
     let note = bucket_note(r, n);
     Ok(match s {
-        Series::Ingest(rows) => ingest_charts(&rows, &note),
-        Series::Run(rows) => run_charts(&rows, &note, unit),
+        Series::Ingest(rows) => ingest_charts(&rows, r.interval_ms, &note),
+        Series::Run(rows) => run_charts(&rows, r.interval_ms, &note, unit),
     })
 }
 
-fn ingest_charts(rows: &[IngestInterval], note: &str) -> Vec<String> {
+fn ingest_charts(rows: &[IngestInterval], iv: u64, note: &str) -> Vec<String> {
     let t0 = rows.first().map_or(0, |r| r.start_ms);
     let mut out = Vec::new();
-    let mut thr = vec![rate_line("rows sent/s", rows, t0, |r| {
+    let mut thr = vec![rate_line(iv, "rows sent/s", rows, t0, |r| {
         (r.start_ms, r.span_ms, r.rows_sent)
     })];
     if rows.iter().any(|r| r.rows_acked.is_some()) {
-        thr.push(rate_line("rows acked/s", rows, t0, |r| {
+        thr.push(rate_line(iv, "rows acked/s", rows, t0, |r| {
             (r.start_ms, r.span_ms, r.rows_acked.unwrap_or(0))
         }));
     }
@@ -175,7 +185,7 @@ fn ingest_charts(rows: &[IngestInterval], note: &str) -> Vec<String> {
         &lat,
         note,
     ));
-    let errors = [rate_line("failed batches/s", rows, t0, |r| {
+    let errors = [rate_line(iv, "failed batches/s", rows, t0, |r| {
         (r.start_ms, r.span_ms, r.errors)
     })];
     out.extend(svg::over_time(
@@ -187,12 +197,14 @@ fn ingest_charts(rows: &[IngestInterval], note: &str) -> Vec<String> {
     out
 }
 
-fn run_charts(rows: &[RunInterval], note: &str, unit: &'static str) -> Vec<String> {
+fn run_charts(rows: &[RunInterval], iv: u64, note: &str, unit: &'static str) -> Vec<String> {
     let t0 = rows.first().map_or(0, |r| r.start_ms);
     let mut out = Vec::new();
     let thr = [
-        rate_line("ok/s", rows, t0, |r| (r.start_ms, r.span_ms, r.ok)),
-        rate_line("failed/s", rows, t0, |r| (r.start_ms, r.span_ms, r.failed)),
+        rate_line(iv, "ok/s", rows, t0, |r| (r.start_ms, r.span_ms, r.ok)),
+        rate_line(iv, "failed/s", rows, t0, |r| {
+            (r.start_ms, r.span_ms, r.failed)
+        }),
     ];
     out.extend(svg::over_time(
         "Throughput over time",
@@ -220,9 +232,13 @@ fn run_charts(rows: &[RunInterval], note: &str, unit: &'static str) -> Vec<Strin
         note,
     ));
     let errors = [
-        rate_line("failed/s", rows, t0, |r| (r.start_ms, r.span_ms, r.failed)),
-        rate_line("unsent/s", rows, t0, |r| (r.start_ms, r.span_ms, r.unsent)),
-        rate_line("cut off/s", rows, t0, |r| {
+        rate_line(iv, "failed/s", rows, t0, |r| {
+            (r.start_ms, r.span_ms, r.failed)
+        }),
+        rate_line(iv, "unsent/s", rows, t0, |r| {
+            (r.start_ms, r.span_ms, r.unsent)
+        }),
+        rate_line(iv, "cut off/s", rows, t0, |r| {
             (r.start_ms, r.span_ms, r.cut_off)
         }),
     ];

@@ -12,7 +12,7 @@ use super::esc;
 const W: f64 = 640.0;
 const H: f64 = 250.0;
 const LEFT: f64 = 62.0;
-const RIGHT: f64 = 14.0;
+const RIGHT: f64 = 24.0;
 const TOP: f64 = 12.0;
 const BOTTOM: f64 = 30.0;
 
