@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::esc;
 use super::phase;
-use super::svg::{self, Bars, Unit};
+use super::svg::{self, Bars, Paint, Unit};
 use crate::report::{CellReport, Latency, PhaseReport, Report, Status};
 
 pub fn body(report: &Report, dir: Option<&Path>) -> String {
@@ -83,15 +83,37 @@ fn header(out: &mut String, r: &Report) {
             }
         }
     }
+    // A few lines above the charts; the rest folded, so a matrix failing in every cell does
+    // not push its charts off the first screen.
+    const SHOWN: usize = 5;
+    const LISTED: usize = 200;
+    let li = |out: &mut String, (class, m): &(&str, String)| {
+        let _ = write!(out, "<li class=\"{class}\">{}</li>", esc(m));
+    };
     if !msgs.is_empty() {
         out.push_str("<ul class=\"msgs\">");
-        for (class, m) in msgs.iter().take(40) {
-            let _ = write!(out, "<li class=\"{class}\">{}</li>", esc(m));
-        }
-        if msgs.len() > 40 {
-            let _ = write!(out, "<li>and {} more in report.json</li>", msgs.len() - 40);
+        for m in msgs.iter().take(SHOWN) {
+            li(out, m);
         }
         out.push_str("</ul>");
+    }
+    if msgs.len() > SHOWN {
+        let _ = write!(
+            out,
+            "<details><summary>{} more</summary><ul class=\"msgs\">",
+            msgs.len() - SHOWN
+        );
+        for m in msgs.iter().skip(SHOWN).take(LISTED) {
+            li(out, m);
+        }
+        if msgs.len() > SHOWN + LISTED {
+            let _ = write!(
+                out,
+                "<li>and {} more in report.json</li>",
+                msgs.len() - SHOWN - LISTED
+            );
+        }
+        out.push_str("</ul></details>");
     }
 }
 
@@ -117,6 +139,8 @@ pub fn axes(key: &str) -> Vec<(String, String)> {
 /// How the matrix's cells are laid out in a grouped chart: x groups by one axis's values,
 /// and one bar per combination of the other axes' values.
 struct Layout {
+    /// The axis along x, named in the chart's title; its values label the groups.
+    x_axis: Option<String>,
     groups: Vec<String>,
     series: Vec<String>,
     /// Per cell (by position in the report): (group, series).
@@ -159,7 +183,7 @@ fn layout(cells: &[CellReport]) -> Layout {
     let mut at = Vec::new();
     for (i, c) in per_cell.iter().enumerate() {
         let g = match &x_axis {
-            Some(x) => format!("{x}={}", value(c, x)),
+            Some(x) => value(c, x),
             None => format!("cell {}", cells[i].index),
         };
         let rest: Vec<String> = c
@@ -178,7 +202,12 @@ fn layout(cells: &[CellReport]) -> Layout {
         });
         at.push((gi, si));
     }
-    Layout { groups, series, at }
+    Layout {
+        x_axis,
+        groups,
+        series,
+        at,
+    }
 }
 
 /// One headline metric of one phase: its title, unit and per-cell variants.
@@ -306,6 +335,7 @@ fn matrix(out: &mut String, report: &Report) {
     for name in &names {
         for m in metrics(cells, name) {
             let mut series = Vec::new();
+            let mut paints = Vec::new();
             for (si, s) in lay.series.iter().enumerate() {
                 for (vi, v) in m.variants.iter().enumerate() {
                     let label = match (s.is_empty(), m.variants.len()) {
@@ -320,15 +350,37 @@ fn matrix(out: &mut String, report: &Report) {
                         }
                     }
                     series.push((label, per_group));
+                    // One hue per combination of the other axes, lighter per variant; one
+                    // colour per variant when there is no other axis.
+                    paints.push(if lay.series.len() > 1 {
+                        Paint {
+                            colour: si,
+                            shade: vi,
+                        }
+                    } else {
+                        Paint::nth(vi)
+                    });
                 }
             }
             // A variant no cell has (acked without acknowledgements) is left out of the legend.
-            series.retain(|s| s.1.iter().any(Option::is_some));
+            let keep: Vec<bool> = series
+                .iter()
+                .map(|s| s.1.iter().any(Option::is_some))
+                .collect();
+            let mut k = keep.iter();
+            series.retain(|_| *k.next().unwrap_or(&false));
+            let mut k = keep.iter();
+            paints.retain(|_| *k.next().unwrap_or(&false));
             let bars = Bars {
                 groups: lay.groups.clone(),
                 series,
+                paints,
             };
-            match svg::bars(&m.title, m.unit, &bars, "") {
+            let title = match &lay.x_axis {
+                Some(x) => format!("{} · by {x}", m.title),
+                None => m.title.clone(),
+            };
+            match svg::bars(&title, m.unit, &bars, "") {
                 Some(c) => charts.push(c),
                 None => notes.push(format!(
                     "{}: no cell has the figure (too short to be a rate, or not measured)",
@@ -336,24 +388,31 @@ fn matrix(out: &mut String, report: &Report) {
                 )),
             }
         }
+        // One distribution chart per combination of the other axes, one line per x value:
+        // 24 lines in one chart would repeat the palette's colours.
         if cells.len() > 1 {
-            let lat: Vec<(String, &Latency)> = cells
-                .iter()
-                .filter_map(|c| {
-                    let p = c.phases.iter().find(|p| phase_name(p) == *name)?;
-                    let l = headline_latency(p)?;
-                    let label = if c.key.is_empty() {
-                        format!("cell {}", c.index)
-                    } else {
-                        c.key.clone()
-                    };
-                    Some((label, l))
-                })
-                .collect();
-            charts.extend(phase::distribution(
-                &format!("{name}: latency distribution per cell"),
-                &lat,
-            ));
+            for (si, s) in lay.series.iter().enumerate() {
+                let lat: Vec<(String, &Latency)> = cells
+                    .iter()
+                    .zip(&lay.at)
+                    .filter(|(_, at)| at.1 == si)
+                    .filter_map(|(c, at)| {
+                        let p = c.phases.iter().find(|p| phase_name(p) == *name)?;
+                        let l = headline_latency(p)?;
+                        let label = match &lay.x_axis {
+                            Some(x) => format!("{x}={}", lay.groups[at.0]),
+                            None => format!("cell {}", c.index),
+                        };
+                        Some((label, l))
+                    })
+                    .collect();
+                let title = if s.is_empty() {
+                    format!("{name}: latency distribution per cell")
+                } else {
+                    format!("{name}: latency distribution, {s}")
+                };
+                charts.extend(phase::distribution(&title, &lat));
+            }
         }
     }
     for n in &notes {

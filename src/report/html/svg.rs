@@ -237,15 +237,25 @@ fn frame(title: &str, y_unit: Unit, y_max: f64, x: (f64, f64), x_ticks: &[(f64, 
 }
 
 fn figure(title: &str, svg: &str, legend: &[&str], note: &str) -> String {
+    let keyed: Vec<(&str, Paint)> = legend
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (*n, Paint::nth(i)))
+        .collect();
+    figure_keyed(title, svg, &keyed, note)
+}
+
+fn figure_keyed(title: &str, svg: &str, legend: &[(&str, Paint)], note: &str) -> String {
     let mut out = format!("<figure><figcaption>{}</figcaption>{svg}", esc(title));
     if legend.len() > 1 || !note.is_empty() {
         out.push_str("<ul class=\"legend\">");
         if legend.len() > 1 {
-            for (i, name) in legend.iter().enumerate() {
+            for (name, paint) in legend {
                 let _ = write!(
                     out,
-                    "<li><i style=\"background:{}\"></i>{}</li>",
-                    colour(i),
+                    "<li><i style=\"background:{}{}\"></i>{}</li>",
+                    colour(paint.colour),
+                    paint.opacity_css(),
                     esc(name)
                 );
             }
@@ -367,11 +377,43 @@ pub fn distribution(title: &str, lines: &[Line], note: &str) -> Option<String> {
     Some(figure(title, &f.out, &names, note))
 }
 
+/// A bar's colour: one of the palette's, lighter for the later variants of one series
+/// (sent, acked, visible of `protocol=qwp` are one hue).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Paint {
+    pub colour: usize,
+    /// 0 is the full colour, each step lighter.
+    pub shade: usize,
+}
+
+impl Paint {
+    pub fn nth(i: usize) -> Paint {
+        Paint {
+            colour: i,
+            shade: 0,
+        }
+    }
+
+    fn opacity(self) -> f64 {
+        [1.0, 0.62, 0.36, 0.2][self.shade.min(3)]
+    }
+
+    fn opacity_css(self) -> String {
+        if self.shade == 0 {
+            String::new()
+        } else {
+            format!(";opacity:{}", self.opacity())
+        }
+    }
+}
+
 /// Bars grouped along x: one group per label in `groups`, one bar per series in each.
 pub struct Bars {
     pub groups: Vec<String>,
     /// (name, one value per group; `None` where the cell has no such figure).
     pub series: Vec<(String, Vec<Option<f64>>)>,
+    /// Per series; empty: one palette colour each.
+    pub paints: Vec<Paint>,
 }
 
 pub fn bars(title: &str, y_unit: Unit, b: &Bars, note: &str) -> Option<String> {
@@ -397,6 +439,7 @@ pub fn bars(title: &str, y_unit: Unit, b: &Bars, note: &str) -> Option<String> {
             esc(label)
         );
         for (s, (name, values)) in b.series.iter().enumerate() {
+            let paint = b.paints.get(s).copied().unwrap_or(Paint::nth(s));
             let Some(v) = values.get(g).copied().flatten().filter(|v| v.is_finite()) else {
                 continue;
             };
@@ -404,13 +447,18 @@ pub fn bars(title: &str, y_unit: Unit, b: &Bars, note: &str) -> Option<String> {
             let top = f.py(v);
             let _ = write!(
                 f.out,
-                "<rect class=\"m\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">\
+                "<rect class=\"m\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"{}>\
                  <title>{} · {}: {}</title></rect>",
                 c(left),
                 c(top),
                 c((bar_w - 1.0).max(0.5)),
                 c((H - BOTTOM - top).max(0.5)),
-                colour(s),
+                colour(paint.colour),
+                if paint.shade == 0 {
+                    String::new()
+                } else {
+                    format!(" fill-opacity=\"{}\"", paint.opacity())
+                },
                 esc(label),
                 esc(name),
                 esc(&y_unit.show(v))
@@ -427,8 +475,18 @@ pub fn bars(title: &str, y_unit: Unit, b: &Bars, note: &str) -> Option<String> {
         }
     }
     f.out.push_str("</svg>");
-    let names: Vec<&str> = b.series.iter().map(|s| s.0.as_str()).collect();
-    Some(figure(title, &f.out, &names, note))
+    let keyed: Vec<(&str, Paint)> = b
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            (
+                s.0.as_str(),
+                b.paints.get(i).copied().unwrap_or(Paint::nth(i)),
+            )
+        })
+        .collect();
+    Some(figure_keyed(title, &f.out, &keyed, note))
 }
 
 #[cfg(test)]
@@ -463,6 +521,7 @@ mod tests {
         let b = Bars {
             groups: vec!["x".into()],
             series: vec![("s".into(), vec![None])],
+            paints: vec![],
         };
         assert!(bars("t", Unit::Micros, &b, "").is_none());
         let one = Line {

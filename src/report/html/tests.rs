@@ -138,6 +138,13 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
             q.service = None;
             q.detail.labels.clear();
             q.series = Some(explore);
+            q.status = Status::Ok;
+            q.failures.clear();
+            q.warnings.clear();
+            if index == 5 {
+                q.status = Status::Failed;
+                q.failures.push("p99 < 2ms: 3.1ms".into());
+            }
             cells.push(CellReport {
                 index,
                 key: format!("protocol={protocol} hosts={h}"),
@@ -183,15 +190,23 @@ fn a_24_cell_matrix_of_600_intervals_is_one_page_under_2_mb_with_every_chart_dra
         page.len()
     );
     let all = charts(&page);
-    // The matrix: 2 bar charts and 1 distribution per phase; then 4 charts per phase per cell.
-    assert_eq!(all.len(), 2 * 3 + 24 * 2 * 4, "charts drawn");
+    // The matrix: 2 bar charts per phase and 1 distribution per phase and protocol; then 4
+    // charts per phase per cell.
+    assert_eq!(all.len(), 2 * (2 + 3) + 24 * 2 * 4, "charts drawn");
     for c in &all {
         assert!(c.contains("class=\"m\""), "a chart without marks: {c}");
     }
     // Cells grouped by their axes: hosts (8 values) along x, one bar per protocol.
-    assert!(page.contains(">hosts=100000</text>"), "x groups by hosts");
+    assert!(page.contains(">100000</text>"), "x groups by hosts");
+    assert!(page.contains("rows/s sent, acknowledged, visible · by hosts</figcaption>"));
     assert!(page.contains("<li><i style=\"background:#4e79a7\"></i>protocol=qwp · sent</li>"));
+    assert!(page.contains(
+        "<li><i style=\"background:#4e79a7;opacity:0.62\"></i>protocol=qwp · acked</li>"
+    ));
+    assert!(page.contains("explore: latency distribution, protocol=ilp</figcaption>"));
     assert!(page.contains("<h1>synthetic &lt;matrix&gt;</h1>"));
+    assert!(page.contains("<span class=\"bad\">1 not ok</span>"));
+    assert!(page.contains("<li class=\"bad\">cell 5 explore: p99 &lt; 2ms: 3.1ms</li>"));
     // Nothing fetched when opened.
     for needle in ["<script", "src=\"http", "href=\"http", "@import", "url("] {
         assert!(!page.contains(needle), "the page holds `{needle}`");
@@ -205,8 +220,10 @@ fn a_report_without_its_directory_still_draws_its_summary_charts() {
     let report = synthetic(dir.path(), &["qwp", "ilp"], &[10], 3);
     let page = page(&report, None);
     let all = charts(&page);
-    // Bars (2 per phase), distributions across cells (1 per phase) and per phase (1 each).
-    assert_eq!(all.len(), 2 * 3 + 2 * 2, "{page}");
+    // Bars (2 per phase); distributions across cells: protocol (2 values) runs along x and
+    // hosts (1 value) makes one chart per phase; and one per phase of each cell.
+    assert_eq!(all.len(), 2 * 2 + 2 + 2 * 2, "{page}");
+    assert!(page.contains("load: latency distribution, hosts=10</figcaption>"));
     assert!(page.contains("no run directory: the series is not shown"));
     assert!(page.contains("No plan.json beside the report."));
 }
