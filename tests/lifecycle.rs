@@ -116,6 +116,16 @@ fn assert_stopped_run_kept(dir: &Path, stdout: &str, err: &str) {
     let csv = std::fs::read_to_string(res.join("report.csv")).unwrap();
     assert_eq!(csv.lines().count(), 3, "{csv}");
     assert!(res.join("sources/w.wl").exists());
+    // Its page too, saying it was stopped, with the interrupted run's charts.
+    let page = std::fs::read_to_string(res.join("report.html")).unwrap();
+    assert!(
+        page.contains("<span class=\"warn\">stopped by SIG"),
+        "report.html"
+    );
+    assert!(
+        page.contains("long: latency p50, p99</figcaption>"),
+        "report.html"
+    );
     // The stopped run re-renders from its directory: the final table it printed, last.
     let again = wlrun(dir, &["report", "res"]);
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
