@@ -60,7 +60,7 @@ impl Browser {
             ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(profile.path().join("stderr.log")).unwrap())
             .spawn()
             .expect("chromium starts");
         let mut browser = Browser {
@@ -71,7 +71,8 @@ impl Browser {
         };
         // Port 0: Chromium picks a free port and writes it (then the browser's path) here.
         let file = browser._profile.path().join("DevToolsActivePort");
-        let deadline = Instant::now() + Duration::from_secs(30);
+        // A cold start on a loaded 2-core machine took 11 s; 90 s is a hung browser.
+        let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             if let Ok(text) = std::fs::read_to_string(&file) {
                 let mut lines = text.lines();
@@ -87,7 +88,9 @@ impl Browser {
             }
             assert!(
                 Instant::now() < deadline,
-                "chromium wrote no DevToolsActivePort within 30 s"
+                "chromium wrote no DevToolsActivePort within 90 s; its stderr:\n{}",
+                std::fs::read_to_string(browser._profile.path().join("stderr.log"))
+                    .unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -262,9 +265,9 @@ async fn check_page(port: u16, browser_path: &str, page: &Path, min_charts: usiz
     let errors = cdp.errors();
     assert!(errors.is_empty(), "console errors: {errors:?}");
     let height = v["height"].as_u64().unwrap();
-    // The whole page, then screen by screen as a laptop shows it (the first few).
+    // The whole page, then screen by screen as a laptop shows it (the first dozen).
     let mut shots = vec![screenshot(&mut cdp, 0, height).await];
-    for top in (0..height).step_by(HEIGHT as usize).take(6) {
+    for top in (0..height).step_by(HEIGHT as usize).take(12) {
         shots.push(screenshot(&mut cdp, top, HEIGHT.min(height - top)).await);
     }
     shots
@@ -317,7 +320,7 @@ fn every_chart_of_a_real_runs_page_renders_in_chromium_without_console_errors() 
         1,
     ) + &format!(
         "\ntarget svc {{ http \"{}\" }}\nrun hits {{\n  against svc.http\n  request GET \"/x\"\n  \
-         connections 2\n  duration 1500ms\n  rate 200/s\n}}\n",
+         connections 2\n  duration 1500ms\n  rate 100/s\n}}\n",
         server.url()
     );
     assert!(
@@ -329,14 +332,23 @@ fn every_chart_of_a_real_runs_page_renders_in_chromium_without_console_errors() 
         work.path(),
         &["run", "w.wl", "--out", "out", "-q", "--interval", "0.05"],
     );
+    // 1 is a phase that failed (an open-loop run that fell behind on a loaded machine): its
+    // page is written all the same, and is what this test is about.
     assert!(
-        out.status.success(),
+        matches!(out.status.code(), Some(0 | 1)),
         "the run: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let run_dir = work.path().join("out");
     let page = run_dir.join("report.html");
     assert!(page.is_file(), "the run wrote report.html");
+    let text = std::fs::read_to_string(&page).unwrap();
+    // The parameters: the matrix axis, then the others.
+    assert!(
+        text.contains("<th>cell</th><th>hosts</th><th>start</th>"),
+        "parameters"
+    );
+    assert!(text.contains("<td class=\"n\">2</td><td>40</td><td>2016-01-01T00:00:00Z</td>"));
 
     // `wlrun report --html` gives the same page from the directory.
     let again = wlrun(work.path(), &["report", "out", "--html"]);

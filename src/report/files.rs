@@ -426,6 +426,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_page_that_cannot_be_written_is_a_warning_and_the_report_is_still_written() {
+        let dir = tempfile::tempdir().unwrap();
+        // A directory where the page goes: the write fails, the JSON and CSV do not.
+        std::fs::create_dir(dir.path().join("report.html")).unwrap();
+        let report: Report =
+            serde_json::from_str(include_str!("testdata/runs.json")).expect("runs.json reads");
+        let warning = write_report(dir.path(), &report).unwrap();
+        let warning = warning.expect("the page's failure is given back");
+        assert!(warning.contains("cannot write report.html"), "{warning}");
+        assert!(dir.path().join("report.json").is_file());
+        assert!(dir.path().join("report.csv").is_file());
+    }
+
+    #[test]
     fn keys_and_credentials_are_secrets_and_data_is_not() {
         let dir = tempfile::tempdir().unwrap();
         let write = |name: &str, text: &str| {

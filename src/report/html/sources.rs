@@ -48,12 +48,16 @@ pub fn params(out: &mut String, plan: Option<&serde_json::Value>) {
         out.push_str("<p class=\"meta\">No plan.json beside the report.</p>");
         return;
     };
+    // A matrix axis is a parameter too, held in the cell's `axes`: those columns first.
+    const PLACES: [&str; 2] = ["axes", "params"];
     let mut names: Vec<String> = Vec::new();
-    for c in cells {
-        if let Some(m) = c.get("params").and_then(|p| p.as_object()) {
-            for k in m.keys() {
-                if !names.contains(k) {
-                    names.push(k.clone());
+    for place in PLACES {
+        for c in cells {
+            if let Some(m) = c.get(place).and_then(|p| p.as_object()) {
+                for k in m.keys() {
+                    if !names.contains(k) {
+                        names.push(k.clone());
+                    }
                 }
             }
         }
@@ -71,9 +75,9 @@ pub fn params(out: &mut String, plan: Option<&serde_json::Value>) {
         let index = c.get("index").and_then(|i| i.as_u64()).unwrap_or(0);
         let _ = write!(out, "<tr><td class=\"n\">{index}</td>");
         for n in &names {
-            let v = c
-                .get("params")
-                .and_then(|p| p.get(n))
+            let v = PLACES
+                .iter()
+                .find_map(|place| c.get(place).and_then(|p| p.get(n)))
                 .map(value_text)
                 .unwrap_or_default();
             let _ = write!(out, "<td>{}</td>", esc(&v));
