@@ -104,17 +104,22 @@ pub enum Command {
     /// Re-render a finished run from `--out DIR` or its report.json, without servers or inputs.
     ///
     /// Prints each cell's lines and the final table as the run printed them, with `--json`
-    /// the report.json as written, with `--csv` report.csv's rows. A killed run (no
-    /// report.json) renders from its time series, as far as its intervals go.
+    /// the report.json as written, with `--csv` report.csv's rows, or with `--html` the page
+    /// report.html holds. A killed run (no report.json) renders from its time series, as far
+    /// as its intervals go.
     Report {
         /// A run directory (`wlrun run --out DIR`) or a report.json file.
         path: PathBuf,
         /// Print the report as JSON instead of the table.
-        #[arg(long, conflicts_with = "csv")]
+        #[arg(long, conflicts_with_all = ["csv", "html"])]
         json: bool,
         /// Print report.csv's table instead: one row per phase, query type and label.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "html")]
         csv: bool,
+        /// Print the report's page (report.html: charts, parameters, sources) instead of the
+        /// table.
+        #[arg(long)]
+        html: bool,
     },
     /// Compare two finished runs: every headline metric of every cell and phase both have,
     /// tested for a change on the per-interval samples of their time series.
@@ -144,7 +149,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
         /// Write plan.json and sources/ (every file the run reads) into DIR before sending, and
-        /// report.json and report.csv when the run ends or is stopped. DIR must be new or empty.
+        /// report.json, report.csv and report.html when the run ends or is stopped. DIR must be
+        /// new or empty.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
         /// With --out: a DIR holding an earlier run's files is emptied of them first.

@@ -141,7 +141,12 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             let _ = std::io::stdout().write_all(text.as_bytes());
             EXIT_OK
         }
-        Command::Report { path, json, csv } => {
+        Command::Report {
+            path,
+            json,
+            csv,
+            html,
+        } => {
             let run = match report::read::read_run(&path) {
                 Ok(r) => r,
                 Err(e) => {
@@ -162,6 +167,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                         return EXIT_FAILED;
                     }
                 }
+            } else if html {
+                // A report.json named alone reads its series and sources from beside it.
+                let dir = if path.is_dir() {
+                    Some(path.as_path())
+                } else {
+                    path.parent()
+                };
+                report::html::page(&run.report, dir)
             } else {
                 report::render::run_text(&run.report)
             };
@@ -297,13 +310,17 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             };
             if let Some(dir) = out {
                 match report::files::write_report(&dir, &report) {
-                    Ok(()) => match &copied_workload {
-                        Some(w) => sayln!(
+                    Ok(warning) => match (warning, &copied_workload) {
+                        (Some(w), _) => sayln!(
+                            "wlrun: report written to {}, but not its page: {w}",
+                            dir.display()
+                        ),
+                        (None, Some(w)) => sayln!(
                             "wlrun: report written to {}; the workload as it ran: {}",
                             dir.display(),
                             w.display()
                         ),
-                        None => sayln!("wlrun: report written to {}", dir.display()),
+                        (None, None) => sayln!("wlrun: report written to {}", dir.display()),
                     },
                     Err(e) => {
                         sayln!("wlrun: {e}");

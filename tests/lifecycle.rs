@@ -117,6 +117,16 @@ fn assert_stopped_run_kept(dir: &Path, stdout: &str, err: &str) {
     // The header, a row per phase, and one each for the query run's query type and label.
     assert_eq!(csv.lines().count(), 5, "{csv}");
     assert!(res.join("sources/w.wl").exists());
+    // Its page too, saying it was stopped, with the interrupted run's charts.
+    let page = std::fs::read_to_string(res.join("report.html")).unwrap();
+    assert!(
+        page.contains("<span class=\"warn\">stopped by SIG"),
+        "report.html"
+    );
+    assert!(
+        page.contains("long: latency p50, p99</figcaption>"),
+        "report.html"
+    );
     // The stopped run re-renders from its directory: the final table it printed, last.
     let again = wlrun(dir, &["report", "res"]);
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));

@@ -180,15 +180,17 @@ pub fn write_start(dir: &Path, plan: &Plan, sources: &[Source]) -> Result<Writte
     Ok(written)
 }
 
-/// Writes report.json and report.csv: at the end of the run, or when it was stopped.
-pub fn write_report(dir: &Path, report: &Report) -> Result<(), String> {
+/// Writes report.json, report.csv and report.html: at the end of the run, or when it was
+/// stopped. The page is a view of the other two: a failure to write it is given back as a
+/// warning (`Ok(Some(why))`), never as the run's failure.
+pub fn write_report(dir: &Path, report: &Report) -> Result<Option<String>, String> {
     let fail =
         |what: &str, e: std::io::Error| format!("cannot write {what} in {}: {e}", dir.display());
     let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())? + "\n";
     std::fs::write(dir.join("report.json"), json).map_err(|e| fail("report.json", e))?;
     std::fs::write(dir.join("report.csv"), super::csv::csv(report)?)
         .map_err(|e| fail("report.csv", e))?;
-    Ok(())
+    Ok(super::html::write(dir, report).err())
 }
 
 /// Each source's path under `sources/`.
@@ -289,6 +291,20 @@ fn starts_with_private_key(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_that_cannot_be_written_is_a_warning_and_the_report_is_still_written() {
+        let dir = tempfile::tempdir().unwrap();
+        // A directory where the page goes: the write fails, the JSON and CSV do not.
+        std::fs::create_dir(dir.path().join("report.html")).unwrap();
+        let report: Report =
+            serde_json::from_str(include_str!("testdata/runs.json")).expect("runs.json reads");
+        let warning = write_report(dir.path(), &report).unwrap();
+        let warning = warning.expect("the page's failure is given back");
+        assert!(warning.contains("cannot write report.html"), "{warning}");
+        assert!(dir.path().join("report.json").is_file());
+        assert!(dir.path().join("report.csv").is_file());
+    }
 
     #[test]
     fn keys_and_credentials_are_secrets_and_data_is_not() {

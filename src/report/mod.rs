@@ -4,6 +4,7 @@
 
 pub mod csv;
 pub mod files;
+pub mod html;
 pub mod read;
 pub mod rebuild;
 pub mod render;

@@ -1,0 +1,384 @@
+//! report.html in a real browser: a real run (the quickstart on SQLite as a 2-cell matrix,
+//! plus an open-loop request run against an HTTP server started here) writes its directory;
+//! headless Chromium opens the page from disk over the DevTools protocol; every chart must
+//! have a size and drawn marks, and the console must stay free of errors. The full-page
+//! screenshot goes to `$WLRUN_SCREENSHOT_DIR` when set, for a person to look at.
+//!
+//! Needs Debian's `chromium` (scripts/test installs it); without it the test skips, and fails
+//! under CI=true.
+
+#[path = "common/http_server.rs"]
+mod http_server;
+#[path = "common/servers.rs"]
+mod servers;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
+
+const MISSING: &str = "Chromium (no `chromium` on PATH; apt-get install chromium)";
+
+/// The laptop screen the page is judged on.
+const WIDTH: u64 = 1366;
+const HEIGHT: u64 = 900;
+
+fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .flat_map(|d| ["chromium", "chromium-browser"].map(|n| d.join(n)))
+        .find(|p| p.is_file())
+}
+
+/// Chromium, killed when dropped: also when an assertion fails half-way.
+struct Browser {
+    child: Child,
+    _profile: tempfile::TempDir,
+    /// The DevTools port and the browser's endpoint path, from `DevToolsActivePort`.
+    port: u16,
+    path: String,
+}
+
+impl Browser {
+    fn start(program: &Path) -> Browser {
+        let profile = tempfile::tempdir().unwrap();
+        let child = Command::new(program)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--remote-debugging-port=0",
+                &format!("--window-size={WIDTH},{HEIGHT}"),
+                &format!("--user-data-dir={}", profile.path().display()),
+                "about:blank",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(profile.path().join("stderr.log")).unwrap())
+            .spawn()
+            .expect("chromium starts");
+        let mut browser = Browser {
+            child,
+            _profile: profile,
+            port: 0,
+            path: String::new(),
+        };
+        // Port 0: Chromium picks a free port and writes it (then the browser's path) here.
+        let file = browser._profile.path().join("DevToolsActivePort");
+        // A cold start on a loaded 2-core machine took 11 s; 90 s is a hung browser.
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&file) {
+                let mut lines = text.lines();
+                let port = lines.next().and_then(|l| l.trim().parse().ok());
+                if let (Some(port), Some(path)) = (port, lines.next()) {
+                    browser.port = port;
+                    browser.path = path.trim().to_string();
+                    return browser;
+                }
+            }
+            if let Ok(Some(status)) = browser.child.try_wait() {
+                panic!("chromium exited before it listened: {status}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "chromium wrote no DevToolsActivePort within 90 s; its stderr:\n{}",
+                std::fs::read_to_string(browser._profile.path().join("stderr.log"))
+                    .unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// One DevTools connection: commands by id, and the events that arrived meanwhile.
+struct Cdp {
+    ws: Ws,
+    next: u64,
+    events: Vec<Value>,
+}
+
+impl Cdp {
+    async fn connect(url: &str) -> Cdp {
+        let (ws, _) = tokio_tungstenite::connect_async(url)
+            .await
+            .unwrap_or_else(|e| panic!("DevTools at {url}: {e}"));
+        Cdp {
+            ws,
+            next: 0,
+            events: Vec::new(),
+        }
+    }
+
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        let msg = json!({ "id": id, "method": method, "params": params }).to_string();
+        self.ws.send(Message::text(msg)).await.unwrap();
+        let answer = tokio::time::timeout(Duration::from_secs(60), async {
+            loop {
+                let msg = self.ws.next().await.expect("DevTools stayed open").unwrap();
+                let Ok(text) = msg.to_text() else { continue };
+                let v: Value = serde_json::from_str(text).unwrap();
+                if v["id"].as_u64() == Some(id) {
+                    return v;
+                }
+                if v.get("method").is_some() {
+                    self.events.push(v);
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no answer to {method} within 60 s"));
+        assert!(answer.get("error").is_none(), "{method}: {answer}");
+        answer["result"].clone()
+    }
+
+    /// Waits for the event `method`, keeping the others.
+    async fn event(&mut self, method: &str) -> Value {
+        if let Some(i) = self.events.iter().position(|e| e["method"] == method) {
+            return self.events[i].clone();
+        }
+        tokio::time::timeout(Duration::from_secs(60), async {
+            loop {
+                let msg = self.ws.next().await.expect("DevTools stayed open").unwrap();
+                let Ok(text) = msg.to_text() else { continue };
+                let v: Value = serde_json::from_str(text).unwrap();
+                if v.get("method").is_some() {
+                    self.events.push(v.clone());
+                    if v["method"] == method {
+                        return v;
+                    }
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no {method} within 60 s"))
+    }
+
+    /// Console errors, uncaught exceptions and browser log errors seen so far.
+    fn errors(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter(|e| match e["method"].as_str() {
+                Some("Runtime.exceptionThrown") => true,
+                Some("Runtime.consoleAPICalled") => {
+                    matches!(e["params"]["type"].as_str(), Some("error" | "assert"))
+                }
+                Some("Log.entryAdded") => e["params"]["entry"]["level"] == "error",
+                _ => false,
+            })
+            .map(|e| e.to_string())
+            .collect()
+    }
+}
+
+/// For each `svg.chart`: its rendered size and its drawn marks (`.m`) that have a size.
+const CHECK: &str = r#"(() => {
+  const charts = [...document.querySelectorAll('svg.chart')].map((svg, i) => {
+    const r = svg.getBoundingClientRect();
+    const marks = [...svg.querySelectorAll('.m')];
+    const drawn = marks.filter(m => { const b = m.getBBox(); return b.width + b.height > 0; });
+    return { i, title: svg.getAttribute('aria-label'), width: r.width, height: r.height,
+             marks: marks.length, drawn: drawn.length };
+  });
+  return { charts, width: document.documentElement.scrollWidth,
+           height: document.documentElement.scrollHeight };
+})()"#;
+
+/// Opens `page` and checks every chart; returns the full-page screenshot and the first screens
+/// of it (PNG).
+async fn check_page(port: u16, browser_path: &str, page: &Path, min_charts: usize) -> Vec<Vec<u8>> {
+    // The browser's own endpoint makes a tab; the tab's endpoint is then driven directly.
+    let mut browser = Cdp::connect(&format!("ws://127.0.0.1:{port}{browser_path}")).await;
+    let target = browser
+        .call("Target.createTarget", json!({ "url": "about:blank" }))
+        .await;
+    let id = target["targetId"]
+        .as_str()
+        .expect("a target id")
+        .to_string();
+    let ws_url = format!("ws://127.0.0.1:{port}/devtools/page/{id}");
+    let mut cdp = Cdp::connect(&ws_url).await;
+    cdp.call("Runtime.enable", json!({})).await;
+    cdp.call("Log.enable", json!({})).await;
+    cdp.call("Page.enable", json!({})).await;
+    cdp.call(
+        "Emulation.setDeviceMetricsOverride",
+        json!({ "width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": false }),
+    )
+    .await;
+    let url = format!("file://{}", page.canonicalize().unwrap().display());
+    cdp.events.clear();
+    let nav = cdp.call("Page.navigate", json!({ "url": url })).await;
+    assert!(nav.get("errorText").is_none(), "navigate: {nav}");
+    cdp.event("Page.loadEventFired").await;
+    let got = cdp
+        .call(
+            "Runtime.evaluate",
+            json!({ "expression": CHECK, "returnByValue": true }),
+        )
+        .await;
+    let v = &got["result"]["value"];
+    let charts = v["charts"].as_array().expect("the check ran");
+    let in_file = std::fs::read_to_string(page)
+        .unwrap()
+        .matches("<svg class=\"chart\"")
+        .count();
+    assert_eq!(charts.len(), in_file, "charts in the DOM and in the file");
+    assert!(
+        charts.len() >= min_charts,
+        "{} charts, expected at least {min_charts}",
+        charts.len()
+    );
+    for c in charts {
+        assert!(
+            c["width"].as_f64().unwrap() > 100.0 && c["height"].as_f64().unwrap() > 50.0,
+            "a chart without a size: {c}"
+        );
+        assert!(
+            c["marks"].as_u64().unwrap() > 0 && c["drawn"] == c["marks"],
+            "a chart without drawn marks: {c}"
+        );
+    }
+    // Readable on a laptop: nothing wider than the screen.
+    assert!(
+        v["width"].as_u64().unwrap() <= WIDTH,
+        "the page scrolls sideways: {v}"
+    );
+    let errors = cdp.errors();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    let height = v["height"].as_u64().unwrap();
+    // The whole page, then screen by screen as a laptop shows it (the first dozen).
+    let mut shots = vec![screenshot(&mut cdp, 0, height).await];
+    for top in (0..height).step_by(HEIGHT as usize).take(12) {
+        shots.push(screenshot(&mut cdp, top, HEIGHT.min(height - top)).await);
+    }
+    shots
+}
+
+async fn screenshot(cdp: &mut Cdp, top: u64, height: u64) -> Vec<u8> {
+    let shot = cdp
+        .call(
+            "Page.captureScreenshot",
+            json!({
+                "format": "png",
+                "captureBeyondViewport": true,
+                "clip": { "x": 0, "y": top, "width": WIDTH, "height": height, "scale": 1 }
+            }),
+        )
+        .await;
+    let png = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        shot["data"].as_str().expect("screenshot data"),
+    )
+    .unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "a PNG");
+    png
+}
+
+fn wlrun(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn every_chart_of_a_real_runs_page_renders_in_chromium_without_console_errors() {
+    let Some(program) = chromium() else {
+        return servers::missing(MISSING);
+    };
+    let server = http_server::start(http_server::Behaviour::ok());
+    let work = tempfile::tempdir().unwrap();
+    let quickstart = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart.wl"),
+    )
+    .unwrap();
+    // Two cells by `hosts`, and an open-loop request run, so every kind of phase and chart
+    // is on the page.
+    let workload = quickstart.replacen(
+        "param hosts = 10\n",
+        "param hosts = 10\nmatrix { hosts in [10, 40] }\n",
+        1,
+    ) + &format!(
+        "\ntarget svc {{ http \"{}\" }}\nrun hits {{\n  against svc.http\n  request GET \"/x\"\n  \
+         connections 2\n  duration 1500ms\n  rate 100/s\n}}\n",
+        server.url()
+    );
+    assert!(
+        workload.contains("matrix {"),
+        "the quickstart still has `param hosts`"
+    );
+    std::fs::write(work.path().join("w.wl"), workload).unwrap();
+    let out = wlrun(
+        work.path(),
+        &["run", "w.wl", "--out", "out", "-q", "--interval", "0.05"],
+    );
+    // 1 is a phase that failed (an open-loop run that fell behind on a loaded machine): its
+    // page is written all the same, and is what this test is about.
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "the run: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run_dir = work.path().join("out");
+    let page = run_dir.join("report.html");
+    assert!(page.is_file(), "the run wrote report.html");
+    let text = std::fs::read_to_string(&page).unwrap();
+    // The parameters: the matrix axis, then the others.
+    assert!(
+        text.contains("<th>cell</th><th>hosts</th><th>start</th>"),
+        "parameters"
+    );
+    assert!(text.contains("<td class=\"n\">2</td><td>40</td><td>2016-01-01T00:00:00Z</td>"));
+
+    // `wlrun report --html` gives the same page from the directory.
+    let again = wlrun(work.path(), &["report", "out", "--html"]);
+    assert!(again.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&again.stdout),
+        std::fs::read_to_string(&page).unwrap()
+    );
+
+    let browser = Browser::start(&program);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // The matrix: 2 bar charts and a distribution per phase (3 phases), less the load's
+    // rows/s when its 3,600 rows took too short to be a rate; per cell and phase 3 charts
+    // over time and a distribution.
+    let png = runtime.block_on(check_page(
+        browser.port,
+        &browser.path,
+        &page,
+        3 * 3 - 1 + 2 * 3 * 4,
+    ));
+    if let Some(dir) = std::env::var_os("WLRUN_SCREENSHOT_DIR") {
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("report.png"), &png[0]).unwrap();
+        for (i, screen) in png[1..].iter().enumerate() {
+            std::fs::write(dir.join(format!("report-screen-{}.png", i + 1)), screen).unwrap();
+        }
+    }
+    drop(browser);
+}
