@@ -134,8 +134,11 @@ pub enum Command {
         /// The new run, compared with the base.
         new: PathBuf,
         /// Print the comparison as JSON instead of the table.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "html")]
         json: bool,
+        /// Print the comparison as a page (report.html's style) instead of the table.
+        #[arg(long)]
+        html: bool,
         /// Exit 1 when a metric is significantly worse (alpha 5%) and its change is worse by
         /// more than this: `5%` or `0.05`.
         #[arg(long, value_name = "CHANGE", value_parser = parse_threshold)]

@@ -185,6 +185,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             base,
             new,
             json,
+            html,
             threshold,
         } => {
             let c = match crate::compare::compare(&base, &new, threshold) {
@@ -196,6 +197,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             };
             let text = if json {
                 serde_json::to_string_pretty(&c).expect("the comparison serializes") + "\n"
+            } else if html {
+                crate::compare::html::page(&c)
             } else {
                 crate::compare::render::text(&c)
             };

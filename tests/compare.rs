@@ -103,6 +103,21 @@ fn golden_report_of_a_killed_run() {
 }
 
 #[test]
+fn the_html_page_has_both_runs_charts_and_verdicts_and_the_threshold_exit_code() {
+    let (code, html, err) = run(&["compare", BASE, NEW, "--html", "--threshold", "5%"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    // A throughput and a latency chart per phase both runs have (2).
+    assert_eq!(html.matches("<svg class=\"chart\"").count(), 4, "{html}");
+    assert!(html.contains("worse · beyond the threshold"));
+    assert!(html.contains("Cells only in the base run: workers=1"));
+    // Nothing is fetched when it is opened.
+    assert!(!html.contains("http://") && !html.contains("https://") && !html.contains("<script"));
+    let (code, _, err) = run(&["compare", BASE, NEW, "--html", "--json"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
 fn the_threshold_sets_the_exit_code() {
     // The new run's queries are about twice as slow.
     let (code, text, _) = run(&["compare", BASE, NEW, "--threshold", "5%"]);

@@ -380,5 +380,30 @@ fn every_chart_of_a_real_runs_page_renders_in_chromium_without_console_errors() 
             std::fs::write(dir.join(format!("report-screen-{}.png", i + 1)), screen).unwrap();
         }
     }
+
+    // `wlrun compare --html` of the checked-in runs, in the same browser: a throughput and a
+    // latency chart for each of the 2 phases both runs have.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let diff = wlrun(
+        root,
+        &[
+            "compare",
+            "tests/golden/compare/base",
+            "tests/golden/compare/new",
+            "--html",
+        ],
+    );
+    assert_eq!(
+        diff.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&diff.stderr)
+    );
+    let diff_page = work.path().join("compare.html");
+    std::fs::write(&diff_page, &diff.stdout).unwrap();
+    let png = runtime.block_on(check_page(browser.port, &browser.path, &diff_page, 4));
+    if let Some(dir) = std::env::var_os("WLRUN_SCREENSHOT_DIR") {
+        std::fs::write(PathBuf::from(dir).join("compare.png"), &png[0]).unwrap();
+    }
     drop(browser);
 }

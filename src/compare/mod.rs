@@ -4,6 +4,7 @@
 //! (`Comparison` is the JSON's shape, and what the HTML diff page is drawn from).
 //! docs/compare.md describes the method.
 
+pub mod html;
 pub mod render;
 pub mod stats;
 

@@ -194,7 +194,7 @@ fn summary(c: &Comparison) -> String {
     out
 }
 
-fn value(x: f64, unit: Unit) -> String {
+pub(super) fn value(x: f64, unit: Unit) -> String {
     match unit {
         Unit::PerSecond if x >= 100.0 => thousands(x.round() as u64),
         Unit::PerSecond => format!("{x:.2}"),
@@ -203,7 +203,7 @@ fn value(x: f64, unit: Unit) -> String {
 }
 
 /// A fraction as a signed percentage: `+3.2%`, `-10.0%`.
-fn pct_signed(x: f64) -> String {
+pub(super) fn pct_signed(x: f64) -> String {
     if !x.is_finite() {
         return "-".into();
     }
@@ -217,7 +217,7 @@ fn pct_signed(x: f64) -> String {
 }
 
 /// A fraction as a percentage without a sign, as few decimals as it needs: `5%`, `0.1%`.
-fn pct_plain(x: f64) -> String {
+pub(super) fn pct_plain(x: f64) -> String {
     let p = x * 100.0;
     let s = format!("{p:.3}");
     let s = s.trim_end_matches('0').trim_end_matches('.');

@@ -19,15 +19,23 @@ pub const FILE: &str = "report.html";
 
 /// The page of `report`, reading plan.json, sources/ and series/ from `dir` when given.
 pub fn page(report: &Report, dir: Option<&Path>) -> String {
-    let title = format!("wlrun: {}", report.workload);
-    let mut out = String::with_capacity(256 * 1024);
+    shell(
+        &format!("wlrun: {}", report.workload),
+        &run::body(report, dir),
+    )
+}
+
+/// A whole page around `body`, with the one stylesheet: the run's page and `wlrun compare
+/// --html`'s diff page look alike.
+pub fn shell(title: &str, body: &str) -> String {
+    let mut out = String::with_capacity(body.len() + CSS.len() + 512);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">");
     out.push_str(&format!(
         "<title>{}</title><style>{CSS}</style></head><body>",
-        esc(&title)
+        esc(title)
     ));
-    out.push_str(&run::body(report, dir));
+    out.push_str(body);
     out.push_str("</body></html>\n");
     out
 }
