@@ -83,8 +83,33 @@ fn main() {
     );
 
     let samples = time(|| {
-        let (r, _) = wlrun::report::read::read_report(&base).expect("the run reads");
-        std::hint::black_box(wlrun::report::render::run_text(&r));
+        let run = wlrun::report::read::read_run(&base).expect("the run reads");
+        std::hint::black_box(wlrun::report::render::run_text(&run.report));
     });
     report(&format!("report {}x2 phases", s.cells), &samples);
+
+    let samples = time(|| {
+        let run = wlrun::report::read::read_run(&base).expect("the run reads");
+        std::hint::black_box(wlrun::report::csv::csv(&run.report).expect("the CSV"));
+    });
+    report(&format!("report --csv {}x2 phases", s.cells), &samples);
+
+    let mut size = 0;
+    let samples = time(|| {
+        let run = wlrun::report::read::read_run(&base).expect("the run reads");
+        let page = wlrun::report::html::page(&run.report, Some(&base));
+        size = page.len();
+        std::hint::black_box(page);
+    });
+    report(
+        &format!("report --html {}x2 phases x {} intervals", s.cells, s.intervals),
+        &samples,
+    );
+    println!("  report.html: {:.2} MB (target: under 2 MB)", size as f64 / 1e6);
+
+    let samples = time(|| {
+        let c = wlrun::compare::compare(&base, &new, Some(0.05)).expect("the runs compare");
+        std::hint::black_box(wlrun::compare::html::page(&c));
+    });
+    report(&format!("compare --html {}x2 phases", s.cells), &samples);
 }
