@@ -102,10 +102,16 @@ fn main() {
         std::hint::black_box(page);
     });
     report(
-        &format!("report --html {}x2 phases x {} intervals", s.cells, s.intervals),
+        &format!(
+            "report --html {}x2 phases x {} intervals",
+            s.cells, s.intervals
+        ),
         &samples,
     );
-    println!("  report.html: {:.2} MB (target: under 2 MB)", size as f64 / 1e6);
+    println!(
+        "  report.html: {:.2} MB (target: under 2 MB)",
+        size as f64 / 1e6
+    );
 
     let samples = time(|| {
         let c = wlrun::compare::compare(&base, &new, Some(0.05)).expect("the runs compare");
