@@ -243,7 +243,7 @@ fn ingest_phase(
         rate_counts: RateCounts::Acked,
         send_rows_per_s: Some(rate),
         ack_rows_per_s: Some(rate),
-        batch_latency: wlrun::exec::latency(&total),
+        batch_latency: wlrun::report::Latency::of(&total),
         client_cpu_s: Some(elapsed_s * 0.5),
         errors: BTreeMap::new(),
         rows_per_worker: vec![rows / 4; 4],
@@ -302,7 +302,7 @@ fn query_phase(
     f.csv.flush().expect("the CSV");
     write_log(&mut f.hlog, start_ms, s.interval_ms, TAG_LATENCY, &hists);
     let elapsed_s = (s.intervals as u64 * s.interval_ms) as f64 / 1000.0;
-    let latency = wlrun::exec::latency(&total);
+    let latency = wlrun::report::Latency::of(&total);
     RunReport {
         name: "explore".into(),
         endpoint: "db.pg".into(),

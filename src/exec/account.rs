@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use super::{latency, STOP_GRACE};
+use super::STOP_GRACE;
 use crate::plan::{Load, Stop, Threshold};
 use crate::query::stats::{histogram, micros};
-use crate::report::{Accounting, ThresholdReport};
+use crate::report::{Accounting, Latency, ThresholdReport};
 use crate::value::Value;
 
 /// A send later than this after its intended time is late (the one definition, in the report
@@ -134,7 +134,7 @@ pub fn accounting(scheduled: u64, ok: u64, failed: u64, sends: &Sends, open: boo
         }),
         late: sends.late,
         late_share: (open && sent > 0).then(|| sends.late as f64 / sent as f64),
-        send_lag: open.then(|| latency(&sends.lag)),
+        send_lag: open.then(|| Latency::of(&sends.lag)),
     }
 }
 

@@ -22,7 +22,7 @@ use super::{cpu, progress, resolve_url, timeouts, RunEnv, STOP_GRACE};
 use crate::driver::{Driver, DriverConfig, Encoding};
 use crate::net::error::{DriverError, ErrorClass};
 use crate::plan::{EndpointPlan, IngestPhase};
-use crate::report::{rate, Calibration, ErrorCount, IngestReport, RateCounts, Status};
+use crate::report::{rate, Calibration, ErrorCount, IngestReport, Latency, RateCounts, Status};
 use crate::value::Value;
 use feed::{preencode_all, Feed, Rows};
 use verdict::{judge, verify};
@@ -441,7 +441,7 @@ async fn send_all(
                 Some(report.socket_bytes as f64 / report.rows_sent as f64);
         }
     }
-    report.batch_latency = super::latency(&latency);
+    report.batch_latency = Latency::of(&latency);
     report.client_cpu_s = match (first, last) {
         (Some((_, Some(a))), Some((_, Some(b)))) => Some((b - a).max(0.0)),
         _ => None,

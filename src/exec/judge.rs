@@ -7,11 +7,13 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::account::{self, Sends};
-use super::{latency, RunEnv};
+use super::RunEnv;
 use crate::plan::{Load, Stop, Threshold};
 use crate::query::stats::TypeStats;
 use crate::report::render::fmt_latency;
-use crate::report::{ErrorCount, RepeatReport, RunKind, RunReport, Status, ThresholdReport};
+use crate::report::{
+    ErrorCount, Latency, RepeatReport, RunKind, RunReport, Status, ThresholdReport,
+};
 use crate::value::Value;
 
 /// What judging a run needs of its phase.
@@ -102,8 +104,8 @@ pub(super) fn figures<K: RunKind>(
     report.ok = all.ok;
     report.failed = all.failed();
     report.sum_us = all.sum_us as u64;
-    report.latency = latency(&all.latency);
-    report.service = open.then(|| latency(&all.service));
+    report.latency = Latency::of(&all.latency);
+    report.service = open.then(|| Latency::of(&all.service));
     report.errors = errors(all);
     report.error_rate = all.error_rate();
     report.accounting = account::accounting(scheduled, all.ok, all.failed(), sends, open);

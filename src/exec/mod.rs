@@ -24,10 +24,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
-
 use crate::plan::{EndpointPlan, Phase, Plan};
-use crate::report::{CellReport, Latency, PhaseReport, Report, REPORT_FORMAT};
+use crate::report::{CellReport, PhaseReport, Report, REPORT_FORMAT};
 use crate::value::{Text, Value};
 
 /// What every phase of a run shares.
@@ -84,11 +82,6 @@ pub fn timeouts(ep: &EndpointPlan) -> (Duration, Duration) {
         _ => Duration::from_secs(default),
     };
     (get("timeout", 60), get("connect_timeout", 10))
-}
-
-/// Percentiles of a microsecond histogram, and the histogram itself.
-pub fn latency(h: &Histogram<u64>) -> Latency {
-    Latency::of(h)
 }
 
 /// Runs every cell of `plan` and returns the report; `on_cell` sees each cell's report as it

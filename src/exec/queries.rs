@@ -33,13 +33,13 @@ use super::require::requirements;
 use super::series::Recorder;
 use super::slots::Schedule;
 use super::spans;
-use super::{latency, resolve_url, RunEnv};
+use super::{resolve_url, RunEnv};
 use crate::plan::{Load, QueryPhase};
 use crate::query::binds::BindProgram;
 use crate::query::schedule::{Arrivals, Mix};
 use crate::query::sql::Dialect;
 use crate::query::stats::TypeStats;
-use crate::report::{LabelReport, QueryOutput, QueryReport, QueryTypeReport, Status};
+use crate::report::{LabelReport, Latency, QueryOutput, QueryReport, QueryTypeReport, Status};
 pub use same_results::{cross_check, unordered_limit};
 use worker::{dispatch, Order, Puller, Queue, Record, Until, Worker, QUEUE};
 
@@ -339,8 +339,8 @@ fn finish(
             rows_per_query: (s.ok > 0).then(|| s.rows as f64 / s.ok as f64),
             qps: crate::report::rate(s.ok, elapsed),
             sum_us: s.sum_us as u64,
-            latency: latency(&s.latency),
-            service: open.then(|| latency(&s.service)),
+            latency: Latency::of(&s.latency),
+            service: open.then(|| Latency::of(&s.service)),
             errors: errors(s),
             thresholds: Vec::new(),
         };
@@ -391,8 +391,8 @@ fn labels(phase: &QueryPhase, types: &[TypeStats], elapsed: f64, open: bool) -> 
                 failed: s.failed(),
                 rows: s.rows,
                 qps: crate::report::rate(s.ok, elapsed),
-                latency: latency(&s.latency),
-                service: open.then(|| latency(&s.service)),
+                latency: Latency::of(&s.latency),
+                service: open.then(|| Latency::of(&s.service)),
             }
         })
         .collect()

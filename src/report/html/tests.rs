@@ -124,7 +124,7 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                 rate_counts: RateCounts::Acked,
                 send_rows_per_s: Some(sent as f64 / intervals as f64),
                 ack_rows_per_s: Some(sent as f64 / intervals as f64 * 0.97),
-                batch_latency: crate::exec::latency(&histogram(index as u64)),
+                batch_latency: crate::report::Latency::of(&histogram(index as u64)),
                 client_cpu_s: Some(1.0),
                 errors: Default::default(),
                 rows_per_worker: vec![sent / 4; 4],
@@ -134,7 +134,7 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
             let mut q: QueryReport = (**query).clone();
             q.name = "explore".into();
             q.output.qps = Some(2000.0 + scale as f64 / 100.0);
-            q.latency = crate::exec::latency(&histogram(index as u64 + 99));
+            q.latency = crate::report::Latency::of(&histogram(index as u64 + 99));
             q.service = None;
             q.detail.labels.clear();
             q.series = Some(explore);
