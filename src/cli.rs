@@ -183,17 +183,19 @@ pub enum Command {
     },
 }
 
-/// `0.1%` or `0.001`, as a fraction in [0, 1].
-fn parse_rate(s: &str) -> Result<f64, String> {
+/// `N%` or a plain fraction: the number as a fraction, or `None` when it is not a number.
+fn percent_or_fraction(s: &str) -> Option<f64> {
     let (num, scale) = match s.strip_suffix('%') {
         Some(n) => (n, 100.0),
         None => (s, 1.0),
     };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a rate: write 0.1% or 0.001"))?;
-    let v = v / scale;
+    num.trim().parse::<f64>().ok().map(|v| v / scale)
+}
+
+/// `0.1%` or `0.001`, as a fraction in [0, 1].
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let v = percent_or_fraction(s)
+        .ok_or_else(|| format!("`{s}` is not a rate: write 0.1% or 0.001"))?;
     if (0.0..=1.0).contains(&v) {
         Ok(v)
     } else {
@@ -203,15 +205,8 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 
 /// `5%` or `0.05`, as a non-negative fraction; a latency may well get worse by more than 100%.
 fn parse_threshold(s: &str) -> Result<f64, String> {
-    let (num, scale) = match s.strip_suffix('%') {
-        Some(n) => (n, 100.0),
-        None => (s, 1.0),
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a change: write 5% or 0.05"))?;
-    let v = v / scale;
+    let v =
+        percent_or_fraction(s).ok_or_else(|| format!("`{s}` is not a change: write 5% or 0.05"))?;
     if v.is_finite() && v >= 0.0 {
         Ok(v)
     } else {
