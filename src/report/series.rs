@@ -142,10 +142,7 @@ impl Series {
 pub fn read(dir: &Path, r: &SeriesRef, ingest: bool) -> Result<Series, String> {
     let path = dir.join(&r.counts);
     let text = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let complete = match text.iter().rposition(|&b| b == b'\n') {
-        Some(i) => &text[..=i],
-        None => &text[..0],
-    };
+    let complete = whole_lines(&text);
     fn rows<T: for<'de> Deserialize<'de>>(bytes: &[u8], path: &Path) -> Result<Vec<T>, String> {
         csv::Reader::from_reader(bytes)
             .deserialize()
@@ -160,6 +157,14 @@ pub fn read(dir: &Path, r: &SeriesRef, ingest: bool) -> Result<Series, String> {
     })
 }
 
+/// The text up to its last newline: a line a kill cut short is not part of the file's data.
+fn whole_lines(text: &[u8]) -> &[u8] {
+    match text.iter().rposition(|&b| b == b'\n') {
+        Some(i) => &text[..=i],
+        None => &text[..0],
+    }
+}
+
 /// One histogram of an interval log.
 pub struct LoggedHistogram {
     pub tag: Option<String>,
@@ -172,10 +177,7 @@ pub struct LoggedHistogram {
 /// dropped.
 pub fn read_hlog(path: &Path) -> Result<Vec<LoggedHistogram>, String> {
     let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let complete = match text.iter().rposition(|&b| b == b'\n') {
-        Some(i) => &text[..=i],
-        None => &text[..0],
-    };
+    let complete = whole_lines(&text);
     let mut out = Vec::new();
     let mut decoder = Deserializer::new();
     for entry in IntervalLogIterator::new(complete) {
