@@ -491,6 +491,8 @@ fn write_loop(shared: &Shared, mut files: Files) -> Result<Written, String> {
     let mut serializer = V2DeflateSerializer::new();
     let hlog_fail =
         |e: &dyn std::fmt::Debug| format!("cannot write {}: {e:?}", files.hlog_path.display());
+    let counts_fail =
+        |e: &dyn std::fmt::Display| format!("cannot write {}: {e}", files.counts_path.display());
     let mut log = IntervalLogWriterBuilder::new()
         .add_comment(&files.comment)
         .with_start_time(files.start)
@@ -558,38 +560,31 @@ fn write_loop(shared: &Shared, mut files: Files) -> Result<Written, String> {
                 let start_ms = (u128::from(i) * interval_ns / 1_000_000) as u64;
                 let start = Duration::from_millis(start_ms);
                 let length = Duration::from_nanos(interval_ns as u64);
-                match shared.kind {
-                    Kind::Ingest { acks } => {
+                let (row, histograms) = match shared.kind {
+                    Kind::Ingest { acks } => (
                         files
                             .counts
-                            .serialize(ingest_row(&acc, start_ms, span_ms, acks))
-                            .map_err(|e| {
-                                format!("cannot write {}: {e}", files.counts_path.display())
-                            })?;
-                        log.write_histogram(&acc.latency, start, length, Tag::new(TAG_BATCH))
-                            .map_err(|e| hlog_fail(&e))?;
-                    }
-                    Kind::Run { service } => {
+                            .serialize(ingest_row(&acc, start_ms, span_ms, acks)),
+                        [Some((&acc.latency, TAG_BATCH)), None],
+                    ),
+                    Kind::Run { service } => (
                         files
                             .counts
-                            .serialize(run_row(&acc, start_ms, span_ms, service))
-                            .map_err(|e| {
-                                format!("cannot write {}: {e}", files.counts_path.display())
-                            })?;
-                        log.write_histogram(&acc.latency, start, length, Tag::new(TAG_LATENCY))
-                            .map_err(|e| hlog_fail(&e))?;
-                        if service {
-                            log.write_histogram(&acc.service, start, length, Tag::new(TAG_SERVICE))
-                                .map_err(|e| hlog_fail(&e))?;
-                        }
-                    }
+                            .serialize(run_row(&acc, start_ms, span_ms, service)),
+                        [
+                            Some((&acc.latency, TAG_LATENCY)),
+                            service.then_some((&acc.service, TAG_SERVICE)),
+                        ],
+                    ),
+                };
+                row.map_err(|e| counts_fail(&e))?;
+                for (h, tag) in histograms.into_iter().flatten() {
+                    log.write_histogram(h, start, length, Tag::new(tag))
+                        .map_err(|e| hlog_fail(&e))?;
                 }
                 // The row reaches the file here, after its histograms: a kill between the two
                 // leaves a log one interval ahead of the counts, never behind.
-                files
-                    .counts
-                    .flush()
-                    .map_err(|e| format!("cannot write {}: {e}", files.counts_path.display()))?;
+                files.counts.flush().map_err(|e| counts_fail(&e))?;
                 written.intervals += 1;
                 i += 1;
             }
