@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -144,7 +145,7 @@ struct SlotState {
 /// A worker's handle on its phase's series; recording on a run without `--out` does nothing.
 #[derive(Clone)]
 pub struct Slot {
-    state: Option<(Arc<Mutex<SlotState>>, Clock)>,
+    state: Option<(Arc<Mutex<SlotState>>, Clock, Arc<AtomicBool>)>,
 }
 
 impl Slot {
@@ -154,9 +155,14 @@ impl Slot {
     }
 
     fn with(&self, at: Instant, f: impl FnOnce(&mut Acc)) {
-        let Some((state, clock)) = &self.state else {
+        let Some((state, clock, dead)) = &self.state else {
             return;
         };
+        // A writer that failed (a full disk) takes nothing more: recording stops, so that
+        // memory stays flat for the rest of the run.
+        if dead.load(Ordering::Relaxed) {
+            return;
+        }
         let index = clock.index(at);
         let mut s = lock(state);
         let s = &mut *s;
@@ -263,6 +269,8 @@ struct Shared {
     slots: Mutex<Vec<Arc<Mutex<SlotState>>>>,
     control: Mutex<Control>,
     wake: Condvar,
+    /// Set when the writer failed: slots stop recording.
+    dead: Arc<AtomicBool>,
 }
 
 /// A phase's series being recorded: `slot()` per worker, `measure`/`pause` around the
@@ -326,6 +334,7 @@ impl Recorder {
             slots: Mutex::new(Vec::new()),
             control: Mutex::new(Control::default()),
             wake: Condvar::new(),
+            dead: Arc::new(AtomicBool::new(false)),
         });
         let writer = {
             let shared = shared.clone();
@@ -351,7 +360,7 @@ impl Recorder {
         let state = Arc::new(Mutex::new(SlotState::default()));
         lock(&r.shared.slots).push(state.clone());
         Slot {
-            state: Some((state, r.shared.clock)),
+            state: Some((state, r.shared.clock, r.shared.dead.clone())),
         }
     }
 
@@ -483,8 +492,24 @@ impl Files {
     }
 }
 
-/// The writer thread: waits for each interval to close, then writes it.
-fn write_loop(shared: &Shared, mut files: Files) -> Result<Written, String> {
+/// The writer thread. When it fails (a full disk, a removed directory) the slots stop
+/// recording and are emptied, so what was written stays and memory does not grow with what
+/// nobody will write; `finish` says why the series is incomplete.
+fn write_loop(shared: &Shared, files: Files) -> Result<Written, String> {
+    let result = write_intervals(shared, files);
+    if result.is_err() {
+        shared.dead.store(true, Ordering::Relaxed);
+        for slot in lock(&shared.slots).iter() {
+            let mut s = lock(slot);
+            s.open.clear();
+            s.spare.clear();
+        }
+    }
+    result
+}
+
+/// Waits for each interval to close, then writes it.
+fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String> {
     let clock = shared.clock;
     let interval_ns = clock.interval_ns;
     let grace = (interval_ns / 4).min(200_000_000);
@@ -811,6 +836,48 @@ mod tests {
         };
         assert_eq!(rows.iter().map(|r| r.rows_sent).sum::<u64>(), 10);
         assert!(rows.iter().all(|r| r.rows_acked.is_none()));
+    }
+
+    #[test]
+    fn a_writer_that_fails_stops_the_slots_so_memory_stays_flat() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("series")).unwrap();
+        // Every write to /dev/full fails with ENOSPC: a full disk.
+        std::os::unix::fs::symlink("/dev/full", dir.path().join("series/1-q.csv")).unwrap();
+        let out = SeriesOut {
+            dir: dir.path().to_path_buf(),
+            interval: Duration::from_millis(20),
+        };
+        let rec = Recorder::start(Some(&out), &id(), Kind::Run { service: false }).unwrap();
+        let slot = rec.slot();
+        rec.measure(Instant::now());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let open = |slot: &Slot| lock(&slot.state.as_ref().unwrap().0).open.len();
+        loop {
+            slot.ok(Instant::now(), Duration::from_micros(100), None);
+            std::thread::sleep(Duration::from_millis(5));
+            if rec
+                .running
+                .as_ref()
+                .unwrap()
+                .shared
+                .dead
+                .load(Ordering::Relaxed)
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the write to /dev/full never failed"
+            );
+        }
+        for _ in 0..50 {
+            slot.ok(Instant::now(), Duration::from_micros(100), None);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(open(&slot), 0, "a dead series keeps nothing");
+        let e = rec.finish().unwrap_err();
+        assert!(e.contains("cannot write") && e.contains("1-q.csv"), "{e}");
     }
 
     #[test]
