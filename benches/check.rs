@@ -4,8 +4,12 @@
 //! warm-up iterations and then N timed ones, and prints the median and p90 in milliseconds with
 //! their ratio to the 100 ms budget for checking a file (a budget of its own for the whole set).
 
+#[path = "common/stats.rs"]
+mod stats;
+use stats::{percentile_ms, time};
+
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use wlrun::check::Options;
 use wlrun::compile::check_file;
@@ -41,29 +45,8 @@ fn once(file: &Path) -> bool {
     }
 }
 
-fn time(mut f: impl FnMut()) -> Vec<Duration> {
-    for _ in 0..WARMUP {
-        f();
-    }
-    let mut samples: Vec<Duration> = (0..ITERATIONS)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    samples.sort();
-    samples
-}
-
-/// The nearest-rank percentile of sorted samples, in milliseconds.
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1000.0
-}
-
 fn report(name: &str, samples: &[Duration], note: &str) {
-    let (median, p90) = (percentile(samples, 50.0), percentile(samples, 90.0));
+    let (median, p90) = (percentile_ms(samples, 50.0), percentile_ms(samples, 90.0));
     println!(
         "{name:<40} {median:>9.2} {p90:>9.2} {:>9.2}x {note}",
         p90 / BUDGET_MS
@@ -96,7 +79,7 @@ fn main() {
     );
     for file in &files {
         let ok = once(file);
-        let samples = time(|| {
+        let samples = time(WARMUP, ITERATIONS, || {
             once(file);
         });
         report(
@@ -105,7 +88,7 @@ fn main() {
             if ok { "" } else { "(does not check)" },
         );
     }
-    let samples = time(|| {
+    let samples = time(WARMUP, ITERATIONS, || {
         for file in &files {
             once(file);
         }

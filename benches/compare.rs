@@ -7,7 +7,11 @@
 //! `WLRUN_BENCH_DIR=DIR` writes the two runs to `DIR/base` and `DIR/new` and keeps them, to time
 //! the binary itself (`time wlrun compare DIR/base DIR/new`).
 
-use std::time::{Duration, Instant};
+#[path = "common/stats.rs"]
+mod stats;
+use stats::{percentile_ms, time};
+
+use std::time::Duration;
 
 #[path = "common/synthetic.rs"]
 mod synthetic;
@@ -18,29 +22,8 @@ const WARMUP: usize = 3;
 const ITERATIONS: usize = 20;
 const BUDGET_MS: f64 = 200.0;
 
-fn time(mut f: impl FnMut()) -> Vec<Duration> {
-    for _ in 0..WARMUP {
-        f();
-    }
-    let mut samples: Vec<Duration> = (0..ITERATIONS)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    samples.sort();
-    samples
-}
-
-/// The nearest-rank percentile of sorted samples, in milliseconds.
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1000.0
-}
-
 fn report(name: &str, samples: &[Duration]) {
-    let (median, p90) = (percentile(samples, 50.0), percentile(samples, 90.0));
+    let (median, p90) = (percentile_ms(samples, 50.0), percentile_ms(samples, 90.0));
     println!(
         "{name:<44} median {median:>8.2} ms  p90 {p90:>8.2} ms  {:>5.2}x of {BUDGET_MS} ms",
         p90 / BUDGET_MS
@@ -64,7 +47,7 @@ fn main() {
     );
 
     let mut regressions = 0;
-    let samples = time(|| {
+    let samples = time(WARMUP, ITERATIONS, || {
         let c = wlrun::compare::compare(&base, &new, Some(0.05)).expect("the runs compare");
         let text = wlrun::compare::render::text(&c);
         let json = serde_json::to_string_pretty(&c).expect("the comparison serializes");
@@ -82,20 +65,20 @@ fn main() {
         s.cells * 7
     );
 
-    let samples = time(|| {
+    let samples = time(WARMUP, ITERATIONS, || {
         let run = wlrun::report::read::read_run(&base).expect("the run reads");
         std::hint::black_box(wlrun::report::render::run_text(&run.report));
     });
     report(&format!("report {}x2 phases", s.cells), &samples);
 
-    let samples = time(|| {
+    let samples = time(WARMUP, ITERATIONS, || {
         let run = wlrun::report::read::read_run(&base).expect("the run reads");
         std::hint::black_box(wlrun::report::csv::csv(&run.report).expect("the CSV"));
     });
     report(&format!("report --csv {}x2 phases", s.cells), &samples);
 
     let mut size = 0;
-    let samples = time(|| {
+    let samples = time(WARMUP, ITERATIONS, || {
         let run = wlrun::report::read::read_run(&base).expect("the run reads");
         let page = wlrun::report::html::page(&run.report, Some(&base));
         size = page.len();
@@ -113,7 +96,7 @@ fn main() {
         size as f64 / 1e6
     );
 
-    let samples = time(|| {
+    let samples = time(WARMUP, ITERATIONS, || {
         let c = wlrun::compare::compare(&base, &new, Some(0.05)).expect("the runs compare");
         std::hint::black_box(wlrun::compare::html::page(&c));
     });
