@@ -240,13 +240,10 @@ fn run_phase(
             &recorder,
         )))),
     };
-    let series = match recorder.finish() {
-        Ok(s) => s,
-        Err(e) => {
-            warning.get_or_insert(format!("time series: {e}"));
-            None
-        }
-    };
+    let (series, note) = recorder.finish();
+    if let Some(e) = note {
+        warning.get_or_insert(format!("time series: {e}"));
+    }
     let (slot, warnings) = match &mut report {
         PhaseReport::Ingest(r) => (&mut r.series, &mut r.warnings),
         PhaseReport::Queries(r) => (&mut r.series, &mut r.warnings),

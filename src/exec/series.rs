@@ -393,12 +393,13 @@ impl Recorder {
         }
     }
 
-    /// Ends the series at the end of its last measured window and writes what is left. The
-    /// reference goes into the phase's report; an `Err` is a warning for it (the series is
-    /// incomplete or missing, the phase's figures are not affected).
-    pub fn finish(self) -> Result<Option<SeriesRef>, String> {
+    /// Ends the series at the end of its last measured window and writes what is left: the
+    /// reference for the phase's report (`None` without `--out`, or when the writer failed) and
+    /// a warning for it (records that came late, or why the series is missing or incomplete;
+    /// the phase's own figures are never affected).
+    pub fn finish(self) -> (Option<SeriesRef>, Option<String>) {
         let Some(r) = self.running else {
-            return Ok(None);
+            return (None, None);
         };
         {
             let now = r.shared.clock.unix_ns(Instant::now());
@@ -409,20 +410,21 @@ impl Recorder {
             c.finished = true;
             r.shared.wake.notify_all();
         }
-        let written = r
-            .writer
-            .join()
-            .map_err(|_| "the series writer failed".to_string())??;
+        let written = match r.writer.join() {
+            Ok(Ok(w)) => w,
+            Ok(Err(e)) => return (None, Some(e)),
+            Err(_) => return (None, Some("the series writer failed".into())),
+        };
         let mut reference = r.reference;
         reference.intervals = written.intervals;
-        if written.late_records > 0 {
-            return Err(format!(
+        let late = (written.late_records > 0).then(|| {
+            format!(
                 "{} records of the time series arrived after their interval was written and \
                  were counted in the next one",
                 written.late_records
-            ));
-        }
-        Ok(Some(reference))
+            )
+        });
+        (Some(reference), late)
     }
 }
 
@@ -761,7 +763,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(7));
         }
         b.cut_off(Instant::now(), 2);
-        let r = rec.finish().unwrap().unwrap();
+        let r = rec.finish().0.unwrap();
         assert_eq!(r.interval_ms, 50);
         let Series::Run(rows) = read(dir.path(), &r, false).unwrap() else {
             panic!("a run series")
@@ -830,7 +832,7 @@ mod tests {
             text.lines().nth(1).unwrap().contains(",10,,100,120,1,0"),
             "{text}"
         );
-        let r = rec.finish().unwrap().unwrap();
+        let r = rec.finish().0.unwrap();
         let Series::Ingest(rows) = read(dir.path(), &r, true).unwrap() else {
             panic!("an ingest series")
         };
@@ -876,7 +878,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(2));
         }
         assert_eq!(open(&slot), 0, "a dead series keeps nothing");
-        let e = rec.finish().unwrap_err();
+        let e = rec.finish().1.unwrap();
         assert!(e.contains("cannot write") && e.contains("1-q.csv"), "{e}");
     }
 
@@ -885,7 +887,7 @@ mod tests {
         let rec = Recorder::start(None, &id(), Kind::Run { service: false }).unwrap();
         let s = rec.slot();
         s.ok(Instant::now(), Duration::from_millis(1), None);
-        assert_eq!(rec.finish(), Ok(None));
+        assert_eq!(rec.finish(), (None, None));
     }
 
     #[test]
