@@ -203,6 +203,7 @@ fn config(url: &str, schema: Arc<BatchSchema>, options: &[(&str, Value)]) -> Dri
         base_dir: PathBuf::from("."),
         worker: 0,
         ack: wlrun::plan::Ack::None,
+        connector: None,
     }
 }
 
@@ -743,10 +744,6 @@ async fn unsupported_options_are_refused_at_connect() {
     let url = format!("http://127.0.0.1:{port}");
     let schema = schema_only();
     for (option, says) in [
-        (
-            ("tls", Value::Bool(true)),
-            "`tls true` is not supported yet",
-        ),
         (
             ("gzip", Value::Bool(true)),
             "`gzip true` is not supported yet",

@@ -20,7 +20,7 @@ use crate::plan::EndpointPlan;
 pub enum SqlClient {
     Pg(pg::PgClient),
     Sqlite(sqlite::SqliteClient),
-    Http(http_sql::HttpSql),
+    Http(Box<http_sql::HttpSql>),
     // Boxed: a WebSocket stream is several times the size of the other connections.
     Qwp(Box<qwp_sql::QwpSql>),
 }
@@ -36,7 +36,9 @@ impl SqlClient {
         Ok(match endpoint.kind.as_str() {
             "pg" => SqlClient::Pg(pg::PgClient::connect(endpoint, url, timeout).await?),
             "sqlite" => SqlClient::Sqlite(sqlite::SqliteClient::open(endpoint, url, base_dir)?),
-            "http" => SqlClient::Http(http_sql::HttpSql::connect(endpoint, url, timeout).await?),
+            "http" => SqlClient::Http(Box::new(
+                http_sql::HttpSql::connect(endpoint, url, timeout).await?,
+            )),
             "qwp" => SqlClient::Qwp(Box::new(
                 qwp_sql::QwpSql::connect(endpoint, url, timeout).await?,
             )),

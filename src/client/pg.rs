@@ -22,8 +22,9 @@ impl PgClient {
         url: &str,
         timeout: Duration,
     ) -> Result<PgClient, DriverError> {
+        let connector = crate::net::connect::connector(endpoint, url)?;
         Ok(PgClient {
-            conn: connect(endpoint, url, timeout, timeout).await?,
+            conn: connect(endpoint, url, &connector, timeout, timeout).await?,
         })
     }
 

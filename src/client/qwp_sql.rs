@@ -29,7 +29,8 @@ impl QwpSql {
             connect: crate::net::http::connect_timeout(endpoint, timeout),
             query: timeout,
         };
-        let transport = QwpTransport::connect(endpoint, url, timeouts)
+        let connector = crate::net::connect::connector(endpoint, url)?;
+        let transport = QwpTransport::connect(endpoint, url, &connector, timeouts)
             .await
             .map_err(driver_error)?;
         Ok(QwpSql {

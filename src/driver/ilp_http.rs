@@ -48,7 +48,8 @@ impl IlpHttp {
         check_precision(ep)?;
         let path =
             write_path(option_text(ep, "path")?.as_deref()).map_err(|e| config_error(ep, e))?;
-        let client = HttpClient::for_endpoint(ep, url, cfg.connect_timeout, cfg.timeout).await?;
+        let client =
+            HttpClient::via(&cfg.connector()?, ep, url, cfg.connect_timeout, cfg.timeout).await?;
         let mut headers = HeaderMap::new();
         // The endpoint's own `headers` may name another content type; theirs wins.
         if !client.default_headers().contains_key(header::CONTENT_TYPE) {

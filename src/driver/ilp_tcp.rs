@@ -1,26 +1,30 @@
 //! InfluxDB line protocol over TCP: one socket per worker, one large write per chunk. The
 //! protocol has no acknowledgement: a row is sent once the kernel accepted its bytes, and a
 //! server that drops a line says nothing (the visible-rows count is the only check).
+//! `tcps://` speaks it under TLS (QuestDB Enterprise's ILP/TCP over TLS).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 
 use super::{Chunk, DriverConfig, Sent};
 use crate::net::error::{DriverError, ErrorClass};
+use crate::net::tls::{Counters, Stream};
 
 pub struct IlpTcp {
-    stream: TcpStream,
+    stream: Stream,
+    counters: Arc<Counters>,
     endpoint: String,
     timeout: Duration,
 }
 
-/// `tcp://host:port` -> `host:port`.
+/// `tcp://host:port` or `tcps://host:port` -> `host:port`.
 pub fn host_port(url: &str) -> Result<&str, String> {
     let rest = url
         .strip_prefix("tcp://")
-        .ok_or_else(|| format!("`{url}` is not a tcp:// URL"))?;
+        .or_else(|| url.strip_prefix("tcps://"))
+        .ok_or_else(|| format!("`{url}` is not a tcp:// or tcps:// URL"))?;
     let rest = rest.trim_end_matches('/');
     if rest.is_empty() || rest.contains('/') {
         return Err(format!("`{url}`: expected tcp://HOST:PORT"));
@@ -42,23 +46,10 @@ impl IlpTcp {
             }
         }
         let addr = host_port(url).map_err(|e| DriverError::connect(&name, e))?;
-        let stream = match tokio::time::timeout(cfg.connect_timeout, TcpStream::connect(addr)).await
-        {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(DriverError::connect(&name, e)),
-            Err(_) => {
-                return Err(DriverError::connect(
-                    &name,
-                    format!(
-                        "no answer within {}",
-                        crate::net::fmt::fmt_duration(cfg.connect_timeout)
-                    ),
-                ))
-            }
-        };
-        // Chunks are large; Nagle would only delay the tail of each one.
-        let _ = stream.set_nodelay(true);
+        // Nagle is off (chunks are large; it would only delay the tail of each one).
+        let stream = cfg.connector()?.connect(addr, cfg.connect_timeout).await?;
         Ok(IlpTcp {
+            counters: stream.counters(),
             stream,
             endpoint: name,
             timeout: cfg.timeout,
@@ -66,9 +57,18 @@ impl IlpTcp {
     }
 
     pub async fn send(&mut self, chunk: &Chunk) -> Result<Sent, DriverError> {
-        match tokio::time::timeout(self.timeout, self.stream.write_all(&chunk.bytes)).await {
+        let before = self.counters.written();
+        let write = async {
+            self.stream.write_all(&chunk.bytes).await?;
+            // TLS may hold the end of the chunk in its last record until flushed.
+            if self.stream.is_tls() {
+                self.stream.flush().await?;
+            }
+            Ok::<_, std::io::Error>(())
+        };
+        match tokio::time::timeout(self.timeout, write).await {
             Ok(Ok(())) => Ok(Sent {
-                socket_bytes: chunk.bytes.len() as u64,
+                socket_bytes: self.counters.written() - before,
                 acked: false,
             }),
             Ok(Err(e)) => Err(DriverError::new(
@@ -114,6 +114,7 @@ mod tests {
     fn urls() {
         assert_eq!(host_port("tcp://127.0.0.1:9009"), Ok("127.0.0.1:9009"));
         assert_eq!(host_port("tcp://127.0.0.1:9009/"), Ok("127.0.0.1:9009"));
+        assert_eq!(host_port("tcps://db:9009"), Ok("db:9009"));
         assert!(host_port("http://x:1").is_err());
         assert!(host_port("tcp://x:1/path").is_err());
     }

@@ -18,6 +18,7 @@ use std::time::Duration;
 use crate::encode::qwp::{Frame, QwpOptions};
 use crate::gen::batch::{Batch, BatchSchema};
 use crate::net::error::{DriverError, ErrorClass};
+use crate::net::tls::Connector;
 use crate::plan::{Ack, EndpointPlan};
 
 /// What a worker's producer turns each batch into, before the clock of the send starts.
@@ -87,6 +88,21 @@ pub struct DriverConfig {
     pub worker: usize,
     /// What the phase waits for (QWP: `publish` or `per_batch`).
     pub ack: Ack,
+    /// The phase's connector for the endpoint, shared by its workers (TLS sessions resume,
+    /// connection costs add up); `None`: the driver makes its own.
+    pub connector: Option<Connector>,
+}
+
+impl DriverConfig {
+    /// The connector to open connections with.
+    pub fn connector(&self) -> Result<Connector, DriverError> {
+        match &self.connector {
+            Some(c) => Ok(c.clone()),
+            None => {
+                crate::net::connect::connector(&self.endpoint, self.url.as_deref().unwrap_or(""))
+            }
+        }
+    }
 }
 
 /// One worker's connection.

@@ -23,11 +23,11 @@
 //! would hide the loss).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::{FutureExt as _, SinkExt as _, StreamExt as _};
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
@@ -37,6 +37,7 @@ use super::{Chunk, DriverConfig, Sent};
 use crate::encode::qwp::{QwpOptions, DEFAULT_MAX_MESSAGE};
 use crate::net::error::{DriverError, ErrorClass};
 use crate::net::http::{config_error, option_text};
+use crate::net::tls::{Counters, Stream};
 use crate::plan::{Ack, EndpointPlan};
 use crate::qwp::{self, status, ws, Reader};
 use crate::value::Value;
@@ -77,7 +78,7 @@ pub fn ack_timeout(ep: &EndpointPlan) -> Duration {
 pub struct QwpWriter(Box<State>);
 
 struct State {
-    ws: WebSocketStream<TcpStream>,
+    ws: WebSocketStream<Stream>,
     /// Where the connection goes, for messages.
     shown: String,
     per_batch: bool,
@@ -91,9 +92,9 @@ struct State {
     /// Rows covered by OKs, and how many of them `take_acked` has handed out.
     acked_rows: u64,
     reported_rows: u64,
-    /// Bytes written outside of a chunk's messages (the upgrade, PINGs, the Close), added to
-    /// the next figure returned.
-    extra_bytes: u64,
+    /// The socket's byte counters, and how much of them `take_bytes` has handed out.
+    counters: Arc<Counters>,
+    counted: u64,
     /// The server answered an error, or the connection failed: nothing more is sent.
     usable: bool,
 }
@@ -107,17 +108,25 @@ impl QwpWriter {
         let path = option_text(ep, "path")?;
         let path = path.as_deref().unwrap_or(qwp::INGEST_PATH);
         let options = options(ep);
-        let connected = ws::connect(url, path, ws::Side::Ingest, &[], cfg.connect_timeout)
-            .await
-            .map_err(|e| {
-                // A server that accepts but never upgrades is a timeout, not a refusal.
-                let class = if e.timed_out {
-                    ErrorClass::Timeout
-                } else {
-                    ErrorClass::Connect
-                };
-                DriverError::new(class, format!("{}.{}: {e}", ep.target, ep.name), true)
-            })?;
+        let connector = cfg.connector()?;
+        let connected = ws::connect(
+            &connector,
+            url,
+            path,
+            ws::Side::Ingest,
+            &[],
+            cfg.connect_timeout,
+        )
+        .await
+        .map_err(|e| {
+            // A server that accepts but never upgrades is a timeout, not a refusal.
+            let class = if e.timed_out {
+                ErrorClass::Timeout
+            } else {
+                ErrorClass::Connect
+            };
+            DriverError::new(class, format!("{}.{}: {e}", ep.target, ep.name), true)
+        })?;
         let server_max = connected
             .max_batch_size
             .unwrap_or(qwp::DEFAULT_SERVER_MAX_BATCH);
@@ -143,7 +152,8 @@ impl QwpWriter {
             pending: VecDeque::new(),
             acked_rows: 0,
             reported_rows: 0,
-            extra_bytes: connected.request_bytes,
+            counters: connected.counters,
+            counted: 0,
             usable: true,
         })))
     }
@@ -151,7 +161,6 @@ impl QwpWriter {
     /// Sends the chunk's messages; with `per_batch`, returns once an OK covers them.
     pub async fn send(&mut self, chunk: &Chunk) -> Result<Sent, DriverError> {
         let s = &mut *self.0;
-        let mut bytes = std::mem::take(&mut s.extra_bytes);
         let mut start = 0;
         let mut rejected = None;
         let last = chunk.frames.len().saturating_sub(1);
@@ -162,7 +171,6 @@ impl QwpWriter {
             // buffer.
             let payload = Bytes::copy_from_slice(message);
             s.write(Message::Binary(payload)).await?;
-            bytes += frame_bytes(message.len());
             s.pending.push_back((s.next_seq, f.rows));
             s.next_seq += 1;
             // A connection found lost between the messages of a split batch cuts it short.
@@ -176,7 +184,7 @@ impl QwpWriter {
             Some(e) => Ok(Some(e)),
             None => s.confirm().await,
         };
-        bytes += std::mem::take(&mut s.extra_bytes);
+        let bytes = s.take_bytes();
         match confirmed {
             Ok(None) => Ok(Sent {
                 socket_bytes: bytes,
@@ -214,12 +222,21 @@ impl QwpWriter {
             }
         }
         s.close().await;
-        let bytes = std::mem::take(&mut s.extra_bytes);
+        let bytes = s.take_bytes();
         result.map(|()| bytes)
     }
 }
 
 impl State {
+    /// The bytes written to the socket since the last call: the messages and their frames,
+    /// pings, pongs and the close, the upgrade (and TLS) at first.
+    fn take_bytes(&mut self) -> u64 {
+        let now = self.counters.written();
+        let n = now - self.counted;
+        self.counted = now;
+        n
+    }
+
     async fn write(&mut self, m: Message) -> Result<(), DriverError> {
         match tokio::time::timeout(self.timeout, self.ws.send(m)).await {
             Ok(Ok(())) => Ok(()),
@@ -271,7 +288,6 @@ impl State {
                 return Ok(None);
             }
             self.write(Message::Ping(Bytes::new())).await?;
-            self.extra_bytes += frame_bytes(0);
             let until = (Instant::now() + every).min(deadline);
             loop {
                 if self.acked_through().is_some_and(|a| a >= seq) {
@@ -403,7 +419,6 @@ impl State {
             Ok(Ok(())) => {}
             _ => return,
         }
-        self.extra_bytes += frame_bytes(2);
         let deadline = Instant::now() + CLOSE_WAIT;
         while let Ok(Some(Ok(m))) = tokio::time::timeout_at(deadline.into(), self.ws.next()).await {
             if m.is_close() {
@@ -411,16 +426,6 @@ impl State {
             }
         }
     }
-}
-
-/// Bytes a client frame with `payload` bytes takes on the wire: header and mask key.
-fn frame_bytes(payload: usize) -> u64 {
-    let len = match payload {
-        0..=125 => 2,
-        126..=65535 => 4,
-        _ => 10,
-    };
-    (len + 4 + payload) as u64
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -521,13 +526,5 @@ mod tests {
         negative.extend_from_slice(&(-1i64).to_le_bytes());
         negative.extend_from_slice(&[0, 0]);
         assert!(parse_reply(&negative).is_err());
-    }
-
-    #[test]
-    fn frame_sizes_follow_rfc_6455() {
-        assert_eq!(frame_bytes(0), 6);
-        assert_eq!(frame_bytes(125), 131);
-        assert_eq!(frame_bytes(126), 134);
-        assert_eq!(frame_bytes(70_000), 70_014);
     }
 }

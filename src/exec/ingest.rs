@@ -292,6 +292,21 @@ async fn send_all(
             return (report, WorkersDone::default());
         }
     };
+    let connector =
+        match crate::net::connect::connector(&phase.endpoint, url.as_deref().unwrap_or("")) {
+            Ok(c) => c,
+            Err(e) => {
+                report.failures.push(e.message.clone());
+                report.errors.insert(
+                    "connect".into(),
+                    ErrorCount {
+                        count: 1,
+                        first: e.message,
+                    },
+                );
+                return (report, WorkersDone::default());
+            }
+        };
     let (timeout, connect_timeout) = timeouts(&phase.endpoint);
     let live = Arc::new(Live::default());
     let mut sources = Vec::new();
@@ -349,6 +364,7 @@ async fn send_all(
             base_dir: env.base_dir.clone(),
             worker: w,
             ack: phase.ack,
+            connector: Some(connector.clone()),
         };
         tasks.push(tokio::spawn(worker(
             cfg,

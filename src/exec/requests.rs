@@ -82,17 +82,14 @@ fn refused(phase: &RequestPhase, why: String) -> RequestReport {
 /// Where an `http` endpoint's requests go, and the headers each carries.
 fn http_target(phase: &RequestPhase, url: &str) -> Result<http1::Target, String> {
     let ep = &phase.endpoint;
-    if crate::net::http::option_flag(ep, "tls").map_err(|e| e.message)? {
-        return Err(format!(
-            "endpoint {}.{}: `tls true` is not supported yet: wlrun speaks plain HTTP only",
-            ep.target, ep.name
-        ));
-    }
     let parsed =
         HttpUrl::parse(url).map_err(|e| format!("endpoint {}.{}: {e}", ep.target, ep.name))?;
     let headers = crate::net::http::endpoint_headers(ep, &parsed).map_err(|e| e.message)?;
     let (timeout, connect_timeout) = timeouts(ep);
+    let connector =
+        crate::net::connect::http_connector(Some(ep), &parsed).map_err(|e| e.message)?;
     Ok(http1::Target {
+        connector,
         name: format!("{}.{} ({})", ep.target, ep.name, parsed.display()),
         url: parsed,
         headers,

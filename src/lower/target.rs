@@ -167,13 +167,33 @@ pub fn dialect(ev: &Eval<'_>, target: &ast::Target) -> Ev<String> {
     }
 }
 
+/// The kinds whose protocol has TLS.
+const TLS_KINDS: &[EndpointKind] = &[
+    EndpointKind::Pg,
+    EndpointKind::Http,
+    EndpointKind::IlpHttp,
+    EndpointKind::IlpTcp,
+    EndpointKind::Qwp,
+];
+
 /// Option name, the kinds it applies to (empty: all) and the value it takes.
 const OPTIONS: &[(&str, &[EndpointKind], Want)] = &[
     ("timeout", &[], Want::Duration),
     ("connect_timeout", &[], Want::Duration),
     ("user", &[], Want::Text),
     ("password", &[], Want::Text),
-    ("tls", &[], Want::Bool),
+    // TLS: the URL's scheme (`https://`, `wss://`, `tcps://`) or PostgreSQL's `sslmode`
+    // turns it on; these say what is trusted and checked.
+    ("tls_ca", TLS_KINDS, Want::Text),
+    ("tls_cert", TLS_KINDS, Want::Text),
+    ("tls_key", TLS_KINDS, Want::Text),
+    ("tls_server_name", TLS_KINDS, Want::Text),
+    ("tls_verify", TLS_KINDS, Want::Bool),
+    (
+        "sslmode",
+        &[EndpointKind::Pg],
+        Want::Word(&["disable", "prefer", "require", "verify-ca", "verify-full"]),
+    ),
     (
         "statements",
         &[EndpointKind::Pg],
@@ -325,7 +345,12 @@ fn endpoint_option(
             ep.kind.as_str(),
             valid.join(", ")
         ));
-        if let Some(s) = suggest(name, valid.iter().copied()) {
+        if name == "tls" {
+            d = d.note(
+                "TLS follows the URL's scheme (`https://`, `wss://`, `tcps://`); a `pg` \
+                 endpoint takes `sslmode` (disable, prefer, require, verify-ca, verify-full)",
+            );
+        } else if let Some(s) = suggest(name, valid.iter().copied()) {
             d = d.note(format!("did you mean `{s}`?"));
         }
         return ev.fail(d);
@@ -424,9 +449,8 @@ fn check_url(ev: &Eval<'_>, kind: EndpointKind, url: &Text, span: Span) -> Ev<()
     let schemes: &[&str] = match kind {
         EndpointKind::Pg => &["postgres://", "postgresql://"],
         EndpointKind::Http | EndpointKind::IlpHttp => &["http://", "https://"],
-        EndpointKind::IlpTcp => &["tcp://"],
-        // No TLS yet: refused here rather than when the run connects.
-        EndpointKind::Qwp => &["ws://"],
+        EndpointKind::IlpTcp => &["tcp://", "tcps://"],
+        EndpointKind::Qwp => &["ws://", "wss://"],
         EndpointKind::Sqlite => {
             if whole.as_deref() == Some("") {
                 return ev.fail(
@@ -449,10 +473,8 @@ fn check_url(ev: &Eval<'_>, kind: EndpointKind, url: &Text, span: Span) -> Ev<()
             ),
         )
         .label(format!("expected e.g. \"{}\"", example_url(kind)));
-        if kind == EndpointKind::Qwp && literal_prefix.starts_with("wss://") {
-            d = d.note(
-                "wlrun does not speak TLS yet; QuestDB serves QWP in clear on its HTTP port (9000)",
-            );
+        if kind != EndpointKind::Pg && literal_prefix.starts_with("postgres") {
+            d = d.note("PostgreSQL URLs belong to `pg` endpoints");
         }
         return ev.fail(d);
     };

@@ -12,15 +12,17 @@
 //! afresh). A connection the server closed while idle is noticed before the next request is
 //! written, and reopened: nothing was in flight.
 
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 
 use super::error::{DriverError, ErrorClass};
 use super::http::{HttpUrl, MAX_ANSWER_BYTES};
+use super::tls::{Connector, Stream};
 
 /// Headers an answer may have; more is a malformed answer for a load test.
 const MAX_HEADERS: usize = 64;
@@ -38,6 +40,8 @@ pub struct Target {
     pub name: String,
     pub connect_timeout: Duration,
     pub timeout: Duration,
+    /// The phase's connector: in clear or TLS (`https://`), shared by every connection.
+    pub connector: Connector,
 }
 
 impl Target {
@@ -115,7 +119,7 @@ pub struct Answer {
 
 /// One keep-alive connection.
 pub struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     buf: BytesMut,
     /// The last answer ended the connection (`Connection: close`, or a body read to EOF).
     closing: bool,
@@ -184,10 +188,17 @@ impl Conn {
         }
     }
 
-    /// Whether the server closed this idle connection (or sent something unasked).
+    /// Whether the server closed this idle connection (or sent something unasked). Read
+    /// through TLS, not peeked on the socket: a TLS 1.3 server sends session tickets after the
+    /// handshake, which are not data, and a close arrives as a `close_notify` record.
     fn closed_by_peer(&mut self) -> bool {
         let mut probe = [0u8; 1];
-        !matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        let mut buf = ReadBuf::new(&mut probe);
+        let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
+        !matches!(
+            Pin::new(&mut self.stream).poll_read(&mut cx, &mut buf),
+            Poll::Pending
+        )
     }
 
     async fn read_answer(
@@ -282,9 +293,18 @@ impl Conn {
             Err(e) => {
                 return Err(DriverError::new(
                     ErrorClass::Connection,
-                    format!("{} answered something that is not HTTP/1.1: {e}", t.name),
+                    format!(
+                        "{} answered something that is not HTTP/1.1: {e}{}",
+                        t.name,
+                        // A TLS port answers a plain request with a TLS alert record.
+                        if !t.url.tls && self.buf.first() == Some(&0x15) {
+                            " (it speaks TLS: use https://)"
+                        } else {
+                            ""
+                        }
+                    ),
                     true,
-                ))
+                ));
             }
         };
         let status = r.code.unwrap_or(0);
@@ -405,24 +425,11 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-async fn open(t: &Target) -> Result<TcpStream, DriverError> {
-    let connect = async {
-        let stream = TcpStream::connect(&t.url.connect_to).await?;
-        // Requests are written whole and then waited on: Nagle would only add delay.
-        stream.set_nodelay(true)?;
-        Ok::<_, std::io::Error>(stream)
-    };
-    match tokio::time::timeout(t.connect_timeout, connect).await {
-        Ok(Ok(s)) => Ok(s),
-        Ok(Err(e)) => Err(DriverError::connect(&t.name, e)),
-        Err(_) => Err(DriverError::connect(
-            &t.name,
-            format!(
-                "no connection within {}",
-                crate::net::fmt::fmt_duration(t.connect_timeout)
-            ),
-        )),
-    }
+/// A new connection (Nagle off: requests are written whole and then waited on).
+async fn open(t: &Target) -> Result<Stream, DriverError> {
+    t.connector
+        .connect(&t.url.connect_to, t.connect_timeout)
+        .await
 }
 
 fn broke(t: &Target, why: &str) -> DriverError {
@@ -504,6 +511,7 @@ mod tests {
             name: "t".into(),
             connect_timeout: Duration::from_secs(2),
             timeout: Duration::from_secs(2),
+            connector: Connector::plain("t"),
         };
         (target, accepted)
     }
@@ -593,6 +601,7 @@ mod tests {
             name: "t".into(),
             connect_timeout: Duration::from_secs(1),
             timeout: Duration::from_millis(200),
+            connector: Connector::plain("t"),
         };
         let mut c = Conn::connect(&t).await.unwrap();
         let e = c.exchange(&t, &get(&t), false, false).await.err().unwrap();
@@ -610,6 +619,7 @@ mod tests {
             name: "t".into(),
             connect_timeout: Duration::from_secs(1),
             timeout: Duration::from_secs(1),
+            connector: Connector::plain("t"),
         };
         let mut own = HeaderMap::new();
         own.insert("accept", HeaderValue::from_static("c/d"));

@@ -14,6 +14,7 @@ use tokio_postgres::error::DbError;
 use tokio_postgres::{Client, Config, NoTls};
 
 use crate::net::error::{DriverError, ErrorClass};
+use crate::net::tls::Connector;
 use crate::plan::EndpointPlan;
 use crate::value::Value;
 
@@ -133,13 +134,21 @@ pub(crate) struct Conn {
     task: JoinHandle<()>,
 }
 
-/// Connects to `endpoint` at `url` without TLS. The endpoint options `user`, `password`,
+/// The connector of a `pg` endpoint: how its sessions are secured, by `sslmode`.
+pub(crate) fn connector(endpoint: &EndpointPlan, _url: &str) -> Result<Connector, DriverError> {
+    Ok(Connector::plain(crate::net::connect::endpoint_name(
+        endpoint,
+    )))
+}
+
+/// Connects to `endpoint` at `url` through `connector` (from `connector` above). The endpoint options `user`, `password`,
 /// `database` and `application_name` override the URL's. Every failure, including a login
 /// the server refuses, is a `Connect` error naming the endpoint; a connect that takes longer
 /// than `connect_timeout` (refused ports answer at once) is a `Timeout`.
 pub(crate) async fn connect(
     endpoint: &EndpointPlan,
     url: &str,
+    _connector: &Connector,
     connect_timeout: Duration,
     timeout: Duration,
 ) -> Result<Conn, DriverError> {
@@ -151,12 +160,6 @@ pub(crate) async fn connect(
         )
     })?;
     let name = label(endpoint, Some(&config));
-    if matches!(endpoint.options.get("tls"), Some(Value::Bool(true))) {
-        return Err(DriverError::connect(
-            &name,
-            "TLS is not supported for PostgreSQL endpoints yet (remove `tls true`)",
-        ));
-    }
     let opt = |key: &str| option_text(endpoint, key).map_err(|e| DriverError::connect(&name, e));
     if let Some(v) = opt("user")? {
         config.user(v);
@@ -299,6 +302,7 @@ mod tests {
         let Err(e) = connect(
             &endpoint(),
             "postgres://u:secret@127.0.0.1:notaport/db",
+            &Connector::plain("db.pg"),
             Duration::from_secs(1),
             Duration::from_secs(1),
         )

@@ -1,28 +1,30 @@
 //! The WebSocket upgrade of a QWP connection (ingestion or queries), on tokio-tungstenite:
 //! RFC 6455 with the QWP headers, no subprotocol, no Origin, no extensions; the server's
-//! `X-QWP-Version` and `X-QWP-Max-Batch-Size` are read back. Only `ws://` is spoken: a
-//! `wss://` URL is refused with a message rather than sent in clear.
+//! `X-QWP-Version` and `X-QWP-Max-Batch-Size` are read back. `ws://` in clear, `wss://` under
+//! TLS (the connector's: `net::tls`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderMap, HeaderValue};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::WebSocketStream;
 
 use super::{MAX_MESSAGE, VERSION};
+use crate::net::error::ErrorClass;
+use crate::net::tls::{Connector, Counters, Stream};
 
 /// An upgraded QWP connection.
 pub struct Connected {
-    pub ws: WebSocketStream<TcpStream>,
+    pub ws: WebSocketStream<Stream>,
     /// The negotiated version (`X-QWP-Version`; 1 when an ingest server leaves it out).
     pub version: u8,
     /// `X-QWP-Max-Batch-Size`: the largest message the server takes, when it says.
     pub max_batch_size: Option<usize>,
-    /// Bytes the upgrade request took on the wire (request line and headers).
-    pub request_bytes: u64,
+    /// The bytes that crossed the socket, the upgrade's included (below TLS).
+    pub counters: Arc<Counters>,
     /// The 101 answer's headers.
     pub headers: HeaderMap,
 }
@@ -36,9 +38,11 @@ pub enum Side {
     Query,
 }
 
-/// The parts of a `ws://` URL a connection needs.
+/// The parts of a `ws://` or `wss://` URL a connection needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WsUrl {
+    /// `wss://`.
+    pub tls: bool,
     /// `host:port` (port 9000 when the URL has none).
     pub authority: String,
     /// The URL's path when it has one other than `/`; the caller's default otherwise.
@@ -49,16 +53,13 @@ pub struct WsUrl {
 
 impl WsUrl {
     pub fn parse(url: &str) -> Result<WsUrl, String> {
-        let rest = if let Some(r) = url.strip_prefix("ws://") {
-            r
-        } else if url.starts_with("wss://") {
-            return Err(format!(
-                "{}: TLS (`wss://`) is not supported by this wlrun; use `ws://`",
-                crate::net::http::redact_url(url)
-            ));
+        let (rest, tls) = if let Some(r) = url.strip_prefix("ws://") {
+            (r, false)
+        } else if let Some(r) = url.strip_prefix("wss://") {
+            (r, true)
         } else {
             return Err(format!(
-                "{}: a QWP endpoint's URL starts with `ws://`",
+                "{}: a QWP endpoint's URL starts with `ws://` or `wss://`",
                 crate::net::http::redact_url(url)
             ));
         };
@@ -93,10 +94,19 @@ impl WsUrl {
         });
         let path = path.filter(|p| *p != "/").map(str::to_string);
         Ok(WsUrl {
+            tls,
             authority,
             path,
             basic,
         })
+    }
+
+    pub fn scheme(&self) -> &'static str {
+        if self.tls {
+            "wss://"
+        } else {
+            "ws://"
+        }
     }
 }
 
@@ -123,9 +133,10 @@ impl From<String> for ConnectError {
     }
 }
 
-/// Opens a TCP connection to `url`'s host and upgrades it on `path` (or the URL's own path).
-/// `extra` headers are added as given.
+/// Opens a connection to `url`'s host through `connector` (TLS for `wss://`) and upgrades it
+/// on `path` (or the URL's own path). `extra` headers are added as given.
 pub async fn connect(
+    connector: &Connector,
     url: &str,
     default_path: &str,
     side: Side,
@@ -134,14 +145,24 @@ pub async fn connect(
 ) -> Result<Connected, ConnectError> {
     let parsed = WsUrl::parse(url).map_err(ConnectError::from)?;
     let path = parsed.path.as_deref().unwrap_or(default_path);
-    let shown = format!("ws://{}{path}", parsed.authority);
+    let shown = format!("{}{}{path}", parsed.scheme(), parsed.authority);
+    if parsed.tls != connector.is_tls() {
+        return Err(ConnectError::from(format!(
+            "{shown}: the connector was made for another scheme"
+        )));
+    }
     let attempt = async {
-        let tcp = TcpStream::connect(&parsed.authority)
+        // Nagle is off: acks and query answers are small and waited on.
+        let stream = connector
+            .connect(&parsed.authority, connect_timeout)
             .await
-            .map_err(|e| format!("cannot connect to {shown}: {e}"))?;
-        // Acks and query answers are small and waited on: Nagle would hold them back.
-        let _ = tcp.set_nodelay(true);
-        let mut req = format!("ws://{}{path}", parsed.authority)
+            .map_err(|e| ConnectError {
+                timed_out: e.class == ErrorClass::Timeout,
+                message: e.message,
+            })?;
+        let counters = stream.counters();
+        // The request's URI is the path only; tungstenite takes the scheme for granted.
+        let mut req = format!("{}{}{path}", parsed.scheme(), parsed.authority)
             .into_client_request()
             .map_err(|e| format!("{shown}: {e}"))?;
         let h = req.headers_mut();
@@ -160,13 +181,12 @@ pub async fn connect(
             let v = HeaderValue::from_str(v).map_err(|e| format!("{shown}: header {k}: {e}"))?;
             h.insert(name, v);
         }
-        let request_bytes = request_size(&req);
         let config = WebSocketConfig::default()
             .max_message_size(Some(MAX_MESSAGE + super::HEADER_LEN))
             .max_frame_size(Some(MAX_MESSAGE + super::HEADER_LEN))
             // Messages are written whole, straight after being handed over.
             .write_buffer_size(0);
-        let (ws, resp) = tokio_tungstenite::client_async_with_config(req, tcp, Some(config))
+        let (ws, resp) = tokio_tungstenite::client_async_with_config(req, stream, Some(config))
             .await
             .map_err(|e| upgrade_error(&shown, e))?;
         let headers = resp.headers().clone();
@@ -179,13 +199,15 @@ pub async fn connect(
                 return Err(format!(
                     "{shown}: the server's upgrade answer has no X-QWP-Version header: not a QWP \
                      query endpoint"
-                ))
+                )
+                .into())
             }
         };
         if version != VERSION {
             return Err(format!(
                 "{shown}: the server speaks QWP version {version}; this wlrun speaks version {VERSION}"
-            ));
+            )
+            .into());
         }
         let max_batch_size = match header(&headers, "x-qwp-max-batch-size") {
             Some(v) => Some(v.trim().parse::<usize>().map_err(|_| {
@@ -193,16 +215,16 @@ pub async fn connect(
             })?),
             None => None,
         };
-        Ok(Connected {
+        Ok::<_, ConnectError>(Connected {
             ws,
             version,
             max_batch_size,
-            request_bytes,
+            counters,
             headers,
         })
     };
     match tokio::time::timeout(connect_timeout, attempt).await {
-        Ok(r) => r.map_err(ConnectError::from),
+        Ok(r) => r,
         Err(_) => Err(ConnectError {
             message: format!(
                 "cannot connect to {shown}: no upgrade within {}",
@@ -215,21 +237,6 @@ pub async fn connect(
 
 fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// The upgrade request's size on the wire: request line, headers, blank line.
-fn request_size<B>(req: &tokio_tungstenite::tungstenite::http::Request<B>) -> u64 {
-    let line = req.method().as_str().len()
-        + 1
-        + req.uri().path_and_query().map_or(1, |p| p.as_str().len())
-        + " HTTP/1.1\r\n".len();
-    let headers: usize = req
-        .headers()
-        .iter()
-        .map(|(k, v)| k.as_str().len() + 2 + v.len() + 2)
-        .sum();
-    // tungstenite adds Host, Connection, Upgrade, Sec-WebSocket-Version and -Key when absent.
-    (line + headers + 120 + 2) as u64
 }
 
 /// An upgrade that failed, in the server's words where it gave any (401 and 403 are
@@ -276,7 +283,8 @@ mod tests {
         });
         let url = format!("ws://127.0.0.1:{port}");
         let wait = Duration::from_millis(200);
-        let e = connect(&url, "/read/v1", Side::Query, &[], wait)
+        let plain = Connector::plain("q.qwp");
+        let e = connect(&plain, &url, "/read/v1", Side::Query, &[], wait)
             .await
             .err()
             .unwrap();
@@ -288,7 +296,7 @@ mod tests {
             l.local_addr().unwrap().port()
         };
         let url = format!("ws://127.0.0.1:{closed}");
-        let e = connect(&url, "/write/v4", Side::Ingest, &[], wait)
+        let e = connect(&plain, &url, "/write/v4", Side::Ingest, &[], wait)
             .await
             .err()
             .unwrap();
@@ -301,6 +309,7 @@ mod tests {
         assert_eq!(
             WsUrl::parse("ws://127.0.0.1:9000").unwrap(),
             WsUrl {
+                tls: false,
                 authority: "127.0.0.1:9000".into(),
                 path: None,
                 basic: None
@@ -311,9 +320,9 @@ mod tests {
         assert_eq!(u.path.as_deref(), Some("/api/v4/write"));
         assert_eq!(u.basic.as_deref(), Some("Basic YWRtaW46cXVlc3Q="));
         assert_eq!(WsUrl::parse("ws://h:1/").unwrap().path, None);
-        assert!(WsUrl::parse("wss://h:9000")
-            .unwrap_err()
-            .contains("not supported"));
+        let u = WsUrl::parse("wss://h:9443/x").unwrap();
+        assert!(u.tls);
+        assert_eq!(u.authority, "h:9443");
         assert!(WsUrl::parse("http://h:9000").is_err());
         assert!(WsUrl::parse("ws:///x").is_err());
     }

@@ -114,7 +114,15 @@ impl PgWriter {
             Mode::Copy { .. } => copy_sql(&cfg.table, &fields),
             Mode::Insert(_) => insert_sql(&cfg.table, &fields),
         };
-        let conn = connect(&cfg.endpoint, url, cfg.connect_timeout, cfg.timeout).await?;
+        let connector = cfg.connector()?;
+        let conn = connect(
+            &cfg.endpoint,
+            url,
+            &connector,
+            cfg.connect_timeout,
+            cfg.timeout,
+        )
+        .await?;
         let mut w = PgWriter {
             conn: Some(conn),
             mode,

@@ -4,7 +4,6 @@
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -15,12 +14,13 @@ use hyper::client::conn::http1::{self, SendRequest};
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 use tokio::io::AsyncWrite;
-use tokio::net::TcpStream;
 
 use crate::plan::EndpointPlan;
 
-use super::{config_error, endpoint_headers, option_flag, server_message, HttpUrl};
+use super::{endpoint_headers, server_message, HttpUrl};
+use crate::net::connect::http_connector;
 use crate::net::error::{DriverError, ErrorClass};
+use crate::net::tls::{Connector, Counters, Stream};
 
 /// The largest answer body `HttpClient::request` reads into memory. Counts, acknowledgements
 /// and error messages are small; a body larger than this is a misconfigured endpoint, not
@@ -37,7 +37,8 @@ pub struct Response {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Bytes,
-    /// Bytes written to the socket for the request: request line, headers and body.
+    /// Bytes written to the socket for the request: request line, headers and body, and under
+    /// TLS the records that carried them.
     pub sent_bytes: u64,
 }
 
@@ -73,7 +74,8 @@ pub trait BodyReader {
 pub struct Head {
     pub status: StatusCode,
     pub headers: HeaderMap,
-    /// Bytes written to the socket for the request: request line, headers and body.
+    /// Bytes written to the socket for the request: request line, headers and body, and under
+    /// TLS the records that carried them.
     pub sent_bytes: u64,
 }
 
@@ -108,8 +110,8 @@ struct Conn {
     connection: Pin<Box<http1::Connection<Io, Full<Bytes>>>>,
     /// The connection future has completed: the socket is closed.
     ended: bool,
-    /// Bytes the socket adapter has written on this connection so far.
-    written: Arc<AtomicU64>,
+    /// Bytes that crossed this connection's socket so far (below TLS).
+    counters: Arc<Counters>,
     /// The last answer said `Connection: close`.
     closing: bool,
 }
@@ -149,6 +151,7 @@ pub struct HttpClient {
     connect_timeout: Duration,
     timeout: Duration,
     conn: Option<Conn>,
+    connector: Connector,
     /// Why the connection cannot be used any more, once a request failed on it.
     broken: Option<DriverError>,
     reconnects: u64,
@@ -163,19 +166,21 @@ impl HttpClient {
         connect_timeout: Duration,
         timeout: Duration,
     ) -> Result<HttpClient, DriverError> {
-        HttpClient::connect_named(None, url, headers, connect_timeout, timeout).await
+        let parsed = HttpUrl::parse(url).map_err(|e| {
+            DriverError::new(ErrorClass::Connect, format!("cannot connect: {e}"), true)
+        })?;
+        let connector = http_connector(None, &parsed)?;
+        HttpClient::connect_named(None, parsed, connector, headers, connect_timeout, timeout).await
     }
 
     async fn connect_named(
         label: Option<String>,
-        url: &str,
+        parsed: HttpUrl,
+        connector: Connector,
         headers: HeaderMap,
         connect_timeout: Duration,
         timeout: Duration,
     ) -> Result<HttpClient, DriverError> {
-        let parsed = HttpUrl::parse(url).map_err(|e| {
-            DriverError::new(ErrorClass::Connect, format!("cannot connect: {e}"), true)
-        })?;
         let mut headers = headers;
         let host = HeaderValue::from_str(&parsed.authority).map_err(|_| {
             DriverError::new(
@@ -195,6 +200,7 @@ impl HttpClient {
             connect_timeout,
             timeout,
             conn: None,
+            connector,
             broken: None,
             reconnects: 0,
         };
@@ -202,24 +208,39 @@ impl HttpClient {
         Ok(client)
     }
 
-    /// Connects to an `http` or `ilp_http` endpoint: its URL (resolved), its `tls`, `headers`,
-    /// `user` and `password` options.
+    /// Connects to an `http` or `ilp_http` endpoint: its URL (resolved), its `headers`,
+    /// `user`, `password` and TLS options, with a connector of its own.
     pub async fn for_endpoint(
         endpoint: &EndpointPlan,
         url: &str,
         connect_timeout: Duration,
         timeout: Duration,
     ) -> Result<HttpClient, DriverError> {
-        if option_flag(endpoint, "tls")? {
-            return Err(config_error(
-                endpoint,
-                "`tls true` is not supported yet: wlrun speaks plain HTTP only",
-            ));
-        }
-        let parsed = HttpUrl::parse(url).map_err(|e| config_error(endpoint, e))?;
+        let parsed = HttpUrl::parse(url).map_err(|e| super::config_error(endpoint, e))?;
+        let connector = http_connector(Some(endpoint), &parsed)?;
+        HttpClient::via(&connector, endpoint, url, connect_timeout, timeout).await
+    }
+
+    /// As `for_endpoint`, through a connector the phase shares (made by `net::connect`).
+    pub async fn via(
+        connector: &Connector,
+        endpoint: &EndpointPlan,
+        url: &str,
+        connect_timeout: Duration,
+        timeout: Duration,
+    ) -> Result<HttpClient, DriverError> {
+        let parsed = HttpUrl::parse(url).map_err(|e| super::config_error(endpoint, e))?;
         let headers = endpoint_headers(endpoint, &parsed)?;
         let label = format!("{}.{}", endpoint.target, endpoint.name);
-        HttpClient::connect_named(Some(label), url, headers, connect_timeout, timeout).await
+        HttpClient::connect_named(
+            Some(label),
+            parsed,
+            connector.clone(),
+            headers,
+            connect_timeout,
+            timeout,
+        )
+        .await
     }
 
     /// The headers every request carries (`Host`, the endpoint's `headers`, authorization).
@@ -241,35 +262,23 @@ impl HttpClient {
         self.timeout
     }
 
+    pub fn connector(&self) -> &Connector {
+        &self.connector
+    }
+
     /// Connections reopened because the server closed the previous one between requests.
     pub fn reconnects(&self) -> u64 {
         self.reconnects
     }
 
     async fn open(&self) -> Result<Conn, DriverError> {
-        let connect = async {
-            let stream = TcpStream::connect(&self.url.connect_to).await?;
-            // Requests are written whole and then waited on: Nagle would only add delay.
-            stream.set_nodelay(true)?;
-            Ok::<_, io::Error>(stream)
-        };
-        let stream = match tokio::time::timeout(self.connect_timeout, connect).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(DriverError::connect(&self.name, e)),
-            Err(_) => {
-                return Err(DriverError::connect(
-                    &self.name,
-                    format!(
-                        "no connection within {}",
-                        crate::net::fmt::fmt_duration(self.connect_timeout)
-                    ),
-                ))
-            }
-        };
-        let written = Arc::new(AtomicU64::new(0));
+        let stream = self
+            .connector
+            .connect(&self.url.connect_to, self.connect_timeout)
+            .await?;
+        let counters = stream.counters();
         let io = Io {
             stream,
-            written: written.clone(),
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
         };
         // The handshake only sets up state: no bytes are exchanged yet.
@@ -280,7 +289,7 @@ impl HttpClient {
             sender,
             connection: Box::pin(connection),
             ended: false,
-            written,
+            counters,
             closing: false,
         })
     }
@@ -446,7 +455,7 @@ impl HttpClient {
                 true,
             ));
         };
-        let before = conn.written.load(Ordering::Relaxed);
+        let before = conn.counters.written();
         let sending = conn.sender.send_request(request);
         let response = conn
             .drive(sending)
@@ -467,7 +476,7 @@ impl HttpClient {
             }
         }
         // The server answered after reading the whole request, so the count is complete.
-        let sent_bytes = conn.written.load(Ordering::Relaxed) - before;
+        let sent_bytes = conn.counters.written() - before;
         conn.closing = parts
             .headers
             .get_all(header::CONNECTION)
@@ -515,7 +524,13 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 fn transport_error(endpoint: &str, e: &hyper::Error) -> DriverError {
     let detail = error_chain(e);
     let message = if e.is_parse() {
-        format!("{endpoint} answered something that is not HTTP/1.1: {detail}")
+        // A TLS port answers a plain request with a TLS alert, which is this.
+        let hint = if endpoint.contains("http://") {
+            " (if this is a TLS port, use https://)"
+        } else {
+            ""
+        };
+        format!("{endpoint} answered something that is not HTTP/1.1: {detail}{hint}")
     } else if e.is_incomplete_message() || e.is_canceled() || e.is_closed() {
         format!("{endpoint} closed the connection before answering: {detail}")
     } else {
@@ -524,13 +539,12 @@ fn transport_error(endpoint: &str, e: &hyper::Error) -> DriverError {
     DriverError::new(ErrorClass::Connection, message, true)
 }
 
-/// tokio's `TcpStream` as hyper's IO traits, counting the bytes written.
+/// A connection's stream as hyper's IO traits (the stream counts the bytes).
 ///
 /// Reads go through a scratch buffer: filling hyper's cursor in place needs `unsafe`, which
 /// this crate forbids; the extra copy costs little next to parsing what is read.
 struct Io {
-    stream: TcpStream,
-    written: Arc<AtomicU64>,
+    stream: Stream,
     scratch: Box<[u8]>,
 }
 
@@ -559,12 +573,7 @@ impl hyper::rt::Write for Io {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let r = Pin::new(&mut this.stream).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = r {
-            this.written.fetch_add(n as u64, Ordering::Relaxed);
-        }
-        r
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -572,12 +581,7 @@ impl hyper::rt::Write for Io {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let r = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
-        if let Poll::Ready(Ok(n)) = r {
-            this.written.fetch_add(n as u64, Ordering::Relaxed);
-        }
-        r
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {

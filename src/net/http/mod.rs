@@ -1,10 +1,12 @@
 //! A minimal HTTP/1.1 client for the drivers and admin clients that talk to HTTP endpoints:
-//! one keep-alive connection over plain TCP, one request at a time, every wait bounded.
+//! one keep-alive connection over TCP or TLS (`https://`, through `net::tls`), one request at a
+//! time, every wait bounded.
 //!
 //! What it guarantees, because the numbers a run reports depend on it:
 //!
 //! - `Response::sent_bytes` is what went onto the socket for the request: request line,
-//!   headers and body, counted by the socket adapter as hyper writes them (not estimated).
+//!   headers and body (and the TLS records around them), counted below TLS as they are
+//!   written (not estimated).
 //! - A request that fails once any of it may have reached the server (reset, closed before
 //!   the answer, timeout) is never retried, and the connection is not used again: every later
 //!   request fails with the same cause. A retried POST could store its rows twice.
@@ -14,9 +16,7 @@
 //!   was in flight, so nothing can be lost or doubled, and a run longer than the server's
 //!   connection lifetime must not die of it.
 //!
-//! Plain `http://` only; `https://` and `tls true` are refused when connecting.
-//!
-//! - `url`: `http://` URLs taken apart, redacted, query strings encoded;
+//! - `url`: `http://` and `https://` URLs taken apart, redacted, query strings encoded;
 //! - `endpoint`: what an endpoint's options say (headers, Basic authentication, timeouts);
 //! - `client`: the connection, its requests and the body readers;
 //! - `text`: server text quoted in messages, and counts read from JSON answers.

@@ -17,13 +17,19 @@ fn parses_urls() {
     assert_eq!(u.password.as_deref(), Some("p@ss"));
     assert_eq!(u.authority, "127.0.0.1:9000");
     assert_eq!(u.display(), "http://127.0.0.1:9000");
+    assert!(!u.tls);
+    let u = HttpUrl::parse("https://db.example.com/api").unwrap();
+    assert!(u.tls);
+    assert_eq!(u.connect_to, "db.example.com:443");
+    assert_eq!(u.host, "db.example.com");
+    assert_eq!(u.display(), "https://db.example.com/api");
+    assert_eq!(HttpUrl::parse("https://[::1]:8443").unwrap().host, "::1");
 }
 
 #[test]
 fn rejects_bad_urls() {
     for (url, says) in [
-        ("https://127.0.0.1:9000", "TLS"),
-        ("tcp://127.0.0.1:9009", "not an http:// URL"),
+        ("tcp://127.0.0.1:9009", "not an http:// or https:// URL"),
         ("http://127.0.0.1:0", "not a port"),
         ("http://127.0.0.1:99999", "not a port"),
         ("http://:9000", "no host"),

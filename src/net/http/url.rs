@@ -1,11 +1,17 @@
-//! `http://` URLs: taking them apart, redacting their passwords, encoding query strings.
+//! `http://` and `https://` URLs: taking them apart, redacting their passwords, encoding query
+//! strings.
 
-/// An `http://host[:port][/base]` URL taken apart.
+/// An `http[s]://host[:port][/base]` URL taken apart.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HttpUrl {
+    /// `https://`: the connection speaks TLS.
+    pub tls: bool,
+    /// The host alone (no brackets, no port): the name TLS verifies.
+    pub host: String,
     /// `host` or `host:port` as written (brackets kept for IPv6), for the `Host` header.
     pub authority: String,
-    /// What `TcpStream::connect` gets: `host:port`, with the port defaulted to 80.
+    /// What `TcpStream::connect` gets: `host:port`, with the port defaulted to 80 (443 for
+    /// `https://`).
     pub connect_to: String,
     /// The path every request path is appended to, without a trailing slash; often empty.
     pub base_path: String,
@@ -16,15 +22,15 @@ pub struct HttpUrl {
 
 impl HttpUrl {
     pub fn parse(url: &str) -> Result<HttpUrl, String> {
-        let rest = if let Some(r) = strip_prefix_ignore_case(url, "http://") {
-            r
-        } else if strip_prefix_ignore_case(url, "https://").is_some() {
+        let (rest, tls) = if let Some(r) = strip_prefix_ignore_case(url, "http://") {
+            (r, false)
+        } else if let Some(r) = strip_prefix_ignore_case(url, "https://") {
+            (r, true)
+        } else {
             return Err(format!(
-                "`{}`: wlrun speaks plain HTTP only for now; TLS (https://) is not supported yet",
+                "`{}` is not an http:// or https:// URL",
                 redact_url(url)
             ));
-        } else {
-            return Err(format!("`{}` is not an http:// URL", redact_url(url)));
         };
         let (authority_full, path) = match rest.find(['/', '?', '#']) {
             Some(i) => (&rest[..i], &rest[i..]),
@@ -58,8 +64,13 @@ impl HttpUrl {
         };
         let (host, port) =
             split_host_port(authority).map_err(|e| format!("`{}`: {e}", redact_url(url)))?;
-        let connect_to = format!("{host}:{}", port.unwrap_or(80));
+        let connect_to = format!("{host}:{}", port.unwrap_or(if tls { 443 } else { 80 }));
         Ok(HttpUrl {
+            tls,
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
             authority: authority.to_string(),
             connect_to,
             base_path: path.trim_end_matches('/').to_string(),
@@ -68,9 +79,17 @@ impl HttpUrl {
         })
     }
 
-    /// `http://authority/base`, without credentials: how errors name the endpoint.
+    /// `http[s]://authority/base`, without credentials: how errors name the endpoint.
     pub fn display(&self) -> String {
-        format!("http://{}{}", self.authority, self.base_path)
+        format!("{}{}{}", self.scheme(), self.authority, self.base_path)
+    }
+
+    pub fn scheme(&self) -> &'static str {
+        if self.tls {
+            "https://"
+        } else {
+            "http://"
+        }
     }
 }
 

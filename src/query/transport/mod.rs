@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use super::{Instance, Outcome, QueryError, QueryErrorClass};
 use crate::net::error::{DriverError, ErrorClass};
+use crate::net::tls::Connector;
 use crate::plan::EndpointPlan;
 use crate::value::Value;
 
@@ -52,23 +53,39 @@ impl Transport {
     /// Connects to `endpoint`, whose URL (`env(...)` parts resolved) is `url`. `base_dir` is
     /// the workload file's directory; SQLite paths are read as every other wlrun SQLite
     /// connection reads them (`net::sqlite::open`), so all of them open the same file.
+    /// Connects with a connector of its own (see `connect_via`).
     pub async fn connect(
         endpoint: &EndpointPlan,
         url: &str,
         base_dir: &Path,
     ) -> Result<Transport, QueryError> {
+        let connector = crate::net::connect::connector(endpoint, url).map_err(|e| QueryError {
+            broken: true,
+            ..from_driver(e)
+        })?;
+        Transport::connect_via(endpoint, url, base_dir, &connector).await
+    }
+
+    /// Connects through the phase's connector for the endpoint (TLS sessions resume across
+    /// the workers' reconnects, and the phase reports what connecting cost).
+    pub async fn connect_via(
+        endpoint: &EndpointPlan,
+        url: &str,
+        base_dir: &Path,
+        connector: &Connector,
+    ) -> Result<Transport, QueryError> {
         let timeouts = Timeouts::of(endpoint);
         match endpoint.kind.as_str() {
-            "pg" => pg::PgTransport::connect(endpoint, url, timeouts)
+            "pg" => pg::PgTransport::connect(endpoint, url, connector, timeouts)
                 .await
                 .map(Transport::Pg),
             "sqlite" => sqlite::SqliteTransport::open(endpoint, url, base_dir, timeouts)
                 .await
                 .map(Transport::Sqlite),
-            "http" => http::HttpTransport::connect(endpoint, url, timeouts)
+            "http" => http::HttpTransport::connect(endpoint, url, connector, timeouts)
                 .await
                 .map(Transport::Http),
-            "qwp" => qwp::QwpTransport::connect(endpoint, url, timeouts)
+            "qwp" => qwp::QwpTransport::connect(endpoint, url, connector, timeouts)
                 .await
                 .map(|t| Transport::Qwp(Box::new(t))),
             other => Err(QueryError {

@@ -40,6 +40,7 @@ use crate::net::error::{DriverError, ErrorClass};
 use crate::net::http::json_count;
 use crate::net::http::{option_text, quote_server_text, server_message, url_encode, with_query};
 use crate::net::http::{BodyReader, HttpClient};
+use crate::net::tls::Connector;
 use crate::plan::EndpointPlan;
 use crate::query::sql::{inline_all, Dialect};
 use crate::query::{Instance, Outcome, QueryError, QueryErrorClass};
@@ -69,6 +70,7 @@ impl HttpTransport {
     pub async fn connect(
         endpoint: &EndpointPlan,
         url: &str,
+        connector: &Connector,
         timeouts: Timeouts,
     ) -> Result<HttpTransport, QueryError> {
         let broken = |e| QueryError {
@@ -89,7 +91,7 @@ impl HttpTransport {
                 broken: true,
             });
         }
-        let client = HttpClient::for_endpoint(endpoint, url, timeouts.connect, timeouts.query)
+        let client = HttpClient::via(connector, endpoint, url, timeouts.connect, timeouts.query)
             .await
             .map_err(broken)?;
         Ok(HttpTransport {

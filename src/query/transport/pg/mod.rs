@@ -57,6 +57,7 @@ mod params;
 
 use super::{client_error, from_driver, timeout_error, Timeouts};
 use crate::net::pg::{connect, push_db_details, Conn};
+use crate::net::tls::Connector;
 use crate::plan::EndpointPlan;
 use crate::query::sql::{inline_all, Dialect};
 use crate::query::{Instance, Outcome, QueryError, QueryErrorClass};
@@ -120,6 +121,7 @@ impl PgTransport {
     pub async fn connect(
         endpoint: &EndpointPlan,
         url: &str,
+        connector: &Connector,
         timeouts: Timeouts,
     ) -> Result<PgTransport, QueryError> {
         let mode = StatementMode::of(endpoint).map_err(|e| QueryError {
@@ -128,7 +130,7 @@ impl PgTransport {
             code: None,
             broken: true,
         })?;
-        let conn = connect(endpoint, url, timeouts.connect, timeouts.query)
+        let conn = connect(endpoint, url, connector, timeouts.connect, timeouts.query)
             .await
             .map_err(|e| QueryError {
                 broken: true,

@@ -39,13 +39,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
 use super::{client_error, timeout_error, Timeouts};
 use crate::net::http::quote_server_text;
+use crate::net::tls::{Connector, Stream};
 use crate::plan::EndpointPlan;
 use crate::query::checksum::ResultHasher;
 use crate::query::{Instance, Outcome, QueryError, QueryErrorClass};
@@ -58,7 +58,7 @@ use egress::{
 };
 
 pub struct QwpTransport {
-    ws: WebSocketStream<TcpStream>,
+    ws: WebSocketStream<Stream>,
     /// `target.endpoint (ws://host:port/read/v1)`, for messages; never with credentials.
     label: String,
     timeout: Duration,
@@ -82,22 +82,31 @@ impl QwpTransport {
     pub async fn connect(
         endpoint: &EndpointPlan,
         url: &str,
+        connector: &Connector,
         timeouts: Timeouts,
     ) -> Result<QwpTransport, QueryError> {
         let name = format!("{}.{}", endpoint.target, endpoint.name);
-        let connected = ws::connect(url, QUERY_PATH, Side::Query, &[], timeouts.connect)
-            .await
-            .map_err(|e| {
-                let class = if e.timed_out {
-                    QueryErrorClass::Timeout
-                } else {
-                    QueryErrorClass::Connection
-                };
-                broken(class, format!("{name}: {e}"))
-            })?;
+        let connected = ws::connect(
+            connector,
+            url,
+            QUERY_PATH,
+            Side::Query,
+            &[],
+            timeouts.connect,
+        )
+        .await
+        .map_err(|e| {
+            let class = if e.timed_out {
+                QueryErrorClass::Timeout
+            } else {
+                QueryErrorClass::Connection
+            };
+            broken(class, format!("{name}: {e}"))
+        })?;
         let label = match WsUrl::parse(url) {
             Ok(u) => format!(
-                "{name} (ws://{}{})",
+                "{name} ({}{}{})",
+                u.scheme(),
                 u.authority,
                 u.path.as_deref().unwrap_or(QUERY_PATH)
             ),

@@ -1,0 +1,121 @@
+//! A failed TLS handshake in words a user can act on: which check failed and what to change.
+
+use std::io;
+
+use rustls::{AlertDescription, CertificateError, InvalidMessage};
+
+/// What the caller knows about the connection, for the advice.
+pub(crate) struct Context<'a> {
+    /// The name checked against the certificate.
+    pub name: &'a str,
+    /// Where trusted roots came from: a CA file or the system's store.
+    pub trust: &'a str,
+    /// The scheme a plain connection would use (`http://`, `ws://`, `sslmode=disable`).
+    pub plain: &'a str,
+    pub client_cert: bool,
+}
+
+/// The reason of a handshake that failed with `e`.
+pub(crate) fn handshake_failure(e: &io::Error, cx: &Context<'_>) -> String {
+    if let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+        return rustls_failure(tls, cx);
+    }
+    match e.kind() {
+        io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset => format!(
+            "the server closed the connection during the TLS handshake: it may not speak TLS on \
+             this port (use {} for a plain one){}",
+            cx.plain,
+            if cx.client_cert {
+                ""
+            } else {
+                ", or it wants a client certificate (`tls_cert` and `tls_key`)"
+            }
+        ),
+        _ => format!("TLS handshake failed: {e}"),
+    }
+}
+
+fn rustls_failure(e: &rustls::Error, cx: &Context<'_>) -> String {
+    use rustls::Error as E;
+    match e {
+        E::InvalidCertificate(c) => certificate_failure(c, cx),
+        E::InvalidMessage(InvalidMessage::InvalidContentType)
+        | E::InvalidMessage(InvalidMessage::UnknownProtocolVersion)
+        | E::InvalidMessage(InvalidMessage::MessageTooLarge)
+        | E::InvalidMessage(_)
+        | E::InappropriateMessage { .. }
+        | E::InappropriateHandshakeMessage { .. } => format!(
+            "the server does not speak TLS here (its answer is not a TLS handshake): use {} or \
+             the server's TLS port",
+            cx.plain
+        ),
+        E::AlertReceived(alert) => alert_failure(*alert, cx),
+        E::NoApplicationProtocol => {
+            "the server accepts none of the offered ALPN protocols (http/1.1)".to_string()
+        }
+        E::PeerIncompatible(why) => {
+            format!("the server and wlrun share no TLS version or cipher suite ({why:?})")
+        }
+        other => format!("TLS handshake failed: {other}"),
+    }
+}
+
+fn certificate_failure(c: &CertificateError, cx: &Context<'_>) -> String {
+    match c {
+        CertificateError::UnknownIssuer => format!(
+            "the server's certificate is not signed by a CA trusted here ({}): name its CA with \
+             `tls_ca \"ca.pem\"`, or, for a test server only, turn verification off with \
+             `tls_verify false`",
+            cx.trust
+        ),
+        CertificateError::NotValidForName => format!(
+            "the server's certificate is not valid for `{}`: connect by a name it lists, or name \
+             the one to check with `tls_server_name`",
+            cx.name
+        ),
+        CertificateError::NotValidForNameContext { presented, .. } => format!(
+            "the server's certificate is not valid for `{}` (it is for {}): connect by a name it \
+             lists, or name the one to check with `tls_server_name`",
+            cx.name,
+            if presented.is_empty() {
+                "no name".to_string()
+            } else {
+                presented.join(", ")
+            }
+        ),
+        CertificateError::Expired => "the server's certificate has expired".to_string(),
+        CertificateError::ExpiredContext { time, not_after } => format!(
+            "the server's certificate expired {} ago (valid until {}, Unix time)",
+            crate::net::fmt::fmt_duration(std::time::Duration::from_secs(
+                time.as_secs().saturating_sub(not_after.as_secs())
+            )),
+            not_after.as_secs()
+        ),
+        CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+            "the server's certificate is not valid yet (check the clocks)".to_string()
+        }
+        CertificateError::BadSignature => {
+            "the server's certificate chain has a bad signature".to_string()
+        }
+        other => format!("the server's certificate was refused: {other}"),
+    }
+}
+
+fn alert_failure(alert: AlertDescription, cx: &Context<'_>) -> String {
+    use AlertDescription as A;
+    match alert {
+        A::CertificateRequired | A::HandshakeFailure if !cx.client_cert => format!(
+            "the server refused the handshake ({alert:?}): it may want a client certificate \
+             (`tls_cert` and `tls_key`)"
+        ),
+        A::UnknownCA | A::BadCertificate | A::CertificateUnknown | A::AccessDenied
+            if cx.client_cert =>
+        {
+            format!("the server refused wlrun's client certificate ({alert:?})")
+        }
+        A::ProtocolVersion => {
+            "the server and wlrun share no TLS version (rustls speaks TLS 1.2 and 1.3)".to_string()
+        }
+        other => format!("the server ended the TLS handshake with the alert {other:?}"),
+    }
+}
