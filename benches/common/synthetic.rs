@@ -249,6 +249,7 @@ fn ingest_phase(
         rows_per_worker: vec![rows / 4; 4],
         calibration: None,
         series: Some(f.sref),
+        connecting: None,
     }
 }
 
@@ -335,5 +336,6 @@ fn query_phase(
         repeats: Vec::new(),
         detail: Default::default(),
         series: Some(f.sref),
+        connecting: None,
     }
 }

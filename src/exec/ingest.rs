@@ -256,6 +256,7 @@ fn empty_report(phase: &IngestPhase) -> IngestReport {
         rows_per_worker: Vec::new(),
         calibration: None,
         series: None,
+        connecting: None,
     }
 }
 
@@ -402,6 +403,7 @@ async fn send_all(
     }
     series.pause(Instant::now());
     ticker.finish().await;
+    report.connecting = super::connections::report(&connector);
     let mut latency = new_histogram();
     let mut first: Option<(Instant, Option<f64>)> = None;
     let mut last: Option<(Instant, Option<f64>)> = None;

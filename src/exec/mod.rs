@@ -4,6 +4,7 @@
 
 pub mod account;
 mod admin;
+mod connections;
 mod cpu;
 pub mod ddl;
 pub mod ingest;

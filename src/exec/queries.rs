@@ -183,6 +183,10 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
         return refused(phase, Status::Failed, e);
     }
 
+    let connector = match crate::net::connect::connector(&phase.endpoint, &url) {
+        Ok(c) => c,
+        Err(e) => return refused(phase, Status::Failed, e.message),
+    };
     let endpoint = Arc::new(phase.endpoint.clone());
     let url: Arc<str> = url.into();
     let base_dir: Arc<Path> = env.base_dir.clone().into();
@@ -192,6 +196,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
             endpoint: endpoint.clone(),
             url: url.clone(),
             base_dir: base_dir.clone(),
+            connector: connector.clone(),
             link: Link::default(),
             pacer: Pacer::default(),
             stats: vec![TypeStats::default(); phase.queries.len()],
@@ -284,6 +289,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
         Units::QUERIES,
     );
     finish(&mut report, phase, workers, scheduled, env);
+    report.connecting = super::connections::report(&connector);
     // The units never sent are known once the run is over: counted at its end.
     if let Some(at) = last_end {
         series.unsent_at(at, report.accounting.unsent);

@@ -38,6 +38,7 @@ use super::{resolve_url, timeouts, RunEnv};
 use crate::hook::{Script, WorkerSpec};
 use crate::net::http::HttpUrl;
 use crate::net::http1;
+use crate::net::tls::Connector;
 use crate::plan::{RequestPhase, RequestPlan, Stop};
 use crate::query::schedule::{Arrivals, WARMUP_BASE};
 use crate::query::stats::TypeStats;
@@ -56,6 +57,8 @@ struct Shared {
     base_dir: Arc<Path>,
     /// HTTP endpoints: where requests go and the headers every request carries.
     target: Option<http1::Target>,
+    /// The phase's connector (for HTTP, the target's), shared by the workers.
+    connector: Connector,
     source: Source,
     statuses: StatusSet,
     seed: u64,
@@ -153,11 +156,19 @@ pub async fn run(
     if let Err(e) = requirements(env, &phase.run.require, &phase.endpoint, &url).await {
         return refused(phase, e);
     }
+    let connector = match &target {
+        Some(t) => t.connector.clone(),
+        None => match crate::net::connect::connector(&phase.endpoint, &url) {
+            Ok(c) => c,
+            Err(e) => return refused(phase, e.message),
+        },
+    };
     let shared = Arc::new(Shared {
         phase: phase.clone(),
         url,
         base_dir: env.base_dir.clone().into(),
         target,
+        connector,
         source,
         statuses: StatusSet::of(&phase.run.expects),
         seed: env.seed,
@@ -300,6 +311,7 @@ pub async fn run(
     let limited = limited.load(Ordering::Relaxed);
     judge::stopped(&mut report, limited, max_errors, Units::REQUESTS);
     finish(&mut report, phase, workers, scheduled, env);
+    report.connecting = super::connections::report(&shared.connector);
     // The units never sent are known once the run is over: counted at its end.
     if let Some(last) = workers_end {
         series.unsent_at(last, report.accounting.unsent);

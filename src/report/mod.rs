@@ -2,6 +2,7 @@
 //! to disk by `files`. docs/report-format.md describes every field; `REPORT_FORMAT` changes
 //! whenever a field changes meaning.
 
+pub mod connections;
 pub mod csv;
 pub mod files;
 pub mod html;
@@ -242,6 +243,10 @@ pub struct IngestReport {
     pub calibration: Option<Calibration>,
     /// The per-interval series in the run directory; `None` without `--out`.
     pub series: Option<series::SeriesRef>,
+    /// What opening the connections cost and how they were secured; `None` where nothing
+    /// connected (sqlite, null, a phase refused before connecting) and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connecting: Option<connections::ConnectionsReport>,
 }
 
 /// What a query run and a request run report alike, in report.json's order. `K` is the kind's
@@ -289,6 +294,10 @@ pub struct RunReport<K: RunKind> {
     pub detail: K::Detail,
     /// The per-interval series in the run directory; `None` without `--out`.
     pub series: Option<series::SeriesRef>,
+    /// What opening the connections cost and how they were secured; `None` where nothing
+    /// connected (sqlite, null, a phase refused before connecting) and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connecting: Option<connections::ConnectionsReport>,
 }
 
 /// A kind of run (queries, requests), named by the figures that set it up (the keys after
@@ -436,6 +445,7 @@ impl<K: RunKind> RunReport<K> {
             repeats: Vec::new(),
             detail: Default::default(),
             series: None,
+            connecting: None,
         }
     }
 }

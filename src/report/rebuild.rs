@@ -172,6 +172,7 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
                 rows_per_worker: Vec::new(),
                 calibration: None,
                 series: Some(reference),
+                connecting: None,
             }))
         }
         Series::Run(rows) => {
@@ -266,5 +267,6 @@ fn run<K: RunKind>(
         repeats: Vec::new(),
         detail: Default::default(),
         series: None,
+        connecting: None,
     }
 }

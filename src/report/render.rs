@@ -36,6 +36,10 @@ pub(crate) fn fmt_latency(us: f64, micros_below: f64, whole_ms_from: f64) -> Str
     }
 }
 
+pub(crate) fn ms_text(us: u64) -> String {
+    ms(us)
+}
+
 fn ms(us: u64) -> String {
     fmt_latency(us as f64, 0.0, 10_000.0)
 }
@@ -84,7 +88,7 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
             ),
             PhaseReport::Ingest(r) => phase_block(
                 head(&label, "ingest", &r.name, &r.endpoint, r.status),
-                format!("  {}\n", ingest_summary(r)),
+                format!("  {}\n{}", ingest_summary(r), tls_lines(&r.connecting)),
                 &r.warnings,
                 &r.failures,
             ),
@@ -124,8 +128,13 @@ fn run_block<K: RunKind>(
     figures: fn(&RunReport<K>) -> String,
 ) -> String {
     let head = head(label, what, &r.name, &r.endpoint, r.status);
-    let figures = nothing_answered(r, what).unwrap_or_else(|| figures(r));
+    let mut figures = nothing_answered(r, what).unwrap_or_else(|| figures(r));
+    figures += &tls_lines(&r.connecting);
     phase_block(head, figures, &r.warnings, &r.failures)
+}
+
+fn tls_lines(c: &Option<super::connections::ConnectionsReport>) -> String {
+    c.as_ref().map(|c| c.tls_lines()).unwrap_or_default()
 }
 
 /// A run nothing answered: only what was scheduled, which still adds up (cut off, unsent).

@@ -129,6 +129,7 @@ pub(super) fn query_report() -> QueryReport {
             results: None,
         },
         series: None,
+        connecting: None,
     }
 }
 
@@ -182,6 +183,7 @@ pub(super) fn request_report() -> RequestReport {
             hlog: "series/1-r.hlog".into(),
             intervals: 3,
         }),
+        connecting: None,
     }
 }
 
@@ -223,6 +225,7 @@ fn ingest_report(status: Status) -> IngestReport {
             ratio: Some(0.05),
         }),
         series: None,
+        connecting: None,
     }
 }
 

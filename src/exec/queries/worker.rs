@@ -16,6 +16,7 @@ use crate::exec::pace::Pacer;
 use crate::exec::progress::RunCounts;
 use crate::exec::slots::{Schedule, Slot};
 use crate::gen::route::shard_of;
+use crate::net::tls::Connector;
 use crate::plan::EndpointPlan;
 use crate::query::binds::BindProgram;
 use crate::query::schedule::Mix;
@@ -122,6 +123,8 @@ pub(super) struct Worker {
     pub(super) endpoint: Arc<EndpointPlan>,
     pub(super) url: Arc<str>,
     pub(super) base_dir: Arc<Path>,
+    /// The phase's connector, shared by its workers.
+    pub(super) connector: Connector,
     pub(super) link: Link<Transport>,
     pub(super) pacer: Pacer,
     pub(super) stats: Vec<TypeStats>,
@@ -140,10 +143,11 @@ impl Worker {
         endpoint: &EndpointPlan,
         url: &str,
         base_dir: &Path,
+        connector: &Connector,
         checksums: bool,
     ) -> Result<(), QueryError> {
         link.get(|| async move {
-            let mut t = Transport::connect(endpoint, url, base_dir).await?;
+            let mut t = Transport::connect_via(endpoint, url, base_dir, connector).await?;
             if checksums {
                 t.set_checksums(true);
             }
@@ -165,6 +169,7 @@ impl Worker {
                     &self.endpoint,
                     &self.url,
                     &self.base_dir,
+                    &self.connector,
                     self.checksums,
                 );
                 let Some(connected) = until.cutoff.bound(connect).await else {

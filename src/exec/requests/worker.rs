@@ -106,9 +106,14 @@ impl Worker {
                     .await
                     .map(Conn::Http)
                     .map_err(from_driver),
-                None => Transport::connect(&shared.phase.endpoint, &shared.url, &shared.base_dir)
-                    .await
-                    .map(|t| Conn::Sql(Box::new(t))),
+                None => Transport::connect_via(
+                    &shared.phase.endpoint,
+                    &shared.url,
+                    &shared.base_dir,
+                    &shared.connector,
+                )
+                .await
+                .map(|t| Conn::Sql(Box::new(t))),
             }
         })
         .await

@@ -97,6 +97,13 @@ fn certificate_failure(c: &CertificateError, cx: &Context<'_>) -> String {
         CertificateError::BadSignature => {
             "the server's certificate chain has a bad signature".to_string()
         }
+        CertificateError::Other(o) if o.to_string().contains("CaUsedAsEndEntity") => {
+            "the server presents a CA certificate as its own (a self-signed CA): serve a server \
+             certificate signed by that CA and trust the CA with `tls_ca`, or, for a test server \
+             only, `tls_verify false`"
+                .to_string()
+        }
+        CertificateError::Other(o) => format!("the server's certificate was refused: {o}"),
         other => format!("the server's certificate was refused: {other}"),
     }
 }

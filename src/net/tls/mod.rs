@@ -46,6 +46,8 @@ struct Inner {
     label: String,
     secure: Option<Secure>,
     stats: Arc<stats::Stats>,
+    /// Bytes over all connections made through this connector.
+    totals: Arc<Counters>,
 }
 
 struct Secure {
@@ -86,6 +88,7 @@ impl Connector {
                 label: label.into(),
                 secure: None,
                 stats: Arc::new(stats::Stats::new()),
+                totals: Arc::default(),
             }),
         }
     }
@@ -135,6 +138,7 @@ impl Connector {
                     client_cert: opts.client_cert.is_some(),
                 }),
                 stats: Arc::new(stats::Stats::new()),
+                totals: Arc::default(),
             }),
         })
     }
@@ -180,7 +184,7 @@ impl Connector {
         };
         let _ = tcp.set_nodelay(true);
         self.inner.stats.connected(started.elapsed());
-        Ok(Wire::new(tcp))
+        Ok(Wire::new(tcp, self.inner.totals.clone()))
     }
 
     /// A connection to `addr`, with the TLS handshake when the connector speaks TLS; the
@@ -280,6 +284,9 @@ impl Connector {
 
     /// What this connector's connections cost so far.
     pub fn summary(&self) -> Summary {
-        self.inner.stats.summary()
+        let mut s = self.inner.stats.summary();
+        s.socket_bytes_written = self.inner.totals.written();
+        s.socket_bytes_read = self.inner.totals.read();
+        s
     }
 }

@@ -28,7 +28,7 @@ struct Acc {
 }
 
 /// What the first TLS connection agreed on.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Negotiated {
     pub version: String,
     pub cipher: String,
@@ -49,6 +49,9 @@ pub struct Summary {
     /// PostgreSQL `prefer` connections the server made go on in clear.
     pub plaintext_fallbacks: u64,
     pub negotiated: Option<Negotiated>,
+    /// Bytes that crossed the sockets of all connections, both ways (TLS records included).
+    pub socket_bytes_written: u64,
+    pub socket_bytes_read: u64,
 }
 
 fn histogram() -> Histogram<u64> {
@@ -119,6 +122,8 @@ impl Stats {
             resumed_handshakes: a.resumed,
             plaintext_fallbacks: a.plaintext,
             negotiated: a.negotiated.clone(),
+            socket_bytes_written: 0,
+            socket_bytes_read: 0,
         }
     }
 }

@@ -38,14 +38,17 @@ impl Counters {
 pub struct Wire<S> {
     io: S,
     counters: Arc<Counters>,
+    /// The connector's totals over all its connections.
+    totals: Arc<Counters>,
     first: Option<(Instant, Arc<Stats>)>,
 }
 
 impl<S> Wire<S> {
-    pub(crate) fn new(io: S) -> Wire<S> {
+    pub(crate) fn new(io: S, totals: Arc<Counters>) -> Wire<S> {
         Wire {
             io,
             counters: Arc::new(Counters::default()),
+            totals,
             first: None,
         }
     }
@@ -75,6 +78,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Wire<S> {
         let n = (buf.filled().len() - before) as u64;
         if n > 0 {
             self.counters.read.fetch_add(n, Ordering::Relaxed);
+            self.totals.read.fetch_add(n, Ordering::Relaxed);
             if let Some((since, stats)) = self.first.take() {
                 stats.first_byte(since.elapsed());
             }
@@ -92,6 +96,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Wire<S> {
         let r = Pin::new(&mut self.io).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = r {
             self.counters.written.fetch_add(n as u64, Ordering::Relaxed);
+            self.totals.written.fetch_add(n as u64, Ordering::Relaxed);
         }
         r
     }
@@ -104,6 +109,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Wire<S> {
         let r = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
         if let Poll::Ready(Ok(n)) = r {
             self.counters.written.fetch_add(n as u64, Ordering::Relaxed);
+            self.totals.written.fetch_add(n as u64, Ordering::Relaxed);
         }
         r
     }

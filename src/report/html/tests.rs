@@ -130,6 +130,7 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                 rows_per_worker: vec![sent / 4; 4],
                 calibration: None,
                 series: Some(load),
+                connecting: None,
             };
             let mut q: QueryReport = (**query).clone();
             q.name = "explore".into();
