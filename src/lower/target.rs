@@ -270,6 +270,24 @@ pub fn endpoint_plan(
             None => ok = false,
         }
     }
+    if options.contains_key("tls_cert") != options.contains_key("tls_key") {
+        let (given, missing) = if options.contains_key("tls_cert") {
+            ("tls_cert", "tls_key")
+        } else {
+            ("tls_key", "tls_cert")
+        };
+        let at = ep
+            .options
+            .iter()
+            .find(|o| o.name.name == given)
+            .map_or(ep.kind_span, |o| o.name.span);
+        ev.error(
+            Diagnostic::error(Code::E0305, at, format!("`{given}` without `{missing}`"))
+                .label(format!("mutual TLS needs `{missing}` too"))
+                .note("a client certificate goes with its private key: give both PEM files"),
+        );
+        ok = false;
+    }
     let dialect = dialect(ev, target)?;
     ok.then(|| EndpointPlan {
         target: target.name.name.clone(),
@@ -388,7 +406,19 @@ fn endpoint_option(
         );
         return None;
     }
-    let v = ev.eval(&o.value, scope)?;
+    let mut v = ev.eval(&o.value, scope)?;
+    // libpq's words have dashes (`verify-full`), which a bare word cannot: take them quoted,
+    // or with underscores.
+    if let Want::Word(words) = want {
+        let text = match &v {
+            Value::Str(t) => t.as_lit(),
+            Value::Symbol(w) => Some(w.replace('_', "-")),
+            _ => None,
+        };
+        if let Some(w) = text.filter(|w| words.contains(&w.as_str())) {
+            v = Value::Symbol(w);
+        }
+    }
     let good = match (want, &v) {
         (Want::Duration, Value::Duration(d)) => *d > 0,
         (Want::Text, Value::Str(_)) => true,

@@ -28,6 +28,13 @@ fn endpoint(e: &EndpointPlan) -> String {
     for (k, v) in &e.options {
         let _ = write!(s, " {k}={v}");
     }
+    // Loud, as in the report: the server will not be authenticated.
+    if matches!(
+        e.options.get("tls_verify"),
+        Some(crate::value::Value::Bool(false))
+    ) {
+        s.push_str(" [TLS NOT VERIFIED]");
+    }
     s
 }
 

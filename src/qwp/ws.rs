@@ -158,7 +158,12 @@ pub async fn connect(
             .await
             .map_err(|e| ConnectError {
                 timed_out: e.class == ErrorClass::Timeout,
-                message: e.message,
+                // Named by the URL with its path, as the upgrade's own errors are.
+                message: e.message.replacen(
+                    &format!("cannot connect to {}", connector.label()),
+                    &format!("cannot connect to {shown}"),
+                    1,
+                ),
             })?;
         let counters = stream.counters();
         // The request's URI is the path only; tungstenite takes the scheme for granted.

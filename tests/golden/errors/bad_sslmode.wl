@@ -1,0 +1,3 @@
+target db {
+  pg "postgres://wlrun@127.0.0.1:5432/wlrun" { sslmode verified }
+}

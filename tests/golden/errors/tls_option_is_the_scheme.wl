@@ -1,0 +1,3 @@
+target db {
+  http "http://127.0.0.1:9000" { tls true }
+}
