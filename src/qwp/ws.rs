@@ -268,6 +268,10 @@ fn upgrade_error(shown: &str, e: tokio_tungstenite::tungstenite::Error) -> Strin
                 format!("cannot upgrade {shown}: HTTP {status}{why}: {body}")
             }
         }
+        // A TLS port answers a plain upgrade with a TLS alert, which does not parse as HTTP.
+        other @ (Error::HttpFormat(_) | Error::Protocol(_)) if shown.starts_with("ws://") => {
+            format!("cannot upgrade {shown}: {other} (if this is a TLS port, use wss://)")
+        }
         other => format!("cannot upgrade {shown}: {other}"),
     }
 }

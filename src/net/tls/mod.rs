@@ -33,7 +33,7 @@ use crate::net::error::{DriverError, ErrorClass};
 
 pub use options::{TlsOptions, Verify};
 pub use stats::{Negotiated, Summary};
-pub use stream::{Counters, Stream, Wire};
+pub use stream::{Counters, Stream, Timed, Wire};
 
 /// How one endpoint's connections are opened, and what opening them cost.
 #[derive(Clone)]
@@ -198,11 +198,12 @@ impl Connector {
         }
         let left = timeout.saturating_sub(started.elapsed());
         let tls = self.handshake(wire, left).await?;
-        Ok(Stream::Tls(Box::new(tls)))
+        Ok(Stream::Tls(Box::new(self.timed(tls))))
     }
 
     /// The TLS handshake over `wire` (which the caller may have used in clear first, as
     /// PostgreSQL's SSLRequest does), within `timeout`. Timed, counted as full or resumed.
+    /// The caller wraps the result in `timed` to time the first byte of the answer.
     pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         &self,
         wire: Wire<S>,
@@ -248,7 +249,7 @@ impl Connector {
             }
         };
         let took = started.elapsed();
-        let (wire, conn) = tls.get_mut();
+        let (_, conn) = tls.get_mut();
         let negotiated = Negotiated {
             version: conn
                 .protocol_version()
@@ -267,8 +268,12 @@ impl Connector {
         self.inner
             .stats
             .handshake(took, conn.handshake_kind(), negotiated);
-        wire.arm(self.inner.stats.clone());
         Ok(tls)
+    }
+
+    /// `stream` (TLS, from `handshake`) with its first answer byte timed from now.
+    pub fn timed<S>(&self, stream: S) -> Timed<S> {
+        Timed::new(stream, self.inner.stats.clone())
     }
 
     /// Times the first byte `wire` reads from now on, for a connection that stays in clear

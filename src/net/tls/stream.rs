@@ -127,17 +127,89 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Wire<S> {
     }
 }
 
+/// A stream whose first read that yields bytes is timed into `stats`: above TLS, the first
+/// byte of the server's answer. Below TLS it would be a TLS 1.3 session ticket, which the
+/// server sends right after the handshake, before any answer.
+pub struct Timed<S> {
+    io: S,
+    first: Option<(Instant, Arc<Stats>)>,
+}
+
+impl<S> Timed<S> {
+    pub(crate) fn new(io: S, stats: Arc<Stats>) -> Timed<S> {
+        Timed {
+            io,
+            first: Some((Instant::now(), stats)),
+        }
+    }
+
+    pub fn get_ref(&self) -> &S {
+        &self.io
+    }
+
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.io
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Timed<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.io).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            if let Some((since, stats)) = self.first.take() {
+                stats.first_byte(since.elapsed());
+            }
+        }
+        r
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Timed<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
 /// A connection's stream: the wire itself, or TLS over it.
 pub enum Stream {
     Plain(Wire<TcpStream>),
-    Tls(Box<tokio_rustls::client::TlsStream<Wire<TcpStream>>>),
+    Tls(Box<Timed<tokio_rustls::client::TlsStream<Wire<TcpStream>>>>),
 }
 
 impl Stream {
     fn wire(&self) -> &Wire<TcpStream> {
         match self {
             Stream::Plain(w) => w,
-            Stream::Tls(t) => t.get_ref().0,
+            Stream::Tls(t) => t.get_ref().get_ref().0,
         }
     }
 
