@@ -4,8 +4,35 @@ use crate::net::tls::Connector;
 use crate::report::connections::{ConnectionsReport, TlsReport};
 use crate::report::Latency;
 
+/// The phase's `connecting`, and a warning each for a server that was not authenticated and
+/// for connections that went on in clear: loud, in the human output, the page and the JSON.
+pub(crate) fn attach(
+    c: &Connector,
+    connecting: &mut Option<ConnectionsReport>,
+    warnings: &mut Vec<String>,
+) {
+    *connecting = report(c);
+    let Some(t) = connecting.as_ref().and_then(|r| r.tls.as_ref()) else {
+        return;
+    };
+    if t.verification == "off" && t.full_handshakes + t.resumed_handshakes > 0 {
+        warnings.push(format!(
+            "TLS without verification: the server's certificate was not checked ({}), so \
+             nothing says these figures came from the server intended",
+            c.label()
+        ));
+    }
+    if t.plaintext_fallbacks > 0 {
+        warnings.push(format!(
+            "{} connection(s) to {} went on in clear: the server refused TLS (sslmode prefer)",
+            t.plaintext_fallbacks,
+            c.label()
+        ));
+    }
+}
+
 /// What the phase's connections cost; `None` when none was opened.
-pub(crate) fn report(c: &Connector) -> Option<ConnectionsReport> {
+fn report(c: &Connector) -> Option<ConnectionsReport> {
     let s = c.summary();
     if s.opened == 0 {
         return None;

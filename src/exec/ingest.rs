@@ -403,7 +403,7 @@ async fn send_all(
     }
     series.pause(Instant::now());
     ticker.finish().await;
-    report.connecting = super::connections::report(&connector);
+    super::connections::attach(&connector, &mut report.connecting, &mut report.warnings);
     let mut latency = new_histogram();
     let mut first: Option<(Instant, Option<f64>)> = None;
     let mut last: Option<(Instant, Option<f64>)> = None;

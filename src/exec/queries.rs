@@ -289,7 +289,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
         Units::QUERIES,
     );
     finish(&mut report, phase, workers, scheduled, env);
-    report.connecting = super::connections::report(&connector);
+    super::connections::attach(&connector, &mut report.connecting, &mut report.warnings);
     // The units never sent are known once the run is over: counted at its end.
     if let Some(at) = last_end {
         series.unsent_at(at, report.accounting.unsent);

@@ -311,7 +311,11 @@ pub async fn run(
     let limited = limited.load(Ordering::Relaxed);
     judge::stopped(&mut report, limited, max_errors, Units::REQUESTS);
     finish(&mut report, phase, workers, scheduled, env);
-    report.connecting = super::connections::report(&shared.connector);
+    super::connections::attach(
+        &shared.connector,
+        &mut report.connecting,
+        &mut report.warnings,
+    );
     // The units never sent are known once the run is over: counted at its end.
     if let Some(last) = workers_end {
         series.unsent_at(last, report.accounting.unsent);

@@ -13,8 +13,9 @@ pub struct ConnectionsReport {
     pub connect: Latency,
     /// The TLS handshake after the TCP connect; `None` in clear.
     pub handshake: Option<Latency>,
-    /// From the end of the set-up (TCP, or TLS) to the first byte the server sent: the first
-    /// request's answer, the WebSocket upgrade's, PostgreSQL's authentication request.
+    /// The first exchange's time to first byte: from the first byte sent after the set-up (TCP,
+    /// or TLS) to the first byte the server sent back: the first request's answer, the
+    /// WebSocket upgrade's, PostgreSQL's authentication request.
     pub first_byte: Latency,
     /// Bytes that crossed the sockets (TLS records included), beside the protocol's own
     /// payload figures; set-up and handshakes included.

@@ -36,8 +36,9 @@ pub(crate) fn fmt_latency(us: f64, micros_below: f64, whole_ms_from: f64) -> Str
     }
 }
 
+/// Microseconds below a millisecond, milliseconds above (connection set-up times).
 pub(crate) fn ms_text(us: u64) -> String {
-    ms(us)
+    fine(us)
 }
 
 fn ms(us: u64) -> String {

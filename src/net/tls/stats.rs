@@ -54,12 +54,32 @@ pub struct Summary {
     pub socket_bytes_read: u64,
 }
 
+/// Microseconds up to an hour, as every latency of a report (a histogram made with `new`
+/// would clamp saturating records to its initial bound of 2).
 fn histogram() -> Histogram<u64> {
-    Histogram::new(3).expect("3 significant digits is a valid precision")
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("static histogram bounds are valid")
 }
 
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_kept_to_the_microsecond_whatever_their_size() {
+        let s = Stats::new();
+        s.connected(Duration::from_micros(150));
+        s.connected(Duration::from_secs(3));
+        s.first_byte(Duration::from_nanos(10));
+        let sum = s.summary();
+        assert_eq!(sum.opened, 2);
+        assert_eq!(sum.connect.min(), 150);
+        assert!(sum.connect.max().abs_diff(3_000_000) < 3_000_000 / 500);
+        assert_eq!(sum.first_byte.max(), 1);
+    }
 }
 
 impl Stats {

@@ -33,6 +33,40 @@ impl Counters {
     }
 }
 
+/// The time to first byte of a connection's first exchange: from the first byte written
+/// after the set-up (or from the end of the set-up, for a server that speaks first) to the
+/// first byte read.
+struct FirstByte {
+    stats: Arc<Stats>,
+    from: Instant,
+    sent: bool,
+}
+
+impl FirstByte {
+    fn new(stats: Arc<Stats>) -> FirstByte {
+        FirstByte {
+            stats,
+            from: Instant::now(),
+            sent: false,
+        }
+    }
+
+    fn wrote(slot: &mut Option<FirstByte>) {
+        if let Some(f) = slot {
+            if !f.sent {
+                f.sent = true;
+                f.from = Instant::now();
+            }
+        }
+    }
+
+    fn read(slot: &mut Option<FirstByte>) {
+        if let Some(f) = slot.take() {
+            f.stats.first_byte(f.from.elapsed());
+        }
+    }
+}
+
 /// A byte stream (a TCP socket) that counts what crosses it and, once armed, records the time
 /// to the first byte the server sends.
 pub struct Wire<S> {
@@ -40,7 +74,7 @@ pub struct Wire<S> {
     counters: Arc<Counters>,
     /// The connector's totals over all its connections.
     totals: Arc<Counters>,
-    first: Option<(Instant, Arc<Stats>)>,
+    first: Option<FirstByte>,
 }
 
 impl<S> Wire<S> {
@@ -53,9 +87,9 @@ impl<S> Wire<S> {
         }
     }
 
-    /// From now on, the first byte read is timed into `stats` (as the connection's first byte).
+    /// From now on, the first exchange's time to first byte is timed into `stats`.
     pub(crate) fn arm(&mut self, stats: Arc<Stats>) {
-        self.first = Some((Instant::now(), stats));
+        self.first = Some(FirstByte::new(stats));
     }
 
     pub fn counters(&self) -> &Arc<Counters> {
@@ -79,9 +113,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Wire<S> {
         if n > 0 {
             self.counters.read.fetch_add(n, Ordering::Relaxed);
             self.totals.read.fetch_add(n, Ordering::Relaxed);
-            if let Some((since, stats)) = self.first.take() {
-                stats.first_byte(since.elapsed());
-            }
+            FirstByte::read(&mut self.first);
         }
         r
     }
@@ -97,6 +129,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Wire<S> {
         if let Poll::Ready(Ok(n)) = r {
             self.counters.written.fetch_add(n as u64, Ordering::Relaxed);
             self.totals.written.fetch_add(n as u64, Ordering::Relaxed);
+            if n > 0 {
+                FirstByte::wrote(&mut self.first);
+            }
         }
         r
     }
@@ -110,6 +145,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Wire<S> {
         if let Poll::Ready(Ok(n)) = r {
             self.counters.written.fetch_add(n as u64, Ordering::Relaxed);
             self.totals.written.fetch_add(n as u64, Ordering::Relaxed);
+            if n > 0 {
+                FirstByte::wrote(&mut self.first);
+            }
         }
         r
     }
@@ -127,19 +165,19 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Wire<S> {
     }
 }
 
-/// A stream whose first read that yields bytes is timed into `stats`: above TLS, the first
-/// byte of the server's answer. Below TLS it would be a TLS 1.3 session ticket, which the
-/// server sends right after the handshake, before any answer.
+/// A stream whose first exchange is timed into `stats` (see `FirstByte`) above TLS, where
+/// the first byte read is the server's answer. Below TLS it would be a TLS 1.3 session
+/// ticket, which the server sends right after the handshake, before any answer.
 pub struct Timed<S> {
     io: S,
-    first: Option<(Instant, Arc<Stats>)>,
+    first: Option<FirstByte>,
 }
 
 impl<S> Timed<S> {
     pub(crate) fn new(io: S, stats: Arc<Stats>) -> Timed<S> {
         Timed {
             io,
-            first: Some((Instant::now(), stats)),
+            first: Some(FirstByte::new(stats)),
         }
     }
 
@@ -161,9 +199,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Timed<S> {
         let before = buf.filled().len();
         let r = Pin::new(&mut self.io).poll_read(cx, buf);
         if buf.filled().len() > before {
-            if let Some((since, stats)) = self.first.take() {
-                stats.first_byte(since.elapsed());
-            }
+            FirstByte::read(&mut self.first);
         }
         r
     }
@@ -175,7 +211,11 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Timed<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let r = Pin::new(&mut self.io).poll_write(cx, buf);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            FirstByte::wrote(&mut self.first);
+        }
+        r
     }
 
     fn poll_write_vectored(
@@ -183,7 +223,11 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Timed<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let r = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            FirstByte::wrote(&mut self.first);
+        }
+        r
     }
 
     fn is_write_vectored(&self) -> bool {
