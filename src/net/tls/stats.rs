@@ -64,24 +64,6 @@ fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_are_kept_to_the_microsecond_whatever_their_size() {
-        let s = Stats::new();
-        s.connected(Duration::from_micros(150));
-        s.connected(Duration::from_secs(3));
-        s.first_byte(Duration::from_nanos(10));
-        let sum = s.summary();
-        assert_eq!(sum.opened, 2);
-        assert_eq!(sum.connect.min(), 150);
-        assert!(sum.connect.max().abs_diff(3_000_000) < 3_000_000 / 500);
-        assert_eq!(sum.first_byte.max(), 1);
-    }
-}
-
 impl Stats {
     pub(crate) fn new() -> Stats {
         Stats {
@@ -145,5 +127,23 @@ impl Stats {
             socket_bytes_written: 0,
             socket_bytes_read: 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_kept_to_the_microsecond_whatever_their_size() {
+        let s = Stats::new();
+        s.connected(Duration::from_micros(150));
+        s.connected(Duration::from_secs(3));
+        s.first_byte(Duration::from_nanos(10));
+        let sum = s.summary();
+        assert_eq!(sum.opened, 2);
+        assert_eq!(sum.connect.min(), 150);
+        assert!(sum.connect.max().abs_diff(3_000_000) < 3_000_000 / 500);
+        assert_eq!(sum.first_byte.max(), 1);
     }
 }
