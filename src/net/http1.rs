@@ -164,7 +164,13 @@ impl Conn {
             self.reopened += 1;
         }
         let deadline = Instant::now() + t.timeout;
-        match tokio::time::timeout_at(deadline.into(), self.stream.write_all(request)).await {
+        let write = async {
+            self.stream.write_all(request).await?;
+            // TLS may keep the last record in rustls when the socket was full; in clear this
+            // is nothing.
+            self.stream.flush().await
+        };
+        match tokio::time::timeout_at(deadline.into(), write).await {
             Ok(Ok(())) => Ok(deadline),
             Ok(Err(e)) => Err(broke(t, &e.to_string())),
             Err(_) => Err(DriverError::timeout(&t.name, t.timeout)),
