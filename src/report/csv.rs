@@ -57,6 +57,16 @@ const COLUMNS: &[&str] = &[
     "mean_us",
     "service_p50_us",
     "service_p99_us",
+    // Connection set-up (`connecting`), on phase rows.
+    "connections",
+    "connect_p50_us",
+    "first_byte_p50_us",
+    "tls",
+    "tls_verification",
+    "handshakes_full",
+    "handshakes_resumed",
+    "handshake_p50_us",
+    "handshake_max_us",
 ];
 
 /// A row being filled, column by name.
@@ -84,6 +94,26 @@ impl Row {
     fn opt(&mut self, column: &str, value: Option<impl ToString>) {
         if let Some(v) = value {
             self.set(column, v);
+        }
+    }
+
+    /// The connection columns of a phase row; empty where nothing connected.
+    fn connecting(&mut self, c: Option<&super::connections::ConnectionsReport>) {
+        let Some(c) = c else {
+            return;
+        };
+        self.set("connections", c.opened);
+        self.set("connect_p50_us", c.connect.p50_us);
+        self.set("first_byte_p50_us", c.first_byte.p50_us);
+        if let Some(t) = &c.tls {
+            self.set("tls", &t.version);
+            self.set("tls_verification", &t.verification);
+            self.set("handshakes_full", t.full_handshakes);
+            self.set("handshakes_resumed", t.resumed_handshakes);
+        }
+        if let Some(h) = c.handshake.as_ref().filter(|h| h.count > 0) {
+            self.set("handshake_p50_us", h.p50_us);
+            self.set("handshake_max_us", h.max_us);
         }
     }
 
@@ -151,10 +181,12 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.set("batch_max_us", r.batch_latency.max_us);
             row.opt("client_cpu_s", r.client_cpu_s);
             row.set("errors", r.errors.values().map(|e| e.count).sum::<u64>());
+            row.connecting(r.connecting.as_ref());
             vec![row]
         }
         PhaseReport::Queries(r) => {
             let mut row = run_row(cell, key, "queries", r);
+            row.connecting(r.connecting.as_ref());
             row.set("result_rows", r.output.rows);
             row.opt("qps", r.output.qps);
             let mut rows = vec![row];
@@ -175,6 +207,7 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
         }
         PhaseReport::Requests(r) => {
             let mut row = run_row(cell, key, "requests", r);
+            row.connecting(r.connecting.as_ref());
             row.set("result_rows", r.output.rows);
             row.opt("rps", r.output.rps);
             vec![row]
