@@ -126,3 +126,88 @@ fn alert_failure(alert: AlertDescription, cx: &Context<'_>) -> String {
         other => format!("the server ended the TLS handshake with the alert {other:?}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::pki_types::{ServerName, UnixTime};
+
+    fn cx() -> Context<'static> {
+        Context {
+            name: "db.local",
+            trust: "the CA file `ca.pem`",
+            plain: "http://",
+            client_cert: false,
+        }
+    }
+
+    fn failure(e: rustls::Error) -> String {
+        handshake_failure(&io::Error::new(io::ErrorKind::InvalidData, e), &cx())
+    }
+
+    #[test]
+    fn certificate_failures_say_what_to_change() {
+        let m = failure(rustls::Error::InvalidCertificate(
+            CertificateError::UnknownIssuer,
+        ));
+        assert!(m.contains("not signed by a CA trusted here"), "{m}");
+        assert!(m.contains("`ca.pem`") && m.contains("tls_ca"), "{m}");
+        let m = failure(rustls::Error::InvalidCertificate(
+            CertificateError::NotValidForNameContext {
+                expected: ServerName::try_from("db.local").unwrap(),
+                presented: vec!["DnsName(\"other.example\")".to_string()],
+            },
+        ));
+        assert!(m.contains("not valid for `db.local`"), "{m}");
+        assert!(
+            m.contains("other.example") && m.contains("tls_server_name"),
+            "{m}"
+        );
+        let m = failure(rustls::Error::InvalidCertificate(
+            CertificateError::ExpiredContext {
+                time: UnixTime::since_unix_epoch(std::time::Duration::from_secs(100_000)),
+                not_after: UnixTime::since_unix_epoch(std::time::Duration::from_secs(
+                    100_000 - 7200,
+                )),
+            },
+        ));
+        let ago = crate::net::fmt::fmt_duration(std::time::Duration::from_secs(7200));
+        assert!(m.contains(&format!("expired {ago} ago")), "{m}");
+    }
+
+    #[test]
+    fn a_server_in_clear_and_a_closed_handshake_are_told_apart() {
+        let m = failure(rustls::Error::InvalidMessage(
+            InvalidMessage::InvalidContentType,
+        ));
+        assert!(
+            m.contains("does not speak TLS here") && m.contains("http://"),
+            "{m}"
+        );
+        let eof = io::Error::new(io::ErrorKind::UnexpectedEof, "tls handshake eof");
+        let m = handshake_failure(&eof, &cx());
+        assert!(
+            m.contains("closed the connection during the TLS handshake"),
+            "{m}"
+        );
+        assert!(m.contains("client certificate"), "{m}");
+    }
+
+    #[test]
+    fn alerts_point_at_the_client_certificate() {
+        let m = failure(rustls::Error::AlertReceived(
+            AlertDescription::CertificateRequired,
+        ));
+        assert!(m.contains("tls_cert"), "{m}");
+        let with = Context {
+            client_cert: true,
+            ..cx()
+        };
+        let e = io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::AlertReceived(AlertDescription::UnknownCA),
+        );
+        let m = handshake_failure(&e, &with);
+        assert!(m.contains("refused wlrun's client certificate"), "{m}");
+    }
+}
