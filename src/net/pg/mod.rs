@@ -396,11 +396,22 @@ impl Attempt<'_> {
 
     /// A start-up the server refused, with a hint where it wants TLS and got clear.
     fn refused(&self, e: &tokio_postgres::Error, in_clear: bool) -> DriverError {
+        if let Some(why) = tls_alert(e, self.connector) {
+            return DriverError::connect(self.name, why);
+        }
         let mut err = DriverError::connect(self.name, describe(e));
         let no_encryption = e.as_db_error().is_some_and(|db| {
             db.code() == &tokio_postgres::error::SqlState::INVALID_AUTHORIZATION_SPECIFICATION
                 && db.message().contains("no encryption")
         });
+        let wants_cert = e
+            .as_db_error()
+            .is_some_and(|db| db.message().contains("requires a valid client certificate"));
+        if wants_cert && !self.connector.setup().is_some_and(|s| s.client_cert) {
+            err.message.push_str(
+                "; the server logs this role in by certificate: give `tls_cert` and `tls_key`",
+            );
+        }
         if in_clear && no_encryption {
             err.message.push_str(
                 "; the server requires TLS: set sslmode=require (or verify-full to check its \
@@ -409,6 +420,37 @@ impl Attempt<'_> {
         }
         err
     }
+}
+
+/// A TLS alert the server sent after the handshake, in words: under TLS 1.3 the server
+/// checks the client's certificate after the client considers the handshake done, so a
+/// refused certificate shows only at the first read of the start-up.
+fn tls_alert(e: &tokio_postgres::Error, connector: &Connector) -> Option<String> {
+    use rustls::AlertDescription as A;
+    let io = std::error::Error::source(e)?.downcast_ref::<std::io::Error>()?;
+    let rustls::Error::AlertReceived(alert) = io.get_ref()?.downcast_ref::<rustls::Error>()? else {
+        return None;
+    };
+    let client_cert = connector.setup().is_some_and(|s| s.client_cert);
+    Some(match alert {
+        A::UnknownCA
+        | A::BadCertificate
+        | A::CertificateUnknown
+        | A::AccessDenied
+        | A::CertificateExpired
+        | A::UnsupportedCertificate
+            if client_cert =>
+        {
+            format!(
+                "the server refused wlrun's client certificate ({alert:?}): is it signed by a CA \
+                 in the server's `ssl_ca_file`, and still valid?"
+            )
+        }
+        A::CertificateRequired => "the server wants a client certificate: give `tls_cert` and \
+                                   `tls_key` (or the URL's sslcert and sslkey)"
+            .to_string(),
+        other => format!("the server ended the TLS session with the alert {other:?}"),
+    })
 }
 
 impl Opened {
