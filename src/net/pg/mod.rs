@@ -148,6 +148,61 @@ pub(crate) struct Conn {
     /// The socket's byte counters when the session is under TLS, where the bytes on the
     /// network are not the protocol's framing.
     pub(crate) counters: Option<Arc<Counters>>,
+    cancel: Canceller,
+}
+
+/// How to ask the server to cancel what a session runs: a connection of its own to the host
+/// the session is on, secured as the session was (the token's mode says whether to ask for
+/// TLS). The connection goes through a connector of its own, so that it is not counted among
+/// the phase's connections.
+#[derive(Clone)]
+pub(crate) struct Canceller {
+    token: tokio_postgres::CancelToken,
+    place: Place,
+    port: u16,
+    label: String,
+    /// The name to verify and the TLS options, when the session's connector speaks TLS.
+    tls: Option<(String, crate::net::tls::TlsOptions)>,
+    timeout: Duration,
+}
+
+impl Canceller {
+    /// Sends the cancel request (the server answers nothing; it cancels, or not).
+    pub(crate) async fn send(self) -> Result<(), DriverError> {
+        let failed = |e: tokio_postgres::Error| DriverError::connect(&self.label, describe(&e));
+        let host = match &self.place {
+            Place::Unix(path) => {
+                let unix = tokio::net::UnixStream::connect(path)
+                    .await
+                    .map_err(|e| DriverError::connect(&self.label, e))?;
+                return self
+                    .token
+                    .cancel_query_raw(unix, NoTls)
+                    .await
+                    .map_err(failed);
+            }
+            Place::Tcp(host) => host,
+        };
+        let connector = match &self.tls {
+            Some((name, opts)) => {
+                Connector::secure(self.label.clone(), name, opts, "sslmode disable")?
+            }
+            None => Connector::plain(self.label.clone()),
+        };
+        let wire = connector
+            .tcp(&socket_addr(host, self.port), self.timeout)
+            .await?;
+        let wire = PgWire::new(wire, &connector, self.tls.is_some());
+        let handshake = PgTls {
+            connector: connector.clone(),
+            timeout: self.timeout,
+            failed: Arc::new(Mutex::new(None)),
+        };
+        self.token
+            .cancel_query_raw(wire, handshake)
+            .await
+            .map_err(failed)
+    }
 }
 
 /// The connector of a `pg` endpoint: how its sessions are secured, by `sslmode` (see
@@ -159,23 +214,7 @@ pub(crate) fn connector(endpoint: &EndpointPlan, url: &str) -> Result<Connector,
     if s.mode == SslMode::Disable {
         return Ok(Connector::plain(name));
     }
-    let mut tcp: Vec<String> = s
-        .config
-        .get_hosts()
-        .iter()
-        .filter_map(|h| match h {
-            Host::Tcp(n) => Some(n.clone()),
-            Host::Unix(_) => None,
-        })
-        .collect();
-    if s.config.get_hosts().is_empty() {
-        tcp = s
-            .config
-            .get_hostaddrs()
-            .iter()
-            .map(|a| a.to_string())
-            .collect();
-    }
+    let tcp = tcp_hosts(&s.config);
     let Some(first) = tcp.first() else {
         return Ok(Connector::plain(name));
     };
@@ -188,6 +227,39 @@ pub(crate) fn connector(endpoint: &EndpointPlan, url: &str) -> Result<Connector,
         ));
     }
     Connector::secure(name, first, &s.tls, "sslmode disable")
+}
+
+/// The names of the URL's TCP hosts (its hostaddrs when it names no host), in order.
+fn tcp_hosts(config: &Config) -> Vec<String> {
+    if config.get_hosts().is_empty() {
+        return config
+            .get_hostaddrs()
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+    }
+    config
+        .get_hosts()
+        .iter()
+        .filter_map(|h| match h {
+            Host::Tcp(n) => Some(n.clone()),
+            Host::Unix(_) => None,
+        })
+        .collect()
+}
+
+/// The name TLS verifies: the URL's first TCP host, as `connector` takes it.
+fn tls_name(config: &Config) -> Option<String> {
+    tcp_hosts(config).into_iter().next()
+}
+
+/// `host:port` for a connect, an IPv6 literal in brackets.
+fn socket_addr(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
 }
 
 /// Connects to `endpoint` at `url` through `connector` (from `connector` above), trying the
@@ -203,7 +275,9 @@ pub(crate) async fn connect(
     timeout: Duration,
 ) -> Result<Conn, DriverError> {
     let sslmode::Settings {
-        mode, mut config, ..
+        mode,
+        mut config,
+        tls: tls_options,
     } = sslmode::settings(endpoint, url)?;
     let name = label(endpoint, Some(&config));
     let opt = |key: &str| option_text(endpoint, key).map_err(|e| DriverError::connect(&name, e));
@@ -261,7 +335,20 @@ pub(crate) async fn connect(
             )),
         };
         let conn = match result {
-            Ok(opened) => opened.into_conn(name.clone(), timeout),
+            Ok(opened) => {
+                let cancel = Canceller {
+                    token: opened.client.cancel_token(),
+                    place,
+                    port,
+                    label: name.clone(),
+                    tls: match (connector.is_tls(), tls_name(&config)) {
+                        (true, Some(host)) => Some((host, tls_options.clone())),
+                        _ => None,
+                    },
+                    timeout: connect_timeout,
+                };
+                opened.into_conn(name.clone(), timeout, cancel)
+            }
             Err(e) => {
                 failures.push(e);
                 continue;
@@ -287,6 +374,7 @@ pub(crate) async fn connect(
 }
 
 /// Where one of the URL's hosts is.
+#[derive(Clone)]
 enum Place {
     Tcp(String),
     Unix(std::path::PathBuf),
@@ -347,11 +435,7 @@ impl Attempt<'_> {
                 ),
             ));
         }
-        let addr = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
+        let addr = socket_addr(host, port);
         let wire = self.connector.tcp(&addr, self.connect_timeout).await?;
         let wire = PgWire::new(wire, self.connector, tls);
         let refused = wire.refused();
@@ -454,7 +538,7 @@ fn tls_alert(e: &tokio_postgres::Error, connector: &Connector) -> Option<String>
 }
 
 impl Opened {
-    fn into_conn(self, label: String, timeout: Duration) -> Conn {
+    fn into_conn(self, label: String, timeout: Duration, cancel: Canceller) -> Conn {
         let broken = Arc::new(Mutex::new(None));
         let task = (self.task)(Arc::clone(&broken));
         Conn {
@@ -464,6 +548,7 @@ impl Opened {
             broken,
             task,
             counters: self.counters,
+            cancel,
         }
     }
 }
@@ -519,6 +604,11 @@ async fn session_attrs(conn: &Conn, want: TargetSessionAttrs) -> Result<(), Driv
 }
 
 impl Conn {
+    /// What a cancel request for this session needs, to send from a task of its own.
+    pub(crate) fn canceller(&self) -> Canceller {
+        self.cancel.clone()
+    }
+
     /// `e` as a `DriverError`, with the reason the connection task saw when the connection
     /// is gone.
     pub(crate) fn error(&self, e: &tokio_postgres::Error) -> DriverError {
