@@ -148,14 +148,13 @@ pub(crate) struct Conn {
     /// The socket's byte counters when the session is under TLS, where the bytes on the
     /// network are not the protocol's framing.
     pub(crate) counters: Option<Arc<Counters>>,
-    cancel: Canceller,
+    cancel: Arc<Canceller>,
 }
 
 /// How to ask the server to cancel what a session runs: a connection of its own to the host
 /// the session is on, secured as the session was (the token's mode says whether to ask for
 /// TLS). The connection goes through a connector of its own, so that it is not counted among
 /// the phase's connections.
-#[derive(Clone)]
 pub(crate) struct Canceller {
     token: tokio_postgres::CancelToken,
     place: Place,
@@ -168,7 +167,7 @@ pub(crate) struct Canceller {
 
 impl Canceller {
     /// Sends the cancel request (the server answers nothing; it cancels, or not).
-    pub(crate) async fn send(self) -> Result<(), DriverError> {
+    pub(crate) async fn send(&self) -> Result<(), DriverError> {
         let failed = |e: tokio_postgres::Error| DriverError::connect(&self.label, describe(&e));
         let host = match &self.place {
             Place::Unix(path) => {
@@ -347,7 +346,7 @@ pub(crate) async fn connect(
                     },
                     timeout: connect_timeout,
                 };
-                opened.into_conn(name.clone(), timeout, cancel)
+                opened.into_conn(name.clone(), timeout, Arc::new(cancel))
             }
             Err(e) => {
                 failures.push(e);
@@ -538,7 +537,7 @@ fn tls_alert(e: &tokio_postgres::Error, connector: &Connector) -> Option<String>
 }
 
 impl Opened {
-    fn into_conn(self, label: String, timeout: Duration, cancel: Canceller) -> Conn {
+    fn into_conn(self, label: String, timeout: Duration, cancel: Arc<Canceller>) -> Conn {
         let broken = Arc::new(Mutex::new(None));
         let task = (self.task)(Arc::clone(&broken));
         Conn {
@@ -605,8 +604,8 @@ async fn session_attrs(conn: &Conn, want: TargetSessionAttrs) -> Result<(), Driv
 
 impl Conn {
     /// What a cancel request for this session needs, to send from a task of its own.
-    pub(crate) fn canceller(&self) -> Canceller {
-        self.cancel.clone()
+    pub(crate) fn canceller(&self) -> Arc<Canceller> {
+        Arc::clone(&self.cancel)
     }
 
     /// `e` as a `DriverError`, with the reason the connection task saw when the connection
