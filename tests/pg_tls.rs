@@ -276,6 +276,32 @@ async fn verify_full_against_a_self_signed_certificate_fails_with_the_reason() {
     assert!(e.message.contains("/nonexistent/ca.pem"), "{e}");
 }
 
+#[tokio::test]
+async fn hosts_are_tried_in_order() {
+    let Some(url) = servers::pg_server().await else {
+        return;
+    };
+    let config: tokio_postgres::Config = url.parse().unwrap();
+    let Some(tokio_postgres::config::Host::Tcp(host)) = config.get_hosts().first() else {
+        eprintln!("note: skipping: the test server is not on TCP");
+        return;
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = closed.local_addr().unwrap().port();
+    drop(closed);
+    let (creds, rest) = url.split_once('@').unwrap();
+    let db = rest.split_once('/').map_or("", |(_, d)| d);
+    let two = format!("{creds}@127.0.0.1:{dead},{host}:{port}/{db}");
+    let ep = endpoint(&[sslmode("require")]);
+    assert!(session_ssl(&ep, &two).await.unwrap());
+    let c = connector(&ep, &two);
+    let (mut w, _) = writer(&ep, &two, "wlrun_test_tls_hosts", &c).await.unwrap();
+    w.finish().await.unwrap();
+    // The refused host opened nothing.
+    assert_eq!(c.summary().opened, 1);
+}
+
 // The TLS-only cluster with its own CA.
 
 #[tokio::test]

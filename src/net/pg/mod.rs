@@ -695,6 +695,31 @@ mod tests {
         assert_eq!(label(&endpoint(), None), "db.pg");
     }
 
+    #[test]
+    fn unix_sockets_stay_in_clear_and_verify_full_wants_one_name() {
+        let word = |w: &str| Value::Symbol(w.into());
+        let full = test_endpoint(&[("sslmode", word("verify-full"))]);
+        let unix = "postgres://u@/db?host=/var/run/postgresql";
+        assert!(!connector(&full, unix).unwrap().is_tls());
+        let c = connector(&full, "postgres://u:secret@db.example:5433/db").unwrap();
+        assert_eq!(c.setup().unwrap().server_name, "db.example");
+        assert_eq!(c.label(), "db.pg (db.example:5433)");
+        let two = "postgres://u:secret@a.example:5432,b.example:5432/db";
+        let e = connector(&full, two).unwrap_err();
+        assert!(e.message.contains("tls_server_name"), "{e}");
+        assert!(!e.message.contains("secret"), "{e}");
+        let named = test_endpoint(&[
+            ("sslmode", word("verify-full")),
+            (
+                "tls_server_name",
+                Value::Str(crate::value::Text::lit("db.example")),
+            ),
+        ]);
+        assert!(connector(&named, two).unwrap().is_tls());
+        let disable = test_endpoint(&[("sslmode", word("disable"))]);
+        assert!(!connector(&disable, two).unwrap().is_tls());
+    }
+
     #[tokio::test]
     async fn an_invalid_url_is_a_connect_error_without_the_url() {
         let Err(e) = connect(
