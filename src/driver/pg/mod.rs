@@ -170,6 +170,7 @@ impl PgWriter {
     /// `socket_bytes` counts the payload and the framing of every message the send writes
     /// (Bind, Execute, Sync; for COPY also CopyData, CopyDone and the second Sync; the
     /// Parse/Describe/Sync of a statement prepared during the send), not TCP/IP overhead.
+    /// Under TLS it is what the socket wrote during the send, TLS records included.
     pub async fn send(&mut self, chunk: &Chunk) -> Result<Sent, DriverError> {
         if chunk.rows == 0 {
             return Ok(Sent {
@@ -177,6 +178,12 @@ impl PgWriter {
                 acked: true,
             });
         }
+        // Under TLS the socket's own count: records and handshake traffic are not framing.
+        let measured = self
+            .conn
+            .as_ref()
+            .and_then(|c| c.counters.clone())
+            .map(|c| (c.written(), c));
         let prepared = self.prepare().await?;
         let conn = self.conn.as_ref().ok_or_else(finished)?;
         let Some(statement) = &self.statement else {
@@ -249,25 +256,34 @@ impl PgWriter {
                 false,
             ));
         }
+        let socket_bytes = match measured {
+            Some((before, c)) => c.written().saturating_sub(before),
+            None => prepared + written,
+        };
         Ok(Sent {
-            socket_bytes: prepared + written,
+            socket_bytes,
             acked: true,
         })
     }
 
     /// Closes the session: the prepared statement's Close, then Terminate. Returns the bytes
-    /// those wrote; 0 when already closed.
+    /// those wrote (under TLS, what the socket wrote, close_notify included); 0 when already
+    /// closed.
     pub async fn finish(&mut self) -> Result<u64, DriverError> {
         let Some(conn) = self.conn.take() else {
             return Ok(0);
         };
+        let measured = conn.counters.clone().map(|c| (c.written(), c));
         let closed = if self.statement.take().is_some() {
             CLOSE_SYNC
         } else {
             0
         };
         conn.close().await?;
-        Ok(closed + TERMINATE)
+        Ok(match measured {
+            Some((before, c)) => c.written().saturating_sub(before),
+            None => closed + TERMINATE,
+        })
     }
 }
 

@@ -50,7 +50,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio_postgres::error::DbError;
 use tokio_postgres::types::Type;
-use tokio_postgres::{NoTls, SimpleQueryMessage, Statement};
+use tokio_postgres::{SimpleQueryMessage, Statement};
 
 mod checksums;
 mod params;
@@ -336,9 +336,11 @@ impl PgTransport {
     /// Asks the server, in the background, to cancel what this connection is running: a
     /// query that ran past its timeout should not keep the server busy.
     fn cancel(&self) {
-        let token = self.conn.client.cancel_token();
+        // Through net::pg: the session's socket was opened by wlrun (for TLS), so
+        // tokio-postgres's own cancel does not know the host.
+        let cancel = self.conn.canceller();
         tokio::spawn(async move {
-            let _ = tokio::time::timeout(CANCEL_WAIT, token.cancel_query(NoTls)).await;
+            let _ = tokio::time::timeout(CANCEL_WAIT, cancel.send()).await;
         });
     }
 }
