@@ -1,8 +1,8 @@
 //! TLS for tokio-postgres over wlrun's connector: `PgWire`, the counted socket tokio-postgres
 //! sends its SSLRequest on; `PgTls`, the `TlsConnect` that hands that socket to
-//! `Connector::handshake` (timed, counted full or resumed, the first byte armed); and
-//! `PgTlsStream`, the session, with the `tls-server-end-point` channel binding SCRAM-PLUS
-//! asks for.
+//! `Connector::handshake` (timed, counted full or resumed; the session above it timed by
+//! `Connector::timed`); and `PgTlsStream`, the session, with the `tls-server-end-point`
+//! channel binding SCRAM-PLUS asks for.
 
 use std::io;
 use std::pin::Pin;
@@ -16,7 +16,7 @@ use tokio::net::TcpStream;
 use tokio_postgres::tls::{ChannelBinding, TlsConnect, TlsStream};
 
 use crate::net::error::DriverError;
-use crate::net::tls::{Connector, Counters, Wire};
+use crate::net::tls::{Connector, Counters, Timed, Wire};
 
 /// The socket under tokio-postgres. While `watch` is set, the first byte read is the
 /// server's answer to the SSLRequest: an 'N' (no TLS) is noted in `refused`, and the wire is
@@ -135,7 +135,8 @@ impl TlsConnect<PgWire> for PgTls {
     fn connect(self, stream: PgWire) -> Handshake {
         Box::pin(async move {
             match self.connector.handshake(stream.wire, self.timeout).await {
-                Ok(tls) => Ok(PgTlsStream(Box::new(tls))),
+                // The session's first exchange (startup, authentication) timed above TLS.
+                Ok(tls) => Ok(PgTlsStream(Box::new(self.connector.timed(tls)))),
                 Err(e) => {
                     let text = e.message.clone();
                     if let Ok(mut slot) = self.failed.lock() {
@@ -149,7 +150,7 @@ impl TlsConnect<PgWire> for PgTls {
 }
 
 /// One PostgreSQL session under TLS.
-pub(crate) struct PgTlsStream(Box<tokio_rustls::client::TlsStream<Wire<TcpStream>>>);
+pub(crate) struct PgTlsStream(Box<Timed<tokio_rustls::client::TlsStream<Wire<TcpStream>>>>);
 
 impl AsyncRead for PgTlsStream {
     fn poll_read(
@@ -195,6 +196,7 @@ impl TlsStream for PgTlsStream {
     fn channel_binding(&self) -> ChannelBinding {
         let cert = self
             .0
+            .get_ref()
             .get_ref()
             .1
             .peer_certificates()

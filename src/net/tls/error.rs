@@ -80,7 +80,11 @@ fn certificate_failure(c: &CertificateError, cx: &Context<'_>) -> String {
             if presented.is_empty() {
                 "no name".to_string()
             } else {
-                presented.join(", ")
+                presented
+                    .iter()
+                    .map(|n| shown_name(n))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         ),
         CertificateError::Expired => "the server's certificate has expired".to_string(),
@@ -106,6 +110,13 @@ fn certificate_failure(c: &CertificateError, cx: &Context<'_>) -> String {
         CertificateError::Other(o) => format!("the server's certificate was refused: {o}"),
         other => format!("the server's certificate was refused: {other}"),
     }
+}
+
+/// A name as rustls presents it (`DnsName("db.local")`), as the certificate has it.
+fn shown_name(n: &str) -> &str {
+    n.strip_prefix("DnsName(\"")
+        .and_then(|r| r.strip_suffix("\")"))
+        .unwrap_or(n)
 }
 
 fn alert_failure(alert: AlertDescription, cx: &Context<'_>) -> String {
