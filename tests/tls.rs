@@ -704,7 +704,7 @@ fn mutual_tls_sends_the_client_certificate_and_keeps_the_key_out_of_the_run() {
     // Without a client certificate the server ends the handshake.
     let r = run(&requests(&url, &tls_ca(&pki), "/", 1, 5));
     eprintln!("no client certificate: {}", r.said());
-    r.assert_refused("svc.http", &["CertificateRequired"]);
+    r.assert_refused("svc.http", &["requires a client certificate", "tls_cert"]);
 
     let options = format!(
         "{}\n    tls_cert \"{}\"\n    tls_key \"{}\"",
