@@ -15,7 +15,8 @@
 //! `Pki::server_config`), and pipes the bytes of each connection to a new TCP connection to
 //! `backend`. It counts full and resumed handshakes (rustls's default server session cache
 //! resumes TLS 1.3 sessions) and keeps why each failed handshake failed. It runs on its own
-//! thread and runtime, like the in-test servers, and stops when dropped.
+//! thread and runtime, like the in-test servers, and stops when dropped. `TlsFront::relay` is
+//! the same relay in clear, for benches that set TLS's cost apart from the relay's.
 //!
 //! Tests: `#[path = "common/tls.rs"] mod tls;`; benches: `#[path = "../tests/common/tls.rs"]`.
 #![allow(dead_code)] // each test file and bench uses its own subset
@@ -239,6 +240,15 @@ impl TlsFront {
     /// Accepts TLS with `config` on a free port of 127.0.0.1 (ready when this returns) and
     /// pipes each connection to `backend`.
     pub fn start(backend: SocketAddr, config: Arc<ServerConfig>) -> TlsFront {
+        Self::listen(backend, Some(TlsAcceptor::from(config)))
+    }
+
+    /// The same relay without TLS: what the front costs apart from TLS (the benches' control).
+    pub fn relay(backend: SocketAddr) -> TlsFront {
+        Self::listen(backend, None)
+    }
+
+    fn listen(backend: SocketAddr, acceptor: Option<TlsAcceptor>) -> TlsFront {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         listener
             .set_nonblocking(true)
@@ -257,7 +267,7 @@ impl TlsFront {
                 runtime.block_on(async move {
                     let listener = TcpListener::from_std(listener).expect("a tokio listener");
                     tokio::select! {
-                        _ = accept(listener, TlsAcceptor::from(config), backend, c) => {}
+                        _ = accept(listener, acceptor, backend, c) => {}
                         _ = stopped => {}
                     }
                 });
@@ -312,15 +322,28 @@ impl Drop for TlsFront {
 
 async fn accept(
     listener: TcpListener,
-    acceptor: TlsAcceptor,
+    acceptor: Option<TlsAcceptor>,
     backend: SocketAddr,
     counts: Arc<Counts>,
 ) {
-    while let Ok((tcp, _)) = listener.accept().await {
+    while let Ok((mut tcp, _)) = listener.accept().await {
         let _ = tcp.set_nodelay(true);
         let acceptor = acceptor.clone();
         let counts = counts.clone();
         tokio::spawn(async move {
+            let Some(acceptor) = acceptor else {
+                if let Ok(mut plain) = TcpStream::connect(backend).await {
+                    let _ = plain.set_nodelay(true);
+                    let _ = tokio::io::copy_bidirectional_with_sizes(
+                        &mut tcp,
+                        &mut plain,
+                        1 << 16,
+                        1 << 16,
+                    )
+                    .await;
+                }
+                return;
+            };
             let handshake = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp));
             let mut tls = match handshake.await {
                 Ok(Ok(tls)) => tls,
