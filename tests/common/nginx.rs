@@ -7,6 +7,10 @@
 //! query would, `/NAME` answers a file put there with `Nginx::serve`, anything else 404. A
 //! server that accepts and never answers is a Rust `TcpListener`, not nginx.
 //!
+//! `Nginx::start_tls(program, cert, key)` also serves HTTPS on a second port (`https_url`),
+//! with that certificate (PEM files, e.g. tests/common/tls.rs's `Pki`): the same answers, and
+//! `/write` answering 204 as an ILP/HTTP server does, `/close` answering 200 and closing.
+//!
 //! Tests: `#[path = "common/nginx.rs"] mod nginx;` together with `common/servers.rs`, whose
 //! `missing` skips, or under CI=true fails, when nginx is not installed:
 //!
@@ -52,8 +56,15 @@ pub fn program() -> Option<PathBuf> {
 pub struct Nginx {
     child: Child,
     port: u16,
+    tls_port: Option<u16>,
     // Dropped after `drop` has stopped the process, so nginx never sees its prefix vanish.
     dir: tempfile::TempDir,
+}
+
+/// The HTTPS server's certificate and key files.
+struct TlsFiles<'a> {
+    cert: &'a Path,
+    key: &'a Path,
 }
 
 /// Why one start did not give a ready nginx.
@@ -67,6 +78,16 @@ impl Nginx {
     /// Starts nginx on a free loopback port and returns once it answers there. Panics, with
     /// nginx's logs, when it cannot start.
     pub fn start(program: &Path) -> Nginx {
+        Self::start_with(program, None)
+    }
+
+    /// `start`, and HTTPS on a second free port with the certificate chain `cert` and its key
+    /// `key` (PEM files readable by nginx's worker).
+    pub fn start_tls(program: &Path, cert: &Path, key: &Path) -> Nginx {
+        Self::start_with(program, Some(TlsFiles { cert, key }))
+    }
+
+    fn start_with(program: &Path, tls: Option<TlsFiles<'_>>) -> Nginx {
         let dir = tempfile::Builder::new()
             .prefix("wlrun-nginx.")
             .tempdir()
@@ -81,8 +102,22 @@ impl Nginx {
         loop {
             tries += 1;
             let port = free_port();
-            match Self::try_start(program, dir.path(), port) {
-                Ok(child) => return Nginx { child, port, dir },
+            let tls_port = tls.as_ref().map(|_| loop {
+                let p = free_port();
+                if p != port {
+                    break p;
+                }
+            });
+            let https = tls.as_ref().zip(tls_port);
+            match Self::try_start(program, dir.path(), port, https) {
+                Ok(child) => {
+                    return Nginx {
+                        child,
+                        port,
+                        tls_port,
+                        dir,
+                    }
+                }
                 Err(Failed::PortTaken) if tries < 5 => continue,
                 Err(Failed::PortTaken) => {
                     panic!("nginx found its reserved port taken {tries} times in a row")
@@ -92,17 +127,35 @@ impl Nginx {
         }
     }
 
-    fn try_start(program: &Path, prefix: &Path, port: u16) -> Result<Child, Failed> {
+    fn try_start(
+        program: &Path,
+        prefix: &Path,
+        port: u16,
+        tls: Option<(&TlsFiles<'_>, u16)>,
+    ) -> Result<Child, Failed> {
         let token = prefix
             .file_name()
             .expect("the temporary directory has a name")
             .to_string_lossy()
             .into_owned();
         let conf = prefix.join("nginx.conf");
-        let text = CONF
+        let mut text = CONF
             .replace("@PREFIX@", &prefix.display().to_string())
             .replace("@PORT@", &port.to_string())
             .replace("@TOKEN@", &token);
+        match tls {
+            Some((files, tls_port)) => {
+                text = text
+                    .replace("@TLS_PORT@", &tls_port.to_string())
+                    .replace("@CERT@", &files.cert.display().to_string())
+                    .replace("@KEY@", &files.key.display().to_string());
+            }
+            None => {
+                let start = text.find("#TLS{").expect("nginx.conf has a #TLS{ line");
+                let end = text.find("#}TLS").expect("nginx.conf has a #}TLS line");
+                text.replace_range(start..end + "#}TLS".len(), "");
+            }
+        }
         std::fs::write(&conf, text).expect("the nginx config is written");
         // Fresh logs each try, so a failure shows only its own.
         let stderr = std::fs::File::create(prefix.join("stderr.log")).expect("a log file");
@@ -151,6 +204,17 @@ impl Nginx {
     /// `http://127.0.0.1:PORT`, as a workload's `http "..."` endpoint takes it.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The HTTPS port, with `start_tls`.
+    pub fn tls_port(&self) -> Option<u16> {
+        self.tls_port
+    }
+
+    /// `https://127.0.0.1:TLS_PORT`, with `start_tls`.
+    pub fn https_url(&self) -> String {
+        let port = self.tls_port.expect("nginx was started with start_tls");
+        format!("https://127.0.0.1:{port}")
     }
 
     /// The master's process id (its worker is a child of it).

@@ -35,6 +35,30 @@ pub(crate) fn handshake_failure(e: &io::Error, cx: &Context<'_>) -> String {
     }
 }
 
+/// An error read on a connection whose handshake had completed, in words when it is the
+/// server refusing the client's certificate: under TLS 1.3 the client has finished its side of
+/// the handshake before the server checks the certificate, so the refusal is an alert on the
+/// first read, not a failed handshake. Any other error is left as it is.
+pub(crate) fn after_handshake(e: io::Error) -> io::Error {
+    use AlertDescription as A;
+    let Some(rustls::Error::AlertReceived(alert)) =
+        e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>())
+    else {
+        return e;
+    };
+    let why = match alert {
+        A::CertificateRequired => format!(
+            "the server refused the TLS session ({alert:?}): it requires a client certificate \
+             (`tls_cert` and `tls_key`)"
+        ),
+        A::UnknownCA | A::BadCertificate | A::CertificateUnknown | A::CertificateExpired => {
+            format!("the server refused wlrun's client certificate ({alert:?})")
+        }
+        _ => return e,
+    };
+    io::Error::new(e.kind(), why)
+}
+
 fn rustls_failure(e: &rustls::Error, cx: &Context<'_>) -> String {
     use rustls::Error as E;
     match e {

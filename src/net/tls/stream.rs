@@ -292,7 +292,13 @@ impl AsyncRead for Stream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        both!(self, s => s.poll_read(cx, buf))
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => match Pin::new(s.as_mut()).poll_read(cx, buf) {
+                Poll::Ready(Err(e)) => Poll::Ready(Err(super::error::after_handshake(e))),
+                other => other,
+            },
+        }
     }
 }
 
