@@ -39,7 +39,11 @@ mod run;
 
 #[path = "common/stats.rs"]
 mod stats;
+
+#[path = "common/wrk.rs"]
+mod wrk;
 use stats::median;
+use wrk::{run_wrk, Measured};
 
 #[path = "../tests/common/nginx.rs"]
 mod nginx;
@@ -48,7 +52,6 @@ use nginx::{find_program, Nginx};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use wlrun::report::{PhaseReport, RequestReport};
@@ -90,61 +93,6 @@ fn check_server(port: u16) -> Result<(), String> {
     match answer.lines().next() {
         Some(l) if l.starts_with("HTTP/1.1 200") => Ok(()),
         first => Err(format!("POST /query answered {first:?}")),
-    }
-}
-
-struct Measured {
-    rps: f64,
-    cpu_us_per_request: f64,
-}
-
-/// wrk's figures: requests/s, and its CPU (user + system, from the shell's `times`) over its
-/// request count. Warns about non-2xx answers and socket errors.
-fn run_wrk(dir: &Path, command: &str) -> Measured {
-    let out = Command::new("bash")
-        .args(["-c", &format!("{command}; times")])
-        .current_dir(dir)
-        .output()
-        .expect("bash runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let fail = |what: &str| -> ! {
-        panic!(
-            "{command}: {what} in its output:\n{text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    };
-    let requests: f64 = text
-        .lines()
-        .find(|l| l.contains(" requests in "))
-        .and_then(|l| l.split_whitespace().next()?.parse().ok())
-        .unwrap_or_else(|| fail("no `N requests in`"));
-    let rps: f64 = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| fail("no `Requests/sec:`"));
-    for l in text.lines() {
-        let l = l.trim();
-        if l.starts_with("Non-2xx or 3xx responses") || l.starts_with("Socket errors") {
-            println!("  warning: {command}: {l}");
-        }
-    }
-    // `times` prints the shell's own times, then its children's: `0m1.230s 0m0.450s`.
-    let secs = |t: &str| -> Option<f64> {
-        let (m, s) = t.trim_end_matches('s').split_once('m')?;
-        Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
-    };
-    let cpu = text
-        .lines()
-        .last()
-        .and_then(|children| {
-            let mut parts = children.split_whitespace();
-            Some(secs(parts.next()?)? + secs(parts.next()?)?)
-        })
-        .unwrap_or_else(|| fail("no `times`"));
-    Measured {
-        rps,
-        cpu_us_per_request: cpu * 1e6 / requests.max(1.0),
     }
 }
 

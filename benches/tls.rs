@@ -23,6 +23,10 @@ mod run;
 
 #[path = "common/stats.rs"]
 mod stats;
+
+#[path = "common/wrk.rs"]
+mod wrk;
+use wrk::{run_wrk, Measured};
 #[path = "common/tsbs.rs"]
 mod tsbs;
 use stats::median;
@@ -35,7 +39,6 @@ mod qwp_ingest_server;
 mod tls;
 
 use std::path::Path;
-use std::process::Command;
 
 use nginx::{find_program, Nginx};
 use qwp_ingest_server::QwpServer;
@@ -54,58 +57,6 @@ fn env_number(name: &str, default: u64) -> u64 {
             .filter(|n| *n > 0)
             .unwrap_or_else(|| panic!("{name}={v}: expected a whole number above 0")),
         Err(_) => default,
-    }
-}
-
-struct Measured {
-    rps: f64,
-    cpu_us_per_request: f64,
-}
-
-/// wrk's requests/s and CPU (user + system of the shell's children) per request.
-fn run_wrk(dir: &Path, command: &str) -> Measured {
-    let out = Command::new("bash")
-        .args(["-c", &format!("{command}; times")])
-        .current_dir(dir)
-        .output()
-        .expect("bash runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let fail = |what: &str| -> ! {
-        panic!(
-            "{command}: {what} in its output:\n{text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    };
-    let requests: f64 = text
-        .lines()
-        .find(|l| l.contains(" requests in "))
-        .and_then(|l| l.split_whitespace().next()?.parse().ok())
-        .unwrap_or_else(|| fail("no `N requests in`"));
-    let rps: f64 = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| fail("no `Requests/sec:`"));
-    for l in text.lines().map(str::trim) {
-        if l.starts_with("Non-2xx or 3xx responses") || l.starts_with("Socket errors") {
-            println!("  warning: {command}: {l}");
-        }
-    }
-    let secs = |t: &str| -> Option<f64> {
-        let (m, s) = t.trim_end_matches('s').split_once('m')?;
-        Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
-    };
-    let cpu = text
-        .lines()
-        .last()
-        .and_then(|children| {
-            let mut parts = children.split_whitespace();
-            Some(secs(parts.next()?)? + secs(parts.next()?)?)
-        })
-        .unwrap_or_else(|| fail("no `times`"));
-    Measured {
-        rps,
-        cpu_us_per_request: cpu * 1e6 / requests.max(1.0),
     }
 }
 
