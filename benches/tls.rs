@@ -152,9 +152,9 @@ fn https_vs_wrk(runs: usize, seconds: u64) {
     }
 }
 
-/// Rows/s (the report's send rate) and socket bytes per row of one replayed QWP ingest to
-/// `url`.
-fn qwp_ingest(url: &str, options: &str, minutes: u64) -> (f64, f64) {
+/// Rows/s (the report's send rate), socket bytes per row and the client's CPU per row (ns) of
+/// one replayed QWP ingest to `url`.
+fn qwp_ingest(url: &str, options: &str, minutes: u64) -> (f64, f64, f64) {
     let text = format!(
         "{}target t {{ qwp \"{url}\" {{ {options} }} }}\n\
          ingest load {{ into t via qwp table \"cpu\" rows tsbs.cpu batch 10_000 rows workers 1 replay }}\n",
@@ -172,6 +172,7 @@ fn qwp_ingest(url: &str, options: &str, minutes: u64) -> (f64, f64) {
             (
                 r.send_rows_per_s.expect("long enough to be a rate"),
                 r.socket_bytes_per_row.unwrap_or(f64::NAN),
+                r.client_cpu_s.unwrap_or(f64::NAN) * 1e9 / r.rows_sent.max(1) as f64,
             )
         }
         PhaseReport::NotRun { reason, .. } => panic!("not run: {reason}"),
@@ -190,13 +191,15 @@ fn wss_vs_ws(runs: usize, minutes: u64) {
     );
     let (mut ws, mut relay, mut wss) = (Vec::new(), Vec::new(), Vec::new());
     let (mut ws_bytes, mut wss_bytes) = (0.0, 0.0);
+    let (mut ws_cpu, mut wss_cpu) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         // A fresh server each run: it keeps every row it decoded.
         {
             let server = QwpServer::start(qwp_ingest_server::Config::default());
-            let (r, b) = qwp_ingest(&server.url(), "", minutes);
+            let (r, b, cpu) = qwp_ingest(&server.url(), "", minutes);
             ws.push(r);
             ws_bytes = b;
+            ws_cpu.push(cpu);
         }
         {
             let server = QwpServer::start(qwp_ingest_server::Config::default());
@@ -208,19 +211,21 @@ fn wss_vs_ws(runs: usize, minutes: u64) {
             let server = QwpServer::start(qwp_ingest_server::Config::default());
             let front = TlsFront::start(server.addr(), config.clone());
             let url = format!("wss://127.0.0.1:{}", front.port());
-            let (r, b) = qwp_ingest(&url, &ca, minutes);
+            let (r, b, cpu) = qwp_ingest(&url, &ca, minutes);
             wss.push(r);
             wss_bytes = b;
+            wss_cpu.push(cpu);
         }
     }
     let (a, b, c) = (median(ws), median(relay), median(wss));
+    let (ws_cpu, wss_cpu) = (median(ws_cpu), median(wss_cpu));
     println!(
-        "  ws://          {:>6.3} M rows/s  {ws_bytes:.1} B/row on the socket",
+        "  ws://          {:>6.3} M rows/s  {ws_bytes:.1} B/row on the socket  client {ws_cpu:.0} ns CPU/row",
         a / 1e6
     );
     println!("  ws:// relay    {:>6.3} M rows/s", b / 1e6);
     println!(
-        "  wss:// front   {:>6.3} M rows/s  {wss_bytes:.1} B/row on the socket",
+        "  wss:// front   {:>6.3} M rows/s  {wss_bytes:.1} B/row on the socket  client {wss_cpu:.0} ns CPU/row",
         c / 1e6
     );
     println!(
