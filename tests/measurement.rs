@@ -278,11 +278,15 @@ fn open_loop_against_nginx_keeps_its_schedule_or_says_how_far_it_got() {
         assert_eq!(code, 0, "{err}\n{p}");
         adds_up(p);
         assert_eq!(u(&p["scheduled"]), 2000, "{p}");
-        assert_eq!(p["achieved_rate"].as_f64(), Some(1.0), "{p}");
+        // A machine busy with other work can hold the last send past the end (it is then
+        // unsent, and said so): the schedule must be kept in one of the tries.
+        let achieved = p["achieved_rate"].as_f64();
         let lat = u(&p["latency"]["p50_us"]);
         let svc = u(&p["service"]["p50_us"]);
-        seen.push(format!("latency p50 {lat} us, service p50 {svc} us"));
-        if lat.saturating_sub(svc) < 20 {
+        seen.push(format!(
+            "achieved {achieved:?}, latency p50 {lat} us, service p50 {svc} us"
+        ));
+        if achieved == Some(1.0) && lat.saturating_sub(svc) < 20 {
             break;
         }
         assert!(seen.len() < TRIES, "{seen:#?}");
