@@ -152,8 +152,9 @@ fn https_vs_wrk(runs: usize, seconds: u64) {
     }
 }
 
-/// Rows/s (the report's send rate), socket bytes per row and the client's CPU per row (ns) of
-/// one replayed QWP ingest to `url`.
+/// Rows/s (the report's send rate), socket bytes per row and CPU per row (ns) of one replayed
+/// QWP ingest to `url`. The CPU is the bench process's: the client, and the in-test server and
+/// the TLS front that run in it.
 fn qwp_ingest(url: &str, options: &str, minutes: u64) -> (f64, f64, f64) {
     let text = format!(
         "{}target t {{ qwp \"{url}\" {{ {options} }} }}\n\
@@ -220,12 +221,12 @@ fn wss_vs_ws(runs: usize, minutes: u64) {
     let (a, b, c) = (median(ws), median(relay), median(wss));
     let (ws_cpu, wss_cpu) = (median(ws_cpu), median(wss_cpu));
     println!(
-        "  ws://          {:>6.3} M rows/s  {ws_bytes:.1} B/row on the socket  client {ws_cpu:.0} ns CPU/row",
+        "  ws://          {:>6.3} M rows/s  {ws_bytes:.1} B/row on the socket  process {ws_cpu:.0} ns CPU/row",
         a / 1e6
     );
     println!("  ws:// relay    {:>6.3} M rows/s", b / 1e6);
     println!(
-        "  wss:// front   {:>6.3} M rows/s  {wss_bytes:.1} B/row on the socket  client {wss_cpu:.0} ns CPU/row",
+        "  wss:// front   {:>6.3} M rows/s  {wss_bytes:.1} B/row on the socket  process {wss_cpu:.0} ns CPU/row",
         c / 1e6
     );
     println!(
