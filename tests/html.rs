@@ -314,10 +314,11 @@ fn every_chart_of_a_real_runs_page_renders_in_chromium_without_console_errors() 
     )
     .unwrap();
     // Two cells by `hosts`, and an open-loop request run, so every kind of phase and chart
-    // is on the page.
+    // is on the page. Enough hosts that each cell's load outlasts a few 50 ms intervals: a
+    // phase shorter than a quarter of each of its intervals draws no rate over time.
     let workload = quickstart.replacen(
         "param hosts = 10\n",
-        "param hosts = 10\nmatrix { hosts in [10, 40] }\n",
+        "param hosts = 10\nmatrix { hosts in [40, 80] }\n",
         1,
     ) + &format!(
         "\ntarget svc {{ http \"{}\" }}\nrun hits {{\n  against svc.http\n  request GET \"/x\"\n  \
@@ -349,7 +350,7 @@ fn every_chart_of_a_real_runs_page_renders_in_chromium_without_console_errors() 
         text.contains("<th>cell</th><th>hosts</th><th>start</th>"),
         "parameters"
     );
-    assert!(text.contains("<td class=\"n\">2</td><td>40</td><td>2016-01-01T00:00:00Z</td>"));
+    assert!(text.contains("<td class=\"n\">2</td><td>80</td><td>2016-01-01T00:00:00Z</td>"));
 
     // `wlrun report --html` gives the same page from the directory.
     let again = wlrun(work.path(), &["report", "out", "--html"]);
