@@ -774,6 +774,16 @@ fn tls_verify_false_takes_any_certificate_and_says_so() {
         plan.contains("tls_verify"),
         "the plan keeps the endpoint's tls_verify: {plan}"
     );
+    // So do the page and the phase's warnings.
+    let page = std::fs::read_to_string(r.dir.path().join("res/report.html")).unwrap();
+    assert!(page.contains("NOT VERIFIED"), "report.html says so");
+    let warned = r.phase()["warnings"].as_array().unwrap();
+    assert!(
+        warned
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("TLS without verification")),
+        "{warned:?}"
+    );
     // The human output says it loudly.
     let human = run_args(&wl, &[]);
     human.assert_ok();

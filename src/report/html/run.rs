@@ -446,10 +446,12 @@ fn cell_section(out: &mut String, cell: &CellReport, dir: Option<&Path>) {
         cell.index, cell.index
     );
     for p in &cell.phases {
-        let (endpoint, series, ingest, unit) = match p {
-            PhaseReport::Ingest(r) => (&r.endpoint, &r.series, true, "rows/s"),
-            PhaseReport::Queries(r) => (&r.endpoint, &r.series, false, "queries/s"),
-            PhaseReport::Requests(r) => (&r.endpoint, &r.series, false, "requests/s"),
+        let (endpoint, series, ingest, unit, connecting) = match p {
+            PhaseReport::Ingest(r) => (&r.endpoint, &r.series, true, "rows/s", &r.connecting),
+            PhaseReport::Queries(r) => (&r.endpoint, &r.series, false, "queries/s", &r.connecting),
+            PhaseReport::Requests(r) => {
+                (&r.endpoint, &r.series, false, "requests/s", &r.connecting)
+            }
             PhaseReport::NotRun { name, reason } => {
                 let _ = write!(
                     out,
@@ -472,6 +474,16 @@ fn cell_section(out: &mut String, cell: &CellReport, dir: Option<&Path>) {
             esc(phase_name(p)),
             esc(endpoint)
         );
+        // TLS as the terminal shows it: what was negotiated and verified, and the handshakes.
+        if let Some(c) = connecting {
+            for line in c.tls_lines().lines() {
+                let _ = write!(
+                    out,
+                    "<p class=\"meta\">{}</p>",
+                    esc(line.trim_start().trim_start_matches("tls "))
+                );
+            }
+        }
         let mut charts = Vec::new();
         let mut note = None;
         match (series, dir) {
