@@ -250,6 +250,7 @@ fn ingest_phase(
         calibration: None,
         series: Some(f.sref),
         connecting: None,
+        schedule: None,
     }
 }
 

@@ -6,6 +6,7 @@
 //! where their chunks come from, `verdict` the visibility count and the judging at the end.
 
 mod feed;
+mod rate;
 mod verdict;
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use super::admin;
+use super::pace::Pacer;
 use super::producer::{self, Produced};
 use super::series::{Recorder, Slot};
 use super::{cpu, progress, resolve_url, timeouts, RunEnv, STOP_GRACE};
@@ -25,6 +27,7 @@ use crate::plan::{EndpointPlan, IngestPhase};
 use crate::report::{rate, Calibration, ErrorCount, IngestReport, Latency, RateCounts, Status};
 use crate::value::Value;
 use feed::{preencode_all, Feed, Rows};
+use rate::{Kept, Schedule};
 use verdict::{judge, verify};
 
 /// Counters the progress ticker reads while the workers run.
@@ -79,6 +82,8 @@ struct Worker {
     rows_cut_off: u64,
     /// Closing the connection (a flush, QWP's last acknowledgements) ran into the hard stop.
     close_cut_off: bool,
+    /// `rate R`: how this worker's schedule was kept.
+    kept: Kept,
 }
 
 impl Worker {
@@ -98,6 +103,7 @@ impl Worker {
             at_duration: false,
             rows_cut_off: 0,
             close_cut_off: false,
+            kept: Kept::default(),
         }
     }
 
@@ -155,6 +161,8 @@ pub async fn run(
         };
         null.verify = None;
         null.calibrate = false;
+        // The ceiling is the client's unpaced speed: a schedule would only measure itself.
+        null.rate = None;
         let encoding = Driver::encoding(&phase.endpoint);
         let (ceiling, _) = send_all(
             env,
@@ -257,6 +265,7 @@ fn empty_report(phase: &IngestPhase) -> IngestReport {
         calibration: None,
         series: None,
         connecting: None,
+        schedule: None,
     }
 }
 
@@ -352,6 +361,11 @@ async fn send_all(
     // Nothing is timed before this: with `replay`, the encoding is done.
     let started = Instant::now();
     let limit = Limit::of(phase, started);
+    let rows_per_s = match phase.rate {
+        Some(Value::Rate(r)) if r > 0.0 => Some(r),
+        _ => None,
+    };
+    let schedule = rows_per_s.map(|r| Schedule::new(started, r, n));
     series.measure(started);
     let mut tasks = Vec::new();
     for (w, feed) in feeds.into_iter().enumerate() {
@@ -372,7 +386,7 @@ async fn send_all(
             feed,
             (live.clone(), series.slot()),
             env.stop.clone(),
-            limit,
+            (limit, schedule),
         )));
     }
     let acks = Driver::acknowledges(&phase.endpoint.kind);
@@ -390,7 +404,7 @@ async fn send_all(
             (live.rows_sent.load(Ordering::Relaxed), extra)
         })
     });
-    let mut results = Vec::new();
+    let mut results: Vec<Worker> = Vec::new();
     for t in tasks {
         match t.await {
             Ok(w) => results.push(w),
@@ -441,6 +455,22 @@ async fn send_all(
         report.rows_per_worker.push(w.rows_sent);
     }
     report.rows_acked = acks.then_some(acked);
+    if let Some(r) = rows_per_s {
+        let kept: Vec<Kept> = results
+            .iter_mut()
+            .map(|w| std::mem::take(&mut w.kept))
+            .collect();
+        let planned = report
+            .rows_expected
+            .map(|p| p.saturating_sub(report.rows_dropped));
+        report.schedule = Some(rate::account(
+            r,
+            &kept,
+            report.rows_sent + report.rows_cut_off,
+            report.rows_cut_off,
+            planned,
+        ));
+    }
     let elapsed = match (first, last) {
         (Some(a), Some(b)) => b.0.duration_since(a.0),
         _ => Duration::ZERO,
@@ -511,7 +541,7 @@ async fn worker(
     mut feed: Feed,
     (live, series): (Arc<Live>, Slot),
     stop: Arc<AtomicBool>,
-    limit: Option<Limit>,
+    (limit, schedule): (Option<Limit>, Option<Schedule>),
 ) -> Worker {
     let mut w = Worker::new();
     let live = &Counters {
@@ -536,11 +566,14 @@ async fn worker(
             None
         }
     };
+    // Rows put into batches so far (sent, rejected or cut off): the next batch's slot.
+    let mut taken = 0u64;
     if let Some(d) = driver.as_mut() {
         let mut healthy = true;
         // A batch abandoned at the hard stop leaves the connection mid-request: it is dropped,
         // not closed.
         let mut abandoned = false;
+        let mut pacer = Pacer::default();
         loop {
             if stop.load(Ordering::Relaxed) {
                 break;
@@ -548,6 +581,15 @@ async fn worker(
             if !d.usable() {
                 healthy = false;
                 break;
+            }
+            let slot = schedule.map(|s| s.at(taken));
+            if let (Some(at), Some(l)) = (slot, limit) {
+                if at >= l.deadline {
+                    // The schedule's last slot inside the span has gone.
+                    w.at_duration = true;
+                    w.complete = healthy;
+                    break;
+                }
             }
             let next = match limit {
                 Some(l) => tokio::select! {
@@ -574,9 +616,24 @@ async fn worker(
                     break;
                 }
             };
+            if let Some(at) = slot {
+                if !pacer.until(at, &stop).await {
+                    break;
+                }
+                if limit.is_some_and(|l| Instant::now() >= l.deadline) {
+                    // Behind schedule past the span: these rows stay unsent.
+                    w.at_duration = true;
+                    w.complete = healthy;
+                    break;
+                }
+            }
             w.rows_generated += chunk.generated;
             w.rows_dropped += chunk.generated - chunk.rows;
+            taken += chunk.rows;
             let started = Instant::now();
+            if slot.is_some() {
+                w.kept.sends.start(started, slot);
+            }
             w.first_send
                 .get_or_insert_with(|| (started, cpu::process_cpu_seconds()));
             let result = within(limit, d.send(&chunk)).await;
@@ -605,6 +662,10 @@ async fn worker(
                     let took = now - started;
                     let us = took.as_micros().max(1) as u64;
                     let _ = w.latency.record(us.min(3_600_000_000));
+                    if let Some(at) = slot {
+                        let us = now.saturating_duration_since(at).as_micros().max(1) as u64;
+                        let _ = w.kept.intended.record(us.min(3_600_000_000));
+                    }
                     live.series.written(now, took);
                 }
                 Err(e) => {
@@ -649,6 +710,15 @@ async fn worker(
         if !healthy || abandoned {
             w.complete = false;
         }
+    }
+    if let Some(s) = schedule {
+        // Stopped by the span: every slot inside it was due. Otherwise the data ended first
+        // and the schedule held what was taken.
+        w.kept.scheduled_rows = match limit {
+            // A worker that never connected missed its whole span too.
+            Some(l) if w.at_duration || driver.is_none() => s.rows_within(l.duration).max(taken),
+            _ => taken,
+        };
     }
     w.done = Some((Instant::now(), cpu::process_cpu_seconds()));
     // An abandoned connection is dropped here, before the producer is joined.

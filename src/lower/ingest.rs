@@ -4,7 +4,7 @@
 use super::schema::lower_schema;
 use super::target::{self as targets, Operation};
 use super::values::{
-    bounded_int, duration, join, missing, not_unit, positive_int, single, text_value, word,
+    bounded_int, duration, join, missing, not_unit, positive_int, rate, single, text_value, word,
     MAX_BATCH_ROWS, MAX_WORKERS, SIZE,
 };
 use super::via::{count_endpoint, count_query, target_name, via_name};
@@ -69,8 +69,10 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         None => Some(None),
         Some(c) => duration(ev, &c.value, &scope, false).map(|d| Some(Value::Duration(d))),
     };
+    let ingest_rate = ingest_rate(ev, i, &scope);
     // Every clause above is checked before giving up, so all their mistakes show at once.
     let (
+        Some(ingest_rate),
         Some(batch_rows),
         Some(workers),
         Some(ack),
@@ -79,6 +81,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         Some(verify),
         Some(ingest_duration),
     ) = (
+        ingest_rate,
         batch_rows,
         workers,
         ack,
@@ -123,6 +126,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         calibrate: !i.calibrate.is_empty(),
         replay_budget: replay_budget?,
         duration: ingest_duration,
+        rate: ingest_rate,
     };
     targets::check_store_admin(
         ev,
@@ -318,6 +322,27 @@ fn ingest_ack(ev: &Eval<'_>, i: &ast::Ingest, ep: &ast::Endpoint, scope: &Scope)
         );
     }
     Some(ack)
+}
+
+/// `rate R [fixed]`: rows per second, `Some(None)` without it. Batches leave on a fixed
+/// schedule only: a Poisson schedule of batches would make the row rate depend on the batch
+/// size, so it is refused.
+fn ingest_rate(ev: &Eval<'_>, i: &ast::Ingest, scope: &Scope) -> Option<Option<Value>> {
+    let Some(c) = single(ev, &i.rate, |c| c.span, "rate") else {
+        return Some(None);
+    };
+    if c.value.arrival == Some(ast::Arrival::Poisson) {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0203,
+                c.span,
+                "an ingest's rate is a fixed schedule of rows",
+            )
+            .label("`poisson` arrivals are for query and request runs")
+            .note("write `rate 50_000/s` (or `rate 50_000/s fixed`)"),
+        );
+    }
+    rate(ev, &c.value.rate, scope).map(|r| Some(Value::Rate(r)))
 }
 
 /// `setup recreate | truncate | shared` and `teardown keep | drop`.

@@ -216,6 +216,31 @@ pub fn listing(plan: &Plan) -> String {
                             .map(|d| format!("  duration {d}"))
                             .unwrap_or_default()
                     );
+                    if let Some(Value::Rate(r)) = &p.rate {
+                        let _ = writeln!(
+                            o,
+                            "    rate {}: batches on a fixed schedule, {} per worker{}",
+                            crate::value::fmt_rate(*r),
+                            crate::value::fmt_rate(r / p.workers.max(1) as f64),
+                            match (&p.duration, p.rows_expected) {
+                                // R x D rows, or the data's, whichever is fewer.
+                                (Some(d @ Value::Duration(ns)), e) => {
+                                    let span = (r * *ns as f64 / 1e9).ceil() as u64;
+                                    format!(
+                                        "; {} rows scheduled in {d}",
+                                        thousands(e.map_or(span, |e| e.min(span)))
+                                    )
+                                }
+                                (None, Some(e)) => format!(
+                                    "; the schedule spans {}",
+                                    crate::net::fmt::fmt_duration(
+                                        std::time::Duration::from_secs_f64(e as f64 / r)
+                                    )
+                                ),
+                                _ => String::new(),
+                            }
+                        );
+                    }
                     if let Some(b) = p.replay_budget {
                         let _ = writeln!(
                             o,

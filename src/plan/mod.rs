@@ -231,6 +231,10 @@ pub struct IngestPhase {
     pub replay_budget: Option<u64>,
     /// `duration D` (a `Value::Duration`): sending stops after it, whatever rows are left.
     pub duration: Option<Value>,
+    /// `rate R` (a `Value::Rate`, rows per second): batches leave on a fixed schedule, each
+    /// worker at R / workers. Absent from the plan's JSON without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Value>,
 }
 
 #[derive(Clone, Debug, Serialize)]

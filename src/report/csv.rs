@@ -181,6 +181,13 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.set("batch_max_us", r.batch_latency.max_us);
             row.opt("client_cpu_s", r.client_cpu_s);
             row.set("errors", r.errors.values().map(|e| e.count).sum::<u64>());
+            // `rate R`: the open-loop columns of query runs, counted in rows.
+            if let Some(s) = &r.schedule {
+                row.set("scheduled", s.scheduled_rows);
+                row.set("cut_off", s.cut_off_rows);
+                row.set("unsent", s.unsent_rows);
+                row.set("achieved_rate", s.achieved_rate);
+            }
             row.connecting(r.connecting.as_ref());
             vec![row]
         }

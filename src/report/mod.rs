@@ -247,6 +247,34 @@ pub struct IngestReport {
     /// connected (sqlite, null, a phase refused before connecting) and in older reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connecting: Option<connections::ConnectionsReport>,
+    /// `rate R`: how the fixed schedule of rows was kept; absent without a rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<IngestSchedule>,
+}
+
+/// A rate-controlled ingest's open-loop accounting, in rows and batches:
+/// `scheduled_rows = rows_sent + cut_off_rows + unsent_rows` (rows the encoding dropped are
+/// outside the schedule, as they are outside `rows_sent`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct IngestSchedule {
+    /// The asked rate, rows per second, across all workers.
+    pub rate_rows_per_s: f64,
+    /// Rows whose slot fell inside the phase's span (its `duration`, or the data's end).
+    pub scheduled_rows: u64,
+    /// Rows of batches abandoned at the hard stop (the report's `rows_cut_off`).
+    pub cut_off_rows: u64,
+    /// Scheduled, never sent: the client or the server fell behind.
+    pub unsent_rows: u64,
+    /// (rows sent + cut off) over scheduled, a fraction.
+    pub achieved_rate: f64,
+    /// Batches sent more than 1 ms after their slot, and their share of the batches sent.
+    pub late_batches: u64,
+    pub late_share: Option<f64>,
+    /// Actual minus intended send time, per batch.
+    pub send_lag: Latency,
+    /// Intended send time -> acknowledgement (or -> written), per batch: what a steady
+    /// producer would have waited, queueing included.
+    pub batch_latency_intended: Latency,
 }
 
 /// What a query run and a request run report alike, in report.json's order. `K` is the kind's

@@ -173,6 +173,7 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
                 calibration: None,
                 series: Some(reference),
                 connecting: None,
+                schedule: None,
             }))
         }
         Series::Run(rows) => {

@@ -404,6 +404,22 @@ fn ingest_summary(r: &IngestReport) -> String {
         head += &format!(" {}", r.rate_counts.as_str());
     }
     let mut parts = vec![head];
+    if let Some(s) = &r.schedule {
+        parts.push(format!(
+            "asked {}: {:.1}% of {} scheduled rows sent{}, {} late (send lag p99 {})",
+            crate::value::fmt_rate(s.rate_rows_per_s),
+            100.0 * s.achieved_rate,
+            thousands(s.scheduled_rows),
+            if s.unsent_rows > 0 {
+                format!(" ({} unsent)", thousands(s.unsent_rows))
+            } else {
+                String::new()
+            },
+            s.late_share
+                .map_or_else(|| "none".to_string(), |l| format!("{:.1}%", 100.0 * l)),
+            ms(s.send_lag.p99_us)
+        ));
+    }
     if r.rows_cut_off > 0 {
         parts.push(format!(
             "{} cut off in flight at the duration",

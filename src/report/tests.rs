@@ -226,6 +226,7 @@ fn ingest_report(status: Status) -> IngestReport {
         }),
         series: None,
         connecting: None,
+        schedule: None,
     }
 }
 

@@ -295,6 +295,8 @@ pub struct Ingest {
     pub replay: Vec<Replay>,
     /// `duration D`: sending stops after `D`, whatever is left.
     pub duration: Vec<Clause<Expr>>,
+    /// `rate R`: rows per second, sent on a fixed schedule (open loop).
+    pub rate: Vec<Clause<Rate>>,
     pub span: Span,
 }
 

@@ -130,7 +130,7 @@ pub fn rule_name(rule: &Rule) -> &'static str {
         Rule::per_unit => "`series` or `row`",
         Rule::null_clause => "`null P%`",
         Rule::ingest => "an ingest block",
-        Rule::ingest_clause => "an ingest clause (`into`, `rows`, `batch`, `workers`, `ack`, `setup`, `teardown`, `verify`, `calibrate`, `replay`)",
+        Rule::ingest_clause => "an ingest clause (`into`, `rows`, `batch`, `workers`, `ack`, `setup`, `teardown`, `verify`, `calibrate`, `replay`, `duration`, `rate`)",
         Rule::into_clause => "`into TARGET via ENDPOINT`",
         Rule::via_endpoints => "an endpoint name or a list of them",
         Rule::endpoint_list => "a list of endpoint names",

@@ -191,6 +191,13 @@ fn item_sexpr(o: &mut String, item: &Item) {
                 o.push(')');
             }
             clauses(o, "duration", &i.duration);
+            for c in &i.rate {
+                let _ = write!(o, "\n  (rate {}", expr(&c.value.rate));
+                if let Some(a) = c.value.arrival {
+                    let _ = write!(o, " {}", arrival(a));
+                }
+                o.push(')');
+            }
             o.push(')');
         }
         Item::Query(q) => {
@@ -271,11 +278,7 @@ fn item_sexpr(o: &mut String, item: &Item) {
             for c in &r.rate {
                 let _ = write!(o, "\n  (rate {}", expr(&c.value.rate));
                 if let Some(a) = c.value.arrival {
-                    let a = match a {
-                        Arrival::Fixed => "fixed",
-                        Arrival::Poisson => "poisson",
-                    };
-                    let _ = write!(o, " {a}");
+                    let _ = write!(o, " {}", arrival(a));
                 }
                 o.push(')');
             }
@@ -435,4 +438,11 @@ pub fn expr(e: &Expr) -> String {
         }
     }
     E(e).to_string()
+}
+
+fn arrival(a: Arrival) -> &'static str {
+    match a {
+        Arrival::Fixed => "fixed",
+        Arrival::Poisson => "poisson",
+    }
 }

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::WorkersDone;
+use crate::exec::account::DEFAULT_FLOOR;
 use crate::exec::admin::Visibility;
 use crate::exec::{RunEnv, STOP_GRACE};
 use crate::plan::{thousands, IngestPhase};
@@ -78,11 +79,16 @@ pub(super) fn judge(
         // A duration is a stop, not a shortfall: the phase is judged on what its span
         // allowed, the rows it took into batches before the duration.
         let planned = report.rows_expected;
-        report.rows_expected = Some(report.rows_generated);
+        // With a rate, the span allowed what its schedule held, sent or not.
+        let allowed = match &report.schedule {
+            Some(s) => s.scheduled_rows + report.rows_dropped,
+            None => report.rows_generated,
+        };
+        report.rows_expected = Some(allowed);
         report.warnings.push(format!(
             "stopped at its duration ({}): judged on the {} rows its span allowed{}",
             crate::net::fmt::fmt_duration(d),
-            thousands(report.rows_generated),
+            thousands(allowed),
             planned
                 .map(|p| format!(", of the {} planned", thousands(p)))
                 .unwrap_or_default()
@@ -109,6 +115,19 @@ pub(super) fn judge(
             ));
         }
     }
+    if let Some(s) = &report.schedule {
+        if s.achieved_rate < DEFAULT_FLOOR {
+            report.failures.push(format!(
+                "reached {} of {} scheduled rows at {} ({:.1}%; a rate-controlled ingest needs {:.0}%): {} rows unsent, the client or the server fell behind",
+                thousands(s.scheduled_rows - s.unsent_rows),
+                thousands(s.scheduled_rows),
+                crate::value::fmt_rate(s.rate_rows_per_s),
+                100.0 * s.achieved_rate,
+                100.0 * DEFAULT_FLOOR,
+                thousands(s.unsent_rows)
+            ));
+        }
+    }
     if !workers.complete && errors == 0 && report.failures.is_empty() {
         report
             .failures
@@ -116,7 +135,8 @@ pub(super) fn judge(
     }
     if let Some(expected) = report.rows_expected {
         let carried = report.rows_sent + report.rows_dropped;
-        if carried < expected && workers.complete {
+        // A schedule's shortfall is judged above, against its own floor.
+        if carried < expected && workers.complete && report.schedule.is_none() {
             report.failures.push(format!(
                 "sent {} of the {expected} rows expected",
                 report.rows_sent

@@ -131,6 +131,7 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                 calibration: None,
                 series: Some(load),
                 connecting: None,
+                schedule: None,
             };
             let mut q: QueryReport = (**query).clone();
             q.name = "explore".into();

@@ -75,6 +75,7 @@ impl Walker {
             calibrate: vec![],
             replay: vec![],
             duration: vec![],
+            rate: vec![],
             span,
         };
         for c in p.into_inner() {
@@ -157,6 +158,13 @@ impl Walker {
                     ing.replay.push(Replay { budget, span });
                 }
                 Rule::duration_clause => ing.duration.push(self.clause_expr(c)?),
+                Rule::rate_clause => {
+                    let span = self.span(&c);
+                    ing.rate.push(Clause {
+                        value: self.rate(c)?,
+                        span,
+                    })
+                }
                 r => unexpected(r, "ingest"),
             }
         }
