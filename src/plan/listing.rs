@@ -231,10 +231,12 @@ pub fn listing(plan: &Plan) -> String {
                                         thousands(e.map_or(span, |e| e.min(span)))
                                     )
                                 }
+                                // As the language writes a duration (the plan does not
+                                // import the runtime's formatting).
                                 (None, Some(e)) => format!(
                                     "; the schedule spans {}",
-                                    crate::net::fmt::fmt_duration(
-                                        std::time::Duration::from_secs_f64(e as f64 / r)
+                                    Value::Duration(
+                                        (e as f64 / r * 1e3).round() as i64 * 1_000_000
                                     )
                                 ),
                                 _ => String::new(),
