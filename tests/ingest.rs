@@ -348,6 +348,21 @@ fn pre_generated_files_feed_any_protocol() {
     let out = wlrun(dir.path(), &["run", "w.wl", "--json", "--quiet"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(phase(&report(&out), 0)["rows_sent"], 101);
+
+    // So does a schema's: the first rows in the generator's order, cut at the same global
+    // row by every worker's shard (it once sent the whole schema and called it a limit).
+    let wl = workload(
+        "target t { null }",
+        "ingest load { into t via null  rows cpu limit 101  workers 3 }",
+    );
+    std::fs::write(dir.path().join("w.wl"), wl).unwrap();
+    let out = wlrun(dir.path(), &["run", "w.wl", "--json", "--quiet"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = report(&out);
+    let p = phase(&r, 0);
+    assert_eq!(p["rows_expected"], 101, "{p}");
+    assert_eq!(p["rows_generated"], 101, "{p}");
+    assert_eq!(p["rows_sent"], 101, "{p}");
 }
 
 #[test]

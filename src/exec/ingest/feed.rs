@@ -131,6 +131,19 @@ impl<'p> Rows<'p> {
                         Err(e) => crate::source::stdlib_file(p).map(<[u8]>::to_vec).ok_or(e),
                     }
                 };
+                // `limit N`: the first N rows in the generator's order (timestamp by
+                // timestamp, series by series), which every shard cuts at the same global row.
+                let limited;
+                let schema = match phase.rows_expected {
+                    Some(n) if n < schema.rows => {
+                        limited = SchemaPlan {
+                            rows: n,
+                            ..(*schema).clone()
+                        };
+                        &limited
+                    }
+                    _ => *schema,
+                };
                 Columnar::new(schema, env.seed, shard, &read)
                     .map(|g| producer::RowSource::Generated(Box::new(g)))
                     .map_err(|e| format!("generator: {e}"))
