@@ -218,7 +218,7 @@ impl HttpClient {
     ) -> Result<HttpClient, DriverError> {
         let parsed = HttpUrl::parse(url).map_err(|e| super::config_error(endpoint, e))?;
         let connector = http_connector(Some(endpoint), &parsed)?;
-        HttpClient::via(&connector, endpoint, url, connect_timeout, timeout).await
+        HttpClient::parsed(connector, endpoint, parsed, connect_timeout, timeout).await
     }
 
     /// As `for_endpoint`, through a connector the phase shares (made by `net::connect`).
@@ -230,12 +230,29 @@ impl HttpClient {
         timeout: Duration,
     ) -> Result<HttpClient, DriverError> {
         let parsed = HttpUrl::parse(url).map_err(|e| super::config_error(endpoint, e))?;
+        HttpClient::parsed(
+            connector.clone(),
+            endpoint,
+            parsed,
+            connect_timeout,
+            timeout,
+        )
+        .await
+    }
+
+    async fn parsed(
+        connector: Connector,
+        endpoint: &EndpointPlan,
+        parsed: HttpUrl,
+        connect_timeout: Duration,
+        timeout: Duration,
+    ) -> Result<HttpClient, DriverError> {
         let headers = endpoint_headers(endpoint, &parsed)?;
         let label = format!("{}.{}", endpoint.target, endpoint.name);
         HttpClient::connect_named(
             Some(label),
             parsed,
-            connector.clone(),
+            connector,
             headers,
             connect_timeout,
             timeout,
