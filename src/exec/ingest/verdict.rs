@@ -142,6 +142,15 @@ pub(super) fn judge(
                 report.rows_sent
             ));
         }
+        // More rows than the plan holds is a bug of ours (how `limit` once hid), never a
+        // success: the figures would describe a bigger load than the one asked for.
+        if carried > expected {
+            report.failures.push(format!(
+                "sent {} rows, more than the {} expected",
+                thousands(carried),
+                thousands(expected)
+            ));
+        }
     }
     if report.rows_dropped > 0 {
         report.failures.push(format!(
@@ -184,4 +193,84 @@ fn first_error(report: &IngestReport) -> String {
         .next()
         .map(|e| e.first.clone())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Ack, EndpointPlan, RowSource, Setup, Teardown};
+
+    fn phase(rows: u64) -> IngestPhase {
+        IngestPhase {
+            name: "load".into(),
+            endpoint: EndpointPlan {
+                target: "t".into(),
+                name: "null".into(),
+                kind: "null".into(),
+                dialect: "generic".into(),
+                url: None,
+                options: Default::default(),
+            },
+            table: "cpu".into(),
+            source: RowSource::File {
+                path: "rows.ilp".into(),
+                format: "ilp".into(),
+                bytes: None,
+            },
+            rows_expected: Some(rows),
+            bytes_expected: None,
+            batch_rows: 10,
+            workers: 1,
+            routing: "fnv1a64".into(),
+            ack: Ack::None,
+            setup: Setup::Recreate,
+            teardown: Teardown::Keep,
+            verify: None,
+            calibrate: false,
+            replay_budget: None,
+            duration: None,
+            rate: None,
+        }
+    }
+
+    fn judged(expected: u64, sent: u64) -> IngestReport {
+        let p = phase(expected);
+        let mut r = super::super::empty_report(&p);
+        r.rows_generated = sent;
+        r.rows_sent = sent;
+        let done = WorkersDone {
+            complete: true,
+            ..WorkersDone::default()
+        };
+        judge(&mut r, &p, done, false);
+        r
+    }
+
+    #[test]
+    fn the_rows_planned_pass() {
+        let r = judged(100, 100);
+        assert_eq!(r.status, Status::Ok, "{:?}", r.failures);
+    }
+
+    #[test]
+    fn fewer_rows_than_planned_fail() {
+        let r = judged(100, 90);
+        assert_eq!(r.status, Status::Failed);
+        assert!(
+            r.failures[0].contains("sent 90 of the 100"),
+            "{:?}",
+            r.failures
+        );
+    }
+
+    #[test]
+    fn more_rows_than_planned_fail() {
+        let r = judged(100, 101);
+        assert_eq!(r.status, Status::Failed);
+        assert!(
+            r.failures[0].contains("sent 101 rows, more than the 100 expected"),
+            "{:?}",
+            r.failures
+        );
+    }
 }
