@@ -1,4 +1,4 @@
-// Stages belong to query and request runs; an ingest's rate is fixed for now.
+// Stages belong to query and request runs: in an ingest block `stage` is a syntax error where it stands.
 target t { null }
 
 schema s {
