@@ -289,7 +289,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
             judge::repeat(&mut report, 1, done.answered, done.span, cpu_before);
             scheduled = done.scheduled;
             last_end = done.last_end;
-            report.stages = done.stages;
+            report.stages = done.reports();
             report.failures.extend(errors);
             break;
         }

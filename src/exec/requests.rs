@@ -294,7 +294,7 @@ pub async fn run(
             judge::repeat(&mut report, 1, done.answered, done.span, cpu_before);
             scheduled = Some(done.scheduled);
             workers_end = done.last_end;
-            report.stages = done.stages;
+            report.stages = done.reports();
             break;
         }
         let start = Instant::now();

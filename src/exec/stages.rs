@@ -183,7 +183,9 @@ struct Measured {
 /// What the stages did together.
 #[derive(Default)]
 pub(super) struct Staged {
-    pub stages: Vec<StageReport>,
+    /// Each stage and what it measured, made into reports by `reports` once the run is over
+    /// (a report's histograms are compressed: not between two stages).
+    measured: Vec<(Stage, Measured)>,
     /// Units scheduled after the stages' warm-ups, all stages.
     pub scheduled: u64,
     /// Answers counted, and the measured spans, all stages.
@@ -221,11 +223,16 @@ impl Staged {
             span_s: span.as_secs_f64(),
         };
         self.answered += m.stats.ok + m.stats.failed();
-        self.stages.push(report(stage, &m));
+        self.measured.push((stage.clone(), m));
         self.scheduled += scheduled;
         self.span += span;
         self.last_end = Some(ended);
         self.sends_ended = Some((start + stage.duration).min(ended));
+    }
+
+    /// The stages' reports.
+    pub fn reports(&self) -> Vec<StageReport> {
+        self.measured.iter().map(|(s, m)| report(s, m)).collect()
     }
 }
 
@@ -348,7 +355,8 @@ mod tests {
         // 73 slots due after the warm-up: 70 answered, 1 cut off, 2 never sent (97%).
         let ended = t0 + Duration::from_millis(1100);
         staged.record(stage, t0, ended, (stats, sends), 73, 25);
-        let r = &staged.stages[0];
+        let reports = staged.reports();
+        let r = &reports[0];
         assert_eq!((r.ok, r.failed, r.accounting.cut_off), (70, 0, 1));
         assert_eq!(r.accounting.unsent, 2);
         assert_eq!(r.accounting.scheduled, 73);
@@ -357,7 +365,7 @@ mod tests {
         assert!((r.span_s - 0.85).abs() < 1e-9, "{}", r.span_s);
         assert_eq!(staged.scheduled, 73);
         assert_eq!(staged.answered, 70);
-        let failures = schedule_failures(&staged.stages, &[], "requests");
+        let failures = schedule_failures(&reports, &[], "requests");
         assert!(failures.is_empty(), "{failures:?}");
         // A second stage that sent 71 of 100: it did not keep its schedule, and the run fails
         // for it unless the workload judges `achieved_rate` itself.
@@ -382,10 +390,11 @@ mod tests {
             100,
             25,
         );
-        assert_eq!(staged.stages[1].kept_schedule, Some(false));
-        assert_eq!(staged.stages[1].accounting.unsent, 99);
-        assert_eq!(staged.stages[1].gap_before_s, 0.1);
-        let failures = schedule_failures(&staged.stages, &[], "requests");
+        let reports = staged.reports();
+        assert_eq!(reports[1].kept_schedule, Some(false));
+        assert_eq!(reports[1].accounting.unsent, 99);
+        assert_eq!(reports[1].gap_before_s, 0.1);
+        let failures = schedule_failures(&reports, &[], "requests");
         assert_eq!(failures.len(), 1);
         assert!(
             failures[0].starts_with("stage 2 (open 100/s fixed) sent 1 of 100"),
@@ -396,6 +405,6 @@ mod tests {
             op: ">".into(),
             value: Value::Float(0.5),
         };
-        assert!(schedule_failures(&staged.stages, &[own], "requests").is_empty());
+        assert!(schedule_failures(&reports, &[own], "requests").is_empty());
     }
 }
