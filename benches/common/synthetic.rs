@@ -296,6 +296,7 @@ fn query_phase(
             max_us: Some(h.max()),
             service_p50_us: None,
             service_p99_us: None,
+            stage: None,
         };
         f.csv.serialize(row).expect("a CSV row");
         hists.push(h);
@@ -338,5 +339,6 @@ fn query_phase(
         detail: Default::default(),
         series: Some(f.sref),
         connecting: None,
+        stages: Vec::new(),
     }
 }

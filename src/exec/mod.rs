@@ -19,6 +19,7 @@ mod require;
 pub mod series;
 mod slots;
 mod spans;
+mod stages;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -14,6 +14,7 @@
 //! its instances come from, `same_results` the comparison of results across endpoints.
 
 mod same_results;
+mod staged;
 mod worker;
 
 use std::collections::BTreeMap;
@@ -33,6 +34,7 @@ use super::require::requirements;
 use super::series::Recorder;
 use super::slots::Schedule;
 use super::spans;
+use super::stages::{schedule_failures as stage_failures, Stage, StageCtl};
 use super::{resolve_url, RunEnv};
 use crate::plan::{Load, QueryPhase};
 use crate::query::binds::BindProgram;
@@ -54,13 +56,18 @@ struct Round<'a> {
     /// The phase's error limit, and its flag (shared by its rounds).
     max_errors: Option<u64>,
     abort: Arc<std::sync::atomic::AtomicBool>,
+    /// A round measuring one stage of a staged run (`staged`).
+    stage: Option<Arc<super::stages::StageCtl>>,
 }
 
 /// What a round did besides its workers' own counts.
 struct Ended {
     errors: Vec<String>,
-    /// Open loop: the slots due in the round's span; closed loop: the order's bound, if any.
+    /// Open loop: the slots due in the round's span (after a stage's warm-up); closed loop:
+    /// the order's bound, if any.
     scheduled: Option<u64>,
+    /// Open loop: the slots due in a stage's warm-up.
+    warm: u64,
     elapsed: Duration,
 }
 
@@ -97,6 +104,7 @@ async fn round(
             r.max_errors
         },
         abort: r.abort.clone(),
+        stage: r.stage.clone(),
     };
     let order = Order {
         mix: r.mix,
@@ -139,17 +147,23 @@ async fn round(
     }
     let elapsed = started.elapsed();
     let ended_at = Instant::now();
+    let warm_of = |order: &Order| match (&order.schedule, &r.stage) {
+        (Some(s), Some(c)) => s.scheduled(c.measure_from),
+        _ => 0,
+    };
     let scheduled_of = |order: &Order| match &order.schedule {
-        Some(s) => Some(s.scheduled(ended_at)),
+        Some(s) => Some(s.scheduled(ended_at).saturating_sub(warm_of(order))),
         None => bound,
     };
     let mut scheduled = routed_order.as_ref().and_then(scheduled_of);
+    let mut warm = routed_order.as_ref().map_or(0, warm_of);
     if let Some(p) = puller {
         if let Some(e) = p.error.lock().ok().and_then(|mut e| e.take()) {
             errors.push(e);
         }
         if let Ok(order) = p.order.lock() {
             scheduled = scheduled_of(&order);
+            warm = warm_of(&order);
         }
     }
     debug_assert!(!open || scheduled.is_some());
@@ -158,6 +172,7 @@ async fn round(
         Ended {
             errors,
             scheduled,
+            warm,
             elapsed,
         },
     )
@@ -190,7 +205,10 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
     let endpoint = Arc::new(phase.endpoint.clone());
     let url: Arc<str> = url.into();
     let base_dir: Arc<Path> = env.base_dir.clone().into();
-    let mut workers: Vec<Worker> = (0..phase.run.workers.max(1) as usize)
+    let stages = Stage::all(&phase.run.stages);
+    // A staged run opens the most workers any stage uses; each stage uses its first N.
+    let n = (phase.run.workers.max(1) as usize).max(Stage::max_workers(&stages));
+    let mut workers: Vec<Worker> = (0..n)
         .map(|id| Worker {
             id,
             endpoint: endpoint.clone(),
@@ -238,11 +256,42 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
                 env,
                 max_errors,
                 abort: abort.clone(),
+                // Before the first stage: on that stage's connections.
+                stage: stages
+                    .first()
+                    .map(|s| Arc::new(StageCtl::new(Instant::now(), s.workers))),
             };
-            let (back, ended) = round(workers, routed, Record::No, r, &counts).await;
+            let (back, ended) = staged::round(workers, routed, Record::No, r, &counts).await;
             counts.warmup.store(false, Ordering::Relaxed);
             workers = back;
             report.failures.extend(ended.errors);
+        }
+        let record = if phase.check_same_results && rep == 0 {
+            Record::WithResults
+        } else {
+            Record::Measure
+        };
+        if !stages.is_empty() {
+            let cpu_before = super::cpu::process_cpu_seconds();
+            let base = || Round {
+                programs: programs.clone(),
+                mix: Mix::measured(phase, env.seed),
+                arrivals: None,
+                span: None,
+                env,
+                max_errors,
+                abort: abort.clone(),
+                stage: None,
+            };
+            let (back, done, errors) =
+                staged::run(workers, routed, &stages, base, record, &counts, series).await;
+            workers = back;
+            judge::repeat(&mut report, 1, done.answered, done.span, cpu_before);
+            scheduled = done.scheduled;
+            last_end = done.last_end;
+            report.stages = done.reports();
+            report.failures.extend(errors);
+            break;
         }
         let r = Round {
             programs: programs.clone(),
@@ -252,6 +301,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
             env,
             max_errors,
             abort: abort.clone(),
+            stage: None,
         };
         let sent = |ws: &[Worker]| ws.iter().map(|w| w.sends.sent).sum::<u64>();
         let answered = |ws: &[Worker]| {
@@ -262,11 +312,6 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
         };
         let (sent_before, answered_before) = (sent(&workers), answered(&workers));
         let cpu_before = super::cpu::process_cpu_seconds();
-        let record = if phase.check_same_results && rep == 0 {
-            Record::WithResults
-        } else {
-            Record::Measure
-        };
         let started = Instant::now();
         series.measure(started);
         let (back, ended) = round(workers, routed, record, r, &counts).await;
@@ -288,6 +333,11 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
         max_errors,
         Units::QUERIES,
     );
+    report.failures.extend(stage_failures(
+        &report.stages,
+        &phase.run.expects,
+        "queries",
+    ));
     finish(&mut report, phase, workers, scheduled, env);
     super::connections::attach(&connector, &mut report.connecting, &mut report.warnings);
     // The units never sent are known once the run is over: counted at its end.

@@ -18,6 +18,7 @@
 
 mod checks;
 mod pool;
+mod staged;
 mod worker;
 
 use std::path::Path;
@@ -34,6 +35,7 @@ use super::require::requirements;
 use super::series::Recorder;
 use super::slots::Schedule;
 use super::spans;
+use super::stages::{schedule_failures as stage_failures, Stage};
 use super::{resolve_url, timeouts, RunEnv};
 use crate::hook::{Script, WorkerSpec};
 use crate::net::http::HttpUrl;
@@ -173,7 +175,9 @@ pub async fn run(
         statuses: StatusSet::of(&phase.run.expects),
         seed: env.seed,
     });
-    let n = phase.run.workers.max(1) as usize;
+    // A staged run opens the most connections any stage uses; each stage uses its first N.
+    let n =
+        (phase.run.workers.max(1) as usize).max(Stage::max_workers(&Stage::all(&phase.run.stages)));
     let mut workers = Vec::with_capacity(n);
     for id in 0..n {
         let hook = match &shared.source {
@@ -247,11 +251,13 @@ pub async fn run(
         counts: counts.clone(),
         max_errors,
         limited: limited.clone(),
+        stage: None,
     };
     // `None` once a round had no count to schedule by (closed loop, timed): then what was
     // scheduled is what was sent.
     let mut scheduled = Some(0u64);
     let mut workers_end = None;
+    let stages = Stage::all(&phase.run.stages);
     for rep in 0..phase.run.repeat.max(1) {
         if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) {
             break;
@@ -263,6 +269,10 @@ pub async fn run(
             let ctl = RoundCtl {
                 record: false,
                 max_errors: None,
+                // Before the first stage: on that stage's connections.
+                stage: stages
+                    .first()
+                    .map(|s| Arc::new(super::stages::StageCtl::new(start, s.workers))),
                 ..measured(start, end)
             };
             // Warm-up requests have indices of their own: they never repeat measured ones.
@@ -276,6 +286,16 @@ pub async fn run(
             if abort.load(Ordering::Relaxed) {
                 break;
             }
+        }
+        if !stages.is_empty() {
+            let cpu_before = super::cpu::process_cpu_seconds();
+            let halted = || env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed);
+            let done = staged::run(&pool, &stages, env.seed, series, halted, &measured).await;
+            judge::repeat(&mut report, 1, done.answered, done.span, cpu_before);
+            scheduled = Some(done.scheduled);
+            workers_end = done.last_end;
+            report.stages = done.reports();
+            break;
         }
         let start = Instant::now();
         let schedule = Arrivals::new(&phase.run.load, env.seed)
@@ -310,6 +330,11 @@ pub async fn run(
     ticker.finish().await;
     let limited = limited.load(Ordering::Relaxed);
     judge::stopped(&mut report, limited, max_errors, Units::REQUESTS);
+    report.failures.extend(stage_failures(
+        &report.stages,
+        &phase.run.expects,
+        "requests",
+    ));
     finish(&mut report, phase, workers, scheduled, env);
     super::connections::attach(
         &shared.connector,

@@ -261,6 +261,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Control {
     windows: Vec<(u128, Option<u128>)>,
     finished: bool,
+    /// A staged run's stages: (Unix ns of its start, its number).
+    stages: Vec<(u128, u64)>,
 }
 
 struct Shared {
@@ -379,6 +381,14 @@ impl Recorder {
             if !matches!(c.windows.last(), Some((_, None))) {
                 c.windows.push((ns, None));
             }
+        }
+    }
+
+    /// Stage `number` of a staged run begins at `at`: the intervals from there on say so.
+    pub fn stage(&self, at: Instant, number: u64) {
+        if let Some(r) = &self.running {
+            let ns = r.shared.clock.unix_ns(at);
+            lock(&r.shared.control).stages.push((ns, number));
         }
     }
 
@@ -534,7 +544,7 @@ fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String>
         late_records: 0,
     };
     loop {
-        let (finished, windows) = {
+        let (finished, windows, stages) = {
             let mut c = lock(&shared.control);
             if !c.finished {
                 let now = clock.unix_ns(Instant::now());
@@ -546,7 +556,7 @@ fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String>
                     .unwrap_or_else(|e| e.into_inner())
                     .0;
             }
-            (c.finished, c.windows.clone())
+            (c.finished, c.windows.clone(), c.stages.clone())
         };
         // Intervals before `limit` are closed.
         let limit = if finished {
@@ -595,9 +605,10 @@ fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String>
                         [Some((&acc.latency, TAG_BATCH)), None],
                     ),
                     Kind::Run { service } => (
-                        files
-                            .counts
-                            .serialize(run_row(&acc, start_ms, span_ms, service)),
+                        files.counts.serialize(RunInterval {
+                            stage: stage_at(&stages, u128::from(i) * interval_ns),
+                            ..run_row(&acc, start_ms, span_ms, service)
+                        }),
                         [
                             Some((&acc.latency, TAG_LATENCY)),
                             service.then_some((&acc.service, TAG_SERVICE)),
@@ -678,6 +689,19 @@ fn span_ns(windows: &[(u128, Option<u128>)], i: u64, interval_ns: u128) -> u128 
         .sum()
 }
 
+/// The stage whose span holds `ns` (a stage runs until the next begins; before the first,
+/// the first); `None` without stages.
+fn stage_at(stages: &[(u128, u64)], ns: u128) -> Option<u64> {
+    let first = stages.first()?.1;
+    Some(
+        stages
+            .iter()
+            .rev()
+            .find(|(at, _)| *at <= ns)
+            .map_or(first, |s| s.1),
+    )
+}
+
 fn quantile(h: &Histogram<u64>, q: f64) -> Option<u64> {
     (!h.is_empty()).then(|| h.value_at_quantile(q))
 }
@@ -720,6 +744,7 @@ fn run_row(a: &Acc, start_ms: u64, span_ms: u64, service: bool) -> RunInterval {
         max_us: (!a.latency.is_empty()).then(|| a.latency.max()),
         service_p50_us: s(0.5),
         service_p99_us: s(0.99),
+        stage: None,
     }
 }
 

@@ -13,6 +13,7 @@ mod ingest;
 mod query;
 mod run;
 mod schema;
+mod stages;
 mod target;
 mod values;
 mod via;

@@ -124,7 +124,16 @@ fn run_clauses(ev: &Eval<'_>, r: &ast::Run, op: Operation, scope: &Scope) -> Opt
         Some(c) => bounded_int(ev, &c.value, scope, "workers", MAX_WORKERS),
         None => Some(1),
     };
-    let stop = run_stop(ev, r, op, scope);
+    let staged = match (&workers, r.stages.is_empty()) {
+        (_, true) => Some(Vec::new()),
+        (Some(w), false) => super::stages::lower_stages(ev, r, *w, scope),
+        (None, false) => None,
+    };
+    let stop = match &staged {
+        Some(st) if !st.is_empty() => Some(super::stages::summary(st).1),
+        _ if !r.stages.is_empty() => None,
+        _ => run_stop(ev, r, op, scope),
+    };
     let warmup = match single(ev, &r.warmup, |c| c.span, "warmup") {
         None => Some(None),
         Some(c) => match ev.eval(&c.value, scope) {
@@ -145,6 +154,10 @@ fn run_clauses(ev: &Eval<'_>, r: &ast::Run, op: Operation, scope: &Scope) -> Opt
         None => Some(None),
     };
     let load = match single(ev, &r.rate, |c| c.span, "rate") {
+        _ if !r.stages.is_empty() => staged
+            .as_ref()
+            .map(|st| super::stages::summary(st).0)
+            .or(Some(Load::Closed)),
         None => Some(Load::Closed),
         Some(c) => rate(ev, &c.value.rate, scope).map(|x| Load::Open {
             rate: Value::Rate(x),
@@ -166,6 +179,7 @@ fn run_clauses(ev: &Eval<'_>, r: &ast::Run, op: Operation, scope: &Scope) -> Opt
         // run stops at the first.
         require: Vec::new(),
         expects: expects?,
+        stages: staged?,
     })
 }
 

@@ -309,6 +309,7 @@ pub fn listing(plan: &Plan) -> String {
                             if n == 1 { "" } else { "s" }
                         );
                     }
+                    super::stages::stage_lines(&mut o, &p.run.stages);
                     for r in &p.run.require {
                         let _ = writeln!(o, "    require rows({}) {} {}", r.table, r.op, r.value);
                     }
@@ -392,6 +393,7 @@ pub fn listing(plan: &Plan) -> String {
                             if n == 1 { "" } else { "s" }
                         );
                     }
+                    super::stages::stage_lines(&mut o, &p.run.stages);
                     for r in &p.run.require {
                         let _ = writeln!(o, "    require rows({}) {} {}", r.table, r.op, r.value);
                     }

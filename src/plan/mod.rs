@@ -3,6 +3,7 @@
 //! with endpoint, load model and expected row counts. No spans and no AST in here.
 
 mod listing;
+mod stages;
 pub mod store;
 
 pub use crate::value::{Domain, Gen, Ty};
@@ -324,6 +325,28 @@ pub struct RunClauses {
     /// Thresholds; on request runs also `status in [...]` / `status in lo..hi` from
     /// `expect status`.
     pub expects: Vec<Threshold>,
+    /// `stage ...` clauses, run in order. With stages, `load` and `stop` summarize them (open
+    /// at the highest rate if any stage is open; the sum of their durations) and `repeat` is
+    /// 1. Absent from the plan's JSON without them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StagePlan>,
+}
+
+/// One stage of a staged run: its span, its load (a fixed rate, a linear ramp of the arrival
+/// rate, or closed loop) and its connections, and the first part of it not counted.
+#[derive(Clone, Debug, Serialize)]
+pub struct StagePlan {
+    /// A `Value::Duration`.
+    pub duration: Value,
+    /// `Load::Open` with the rate at the stage's start, or `Load::Closed`.
+    pub load: Load,
+    /// A ramp's rate at the stage's end (a `Value::Rate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp_to: Option<Value>,
+    pub workers: u64,
+    /// A `Value::Duration`: sent as scheduled, not counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<Value>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -9,6 +9,7 @@
 
 pub mod binds;
 pub mod checksum;
+pub mod ramp;
 pub mod schedule;
 pub mod sql;
 pub mod stats;

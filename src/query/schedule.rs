@@ -146,6 +146,8 @@ pub struct Arrivals {
     poisson: bool,
     at: f64,
     n: u64,
+    /// A stage's linear ramp: the times follow it instead of `rate`.
+    ramp: Option<crate::query::ramp::Ramp>,
 }
 
 impl Arrivals {
@@ -165,7 +167,21 @@ impl Arrivals {
             poisson: arrival == "poisson",
             at: 0.0,
             n: 0,
+            ramp: None,
         })
+    }
+
+    /// Fixed arrivals along a linear ramp of the rate (a stage's `rate R to R2`).
+    pub fn ramp(seed: u64, ramp: crate::query::ramp::Ramp) -> Arrivals {
+        Arrivals {
+            seed,
+            stream: stream("wlrun.query.arrivals"),
+            rate: ramp.from,
+            poisson: false,
+            at: 0.0,
+            n: 0,
+            ramp: Some(ramp),
+        }
     }
 
     pub fn rate(&self) -> f64 {
@@ -173,7 +189,9 @@ impl Arrivals {
     }
 
     pub fn next_offset(&mut self) -> Duration {
-        let at = if self.poisson {
+        let at = if let Some(r) = &self.ramp {
+            r.offset(self.n)
+        } else if self.poisson {
             let at = self.at;
             let u = Rng::from_key(key(self.seed, self.stream, 0, self.n)).open01();
             self.at += -libm::log(u) / self.rate;
@@ -231,6 +249,7 @@ pub(crate) mod tests {
                 stop_after_errors: None,
                 require: vec![],
                 expects: vec![],
+                stages: vec![],
             },
             check_same_results: false,
         }

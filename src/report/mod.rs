@@ -10,6 +10,7 @@ pub mod read;
 pub mod rebuild;
 pub mod render;
 pub mod series;
+pub mod stages;
 
 use std::collections::BTreeMap;
 
@@ -326,6 +327,9 @@ pub struct RunReport<K: RunKind> {
     /// connected (sqlite, null, a phase refused before connecting) and in older reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connecting: Option<connections::ConnectionsReport>,
+    /// A staged run's stages, each on its own; absent without stages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<stages::StageReport>,
 }
 
 /// A kind of run (queries, requests), named by the figures that set it up (the keys after
@@ -474,6 +478,7 @@ impl<K: RunKind> RunReport<K> {
             detail: Default::default(),
             series: None,
             connecting: None,
+            stages: Vec::new(),
         }
     }
 }

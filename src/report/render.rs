@@ -130,6 +130,7 @@ fn run_block<K: RunKind>(
 ) -> String {
     let head = head(label, what, &r.name, &r.endpoint, r.status);
     let mut figures = nothing_answered(r, what).unwrap_or_else(|| figures(r));
+    figures += &super::stages::table(&r.stages, if what == "queries" { "q" } else { "req" });
     figures += &tls_lines(&r.connecting);
     phase_block(head, figures, &r.warnings, &r.failures)
 }
@@ -476,7 +477,7 @@ fn ms_figure(us: u64) -> String {
 }
 
 /// A table with a header: text columns left-aligned, the `figures` right-aligned.
-fn grid(header: &[&str], rows: &[Vec<String>], figures: &[usize]) -> String {
+pub(super) fn grid(header: &[&str], rows: &[Vec<String>], figures: &[usize]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (w, c) in widths.iter_mut().zip(r) {

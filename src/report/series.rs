@@ -114,6 +114,10 @@ pub struct RunInterval {
     /// Open loop: service time (send to answer) of the same answers.
     pub service_p50_us: Option<u64>,
     pub service_p99_us: Option<u64>,
+    /// A staged run: the stage the interval's start falls in (from 1; an interval that starts
+    /// before the first stage, the first). The column is absent from a run without stages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<u64>,
 }
 
 /// A phase's series read back.

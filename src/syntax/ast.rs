@@ -434,6 +434,29 @@ pub struct Run {
     pub require: Vec<Clause<Expr>>,
     pub expects: Vec<Expect>,
     pub check_same: Vec<Span>,
+    /// `stage D [rate R [to R2]] [workers N] [warmup W]`, in order: they replace `duration`,
+    /// `count`, `rate` and `repeat`.
+    pub stages: Vec<Stage>,
+    pub span: Span,
+}
+
+/// One stage of a staged run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stage {
+    pub duration: Expr,
+    /// `rate R [to R2] [poisson|fixed]`: absent in a closed-loop stage.
+    pub rate: Option<StageRate>,
+    pub workers: Option<Expr>,
+    pub warmup: Option<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageRate {
+    pub from: Expr,
+    /// A linear ramp of the arrival rate from `from` to this.
+    pub to: Option<Expr>,
+    pub arrival: Option<Arrival>,
     pub span: Span,
 }
 

@@ -287,6 +287,26 @@ fn item_sexpr(o: &mut String, item: &Item) {
             for _ in &r.check_same {
                 o.push_str("\n  (check same results)");
             }
+            for st in &r.stages {
+                let _ = write!(o, "\n  (stage {}", expr(&st.duration));
+                if let Some(rt) = &st.rate {
+                    let _ = write!(o, " (rate {}", expr(&rt.from));
+                    if let Some(to) = &rt.to {
+                        let _ = write!(o, " to {}", expr(to));
+                    }
+                    if let Some(a) = rt.arrival {
+                        let _ = write!(o, " {}", arrival(a));
+                    }
+                    o.push(')');
+                }
+                if let Some(w) = &st.workers {
+                    let _ = write!(o, " (workers {})", expr(w));
+                }
+                if let Some(w) = &st.warmup {
+                    let _ = write!(o, " (warmup {})", expr(w));
+                }
+                o.push(')');
+            }
             o.push(')');
         }
     }

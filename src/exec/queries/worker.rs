@@ -189,6 +189,13 @@ impl Worker {
                 break;
             }
             let intended = job.slot.map(|s| s.at);
+            // A stage's warm-up is sent as scheduled and not counted.
+            let record = match &until.stage {
+                Some(s) if record != Record::No && !s.counts(intended.unwrap_or(sent)) => {
+                    Record::No
+                }
+                _ => record,
+            };
             if record != Record::No {
                 self.sends.start(sent, intended);
             }
@@ -269,6 +276,8 @@ pub(super) struct Until {
     /// sending, and what was not sent is unsent.
     pub(super) max_errors: Option<u64>,
     pub(super) abort: Arc<std::sync::atomic::AtomicBool>,
+    /// A round measuring one stage of a staged run (`staged`).
+    pub(super) stage: Option<Arc<crate::exec::stages::StageCtl>>,
 }
 
 impl Until {

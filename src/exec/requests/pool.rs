@@ -108,7 +108,7 @@ fn serve(mut workers: Vec<Worker>, rx: std::sync::mpsc::Receiver<Cmd>) -> Vec<Wo
         workers = rt.block_on(async {
             let handles: Vec<_> = workers
                 .into_iter()
-                .map(|w| tokio::spawn(w.round(cmd.feed.clone(), cmd.ctl.clone())))
+                .map(|w| tokio::spawn(super::staged::round(w, cmd.feed.clone(), cmd.ctl.clone())))
                 .collect();
             let mut back = Vec::with_capacity(handles.len());
             for h in handles {

@@ -91,6 +91,8 @@ pub(super) struct RoundCtl {
     /// `abort` are set, and every connection stops sending.
     pub(super) max_errors: Option<u64>,
     pub(super) limited: Arc<AtomicBool>,
+    /// A round measuring one stage of a staged run (`staged`).
+    pub(super) stage: Option<Arc<crate::exec::stages::StageCtl>>,
 }
 
 impl Worker {
@@ -363,11 +365,17 @@ impl Worker {
                 }
             }
             let sent = Instant::now();
-            if ctl.record {
+            // A stage's warm-up is sent as scheduled and not counted.
+            let record = ctl.record
+                && ctl
+                    .stage
+                    .as_ref()
+                    .is_none_or(|s| s.counts(intended.unwrap_or(sent)));
+            if record {
                 self.sends.start(sent, intended);
             }
             let Some(flight) = ctl.cutoff.bound(self.start(index, built)).await else {
-                self.cut_off(&ctl);
+                self.cut_off(record);
                 break;
             };
             let mut failed_ahead = None;
@@ -385,7 +393,7 @@ impl Worker {
                 }
             }
             let Some(result) = ctl.cutoff.bound(self.finish(flight)).await else {
-                self.cut_off(&ctl);
+                self.cut_off(record);
                 break;
             };
             let done = Instant::now();
@@ -409,7 +417,7 @@ impl Worker {
                 }
                 Err(e) => Err(e),
             };
-            if !ctl.record {
+            if !record {
                 if let Some(e) = failed_ahead {
                     self.fail(e, &ctl);
                     break;
@@ -446,13 +454,18 @@ impl Worker {
 
     /// The phase ended with this request in flight: counted, and its connection (in an unknown
     /// state) is not used again.
-    fn cut_off(&mut self, ctl: &RoundCtl) {
-        if let Some(Conn::Http(c)) = self.link.conn.take() {
-            self.reopened += c.reopened;
-        }
-        if ctl.record {
+    fn cut_off(&mut self, record: bool) {
+        self.close();
+        if record {
             self.sends.cut_off += 1;
             self.series.cut_off(Instant::now(), 1);
+        }
+    }
+
+    /// Lets the connection go (counting what it reopened).
+    pub(super) fn close(&mut self) {
+        if let Some(Conn::Http(c)) = self.link.conn.take() {
+            self.reopened += c.reopened;
         }
     }
 

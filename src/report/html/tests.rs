@@ -80,6 +80,7 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                     max_us: Some(20_000 + (i * 53) % 9000),
                     service_p50_us: None,
                     service_p99_us: None,
+                    stage: None,
                 })
                 .collect();
             let sref = |phase: &str| {

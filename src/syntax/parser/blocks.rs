@@ -324,12 +324,14 @@ impl Walker {
             require: vec![],
             expects: vec![],
             check_same: vec![],
+            stages: vec![],
             span,
         };
         for c in p.into_inner() {
             let cspan = self.span(&c);
             match c.as_rule() {
                 Rule::kw_run => {}
+                Rule::stage_clause => r.stages.push(self.stage(c)?),
                 Rule::ident => r.name = self.ident(c),
                 Rule::against_clause => r.against.push(self.against(c, cspan)),
                 Rule::queries_clause => r.queries.push(Clause {

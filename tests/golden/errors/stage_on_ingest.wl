@@ -1,0 +1,14 @@
+// Stages belong to query and request runs: in an ingest block `stage` is a syntax error where it stands.
+target t { null }
+
+schema s {
+  field v: long = uniform(0, 9)
+  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 1h
+}
+
+ingest staged {
+  into t via null
+  rows s
+  rate 1000/s
+  stage 10s rate 100/s
+}
