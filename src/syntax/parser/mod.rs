@@ -9,6 +9,7 @@ use pest_derive::Parser;
 mod blocks;
 mod decls;
 mod expr;
+mod together;
 
 use super::ast::*;
 use crate::diag::{Code, Diagnostic};
@@ -113,6 +114,7 @@ impl Walker {
                 Rule::query => Item::Query(self.query(p)?),
                 Rule::hook => Item::Hook(self.hook(p)?),
                 Rule::run => Item::Run(self.run(p)?),
+                Rule::concurrent => Item::Concurrent(self.concurrent(p)),
                 Rule::EOI => continue,
                 r => unexpected(r, "file"),
             };
