@@ -251,6 +251,7 @@ fn ingest_phase(
         series: Some(f.sref),
         connecting: None,
         schedule: None,
+        concurrent: None,
     }
 }
 
@@ -338,5 +339,6 @@ fn query_phase(
         detail: Default::default(),
         series: Some(f.sref),
         connecting: None,
+        concurrent: None,
     }
 }

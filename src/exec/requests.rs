@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::account::{Cutoff, Sends};
+use super::end::Member;
 use super::judge::{self, failed_thresholds, Units};
 use super::link::Link;
 use super::pace::Pacer;
@@ -107,6 +108,7 @@ pub async fn run(
     phase: &RequestPhase,
     params: &IndexMap<String, Value>,
     series: &Recorder,
+    mut member: Member,
 ) -> RequestReport {
     let url = match phase.endpoint.url.as_ref().map(resolve_url) {
         Some(Ok(u)) => u,
@@ -153,6 +155,8 @@ pub async fn run(
             Err(e) => return refused(phase, format!("hook `{}`: {e}", hook.name)),
         },
     };
+    // In a group, guards read the tables once every ingest beside this run has set its up.
+    member.setup.pass().await;
     if let Err(e) = requirements(env, &phase.run.require, &phase.endpoint, &url).await {
         return refused(phase, e);
     }
@@ -240,20 +244,22 @@ pub async fn run(
     let measured = |start: Instant, end: Option<Instant>| RoundCtl {
         start,
         end,
-        cutoff: Cutoff::after(end, env.stop.clone()),
+        cutoff: Cutoff::after(end, env.stop.clone()).ending(&member.end),
         stop: env.stop.clone(),
         abort: abort.clone(),
         record: true,
         counts: counts.clone(),
         max_errors,
         limited: limited.clone(),
+        group: member.end.clone(),
     };
     // `None` once a round had no count to schedule by (closed loop, timed): then what was
     // scheduled is what was sent.
     let mut scheduled = Some(0u64);
     let mut workers_end = None;
+    member.start.pass().await;
     for rep in 0..phase.run.repeat.max(1) {
-        if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) {
+        if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) || member.end.ended() {
             break;
         }
         if warm_count.is_some() || warm_time.is_some() {
@@ -306,6 +312,7 @@ pub async fn run(
         judge::repeat(&mut report, rep + 1, requests, elapsed, cpu_before);
         scheduled = scheduled.zip(round_scheduled).map(|(a, b)| a + b);
     }
+    member.ended();
     let workers = pool.finish();
     ticker.finish().await;
     let limited = limited.load(Ordering::Relaxed);

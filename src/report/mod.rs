@@ -10,6 +10,7 @@ pub mod read;
 pub mod rebuild;
 pub mod render;
 pub mod series;
+pub mod together;
 
 use std::collections::BTreeMap;
 
@@ -250,6 +251,9 @@ pub struct IngestReport {
     /// `rate R`: how the fixed schedule of rows was kept; absent without a rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<IngestSchedule>,
+    /// The `concurrent` group this phase ran in; absent for a phase that ran on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrent: Option<together::ConcurrentMember>,
 }
 
 /// A rate-controlled ingest's open-loop accounting, in rows and batches:
@@ -326,6 +330,9 @@ pub struct RunReport<K: RunKind> {
     /// connected (sqlite, null, a phase refused before connecting) and in older reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connecting: Option<connections::ConnectionsReport>,
+    /// The `concurrent` group this run ran in; absent for a run that ran on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrent: Option<together::ConcurrentMember>,
 }
 
 /// A kind of run (queries, requests), named by the figures that set it up (the keys after
@@ -474,6 +481,7 @@ impl<K: RunKind> RunReport<K> {
             detail: Default::default(),
             series: None,
             connecting: None,
+            concurrent: None,
         }
     }
 }

@@ -174,6 +174,7 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
                 series: Some(reference),
                 connecting: None,
                 schedule: None,
+                concurrent: None,
             }))
         }
         Series::Run(rows) => {
@@ -269,5 +270,6 @@ fn run<K: RunKind>(
         detail: Default::default(),
         series: None,
         connecting: None,
+        concurrent: None,
     }
 }

@@ -130,6 +130,7 @@ pub(super) fn query_report() -> QueryReport {
         },
         series: None,
         connecting: None,
+        concurrent: None,
     }
 }
 
@@ -184,6 +185,7 @@ pub(super) fn request_report() -> RequestReport {
             intervals: 3,
         }),
         connecting: None,
+        concurrent: None,
     }
 }
 
@@ -227,6 +229,7 @@ fn ingest_report(status: Status) -> IngestReport {
         series: None,
         connecting: None,
         schedule: None,
+        concurrent: None,
     }
 }
 
