@@ -251,6 +251,7 @@ fn ingest_phase(
         series: Some(f.sref),
         connecting: None,
         schedule: None,
+        concurrent: None,
     }
 }
 
@@ -340,5 +341,6 @@ fn query_phase(
         series: Some(f.sref),
         connecting: None,
         stages: Vec::new(),
+        concurrent: None,
     }
 }

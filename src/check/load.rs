@@ -123,6 +123,7 @@ impl Loader {
             workload: None,
             matrix: None,
             decls: IndexMap::new(),
+            concurrent: Vec::new(),
         };
         for item in ast.items {
             let decl = match item {
@@ -151,6 +152,14 @@ impl Loader {
                         );
                     } else {
                         module.matrix = Some(m);
+                    }
+                    continue;
+                }
+                ast::Item::Concurrent(c) => {
+                    if !is_root {
+                        diags.push(not_in_module(c.span, "a concurrent block"));
+                    } else {
+                        module.concurrent.push(c);
                     }
                     continue;
                 }

@@ -64,6 +64,8 @@ pub struct Module {
     pub matrix: Option<ast::Matrix>,
     /// Every named declaration, in file order; one namespace.
     pub decls: IndexMap<String, Decl>,
+    /// `concurrent` groups, in file order (root only; their names are not in `decls`).
+    pub concurrent: Vec<ast::Concurrent>,
 }
 
 #[derive(Debug)]

@@ -71,6 +71,7 @@ codes! {
     // Runs.
     E0701 => "invalid run",
     E0702 => "invalid threshold",
+    E0703 => "invalid concurrent group",
     // Hooks.
     E0801 => "hook script does not compile",
     E0802 => "hook entry point missing",

@@ -79,6 +79,8 @@ impl Sends {
 pub struct Cutoff {
     pub at: Option<Instant>,
     pub stop: Arc<AtomicBool>,
+    /// A group's end (`until P`): cut off `STOP_GRACE` after it too.
+    pub end: super::end::End,
 }
 
 impl Cutoff {
@@ -87,7 +89,14 @@ impl Cutoff {
         Cutoff {
             at: end.map(|e| e + STOP_GRACE),
             stop,
+            end: Default::default(),
         }
+    }
+
+    /// The same, also ended by a group's `end`.
+    pub fn ending(mut self, end: &super::end::End) -> Cutoff {
+        self.end = end.clone();
+        self
     }
 
     /// `f`'s output, or `None` when it was cut off first.
@@ -99,6 +108,10 @@ impl Cutoff {
             if self.stop.load(Ordering::Relaxed) {
                 let by_stop = now + STOP_GRACE;
                 hard = Some(hard.map_or(by_stop, |h| h.min(by_stop)));
+            }
+            if let Some(e) = self.end.at() {
+                let by_end = e + STOP_GRACE;
+                hard = Some(hard.map_or(by_end, |h| h.min(by_end)));
             }
             let wake = match hard {
                 Some(h) if h <= now => return None,

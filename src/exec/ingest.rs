@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use super::admin;
+use super::end::{End, Member};
 use super::pace::Pacer;
 use super::producer::{self, Produced};
 use super::series::{Recorder, Slot};
@@ -130,6 +131,7 @@ pub async fn run(
     label: &str,
     phase: &IngestPhase,
     series: &Recorder,
+    mut member: Member,
 ) -> IngestReport {
     let mut report = empty_report(phase);
     if !Driver::can_ingest(&phase.endpoint.kind) {
@@ -170,7 +172,7 @@ pub async fn run(
             &null,
             schema,
             encoding,
-            &Recorder::none(),
+            (&Recorder::none(), &mut Member::alone()),
         )
         .await;
         if ceiling.rows_sent > 0 {
@@ -197,7 +199,10 @@ pub async fn run(
             return report;
         }
     };
-    let (sent, workers) = send_all(env, label, phase, schema, encoding, series).await;
+    member.setup.pass().await;
+    let (sent, workers) =
+        send_all(env, label, phase, schema, encoding, (series, &mut member)).await;
+    member.ended();
     let calibration = report.calibration.take();
     report = sent;
     if let Some(mut c) = calibration {
@@ -266,6 +271,7 @@ fn empty_report(phase: &IngestPhase) -> IngestReport {
         series: None,
         connecting: None,
         schedule: None,
+        concurrent: None,
     }
 }
 
@@ -278,6 +284,8 @@ struct WorkersDone {
     at_duration: Option<Duration>,
     /// A connection's close (its flush, QWP's last acknowledgements) ran into the hard stop.
     close_cut_off: bool,
+    /// The end of its `concurrent` group stopped it (`at_duration` is the span until then).
+    by_group: bool,
 }
 
 /// The measured part: workers connect, then send their shards; returns the report's
@@ -288,7 +296,7 @@ async fn send_all(
     phase: &IngestPhase,
     schema: &Rows<'_>,
     encoding: Encoding,
-    series: &Recorder,
+    (series, member): (&Recorder, &mut Member),
 ) -> (IngestReport, WorkersDone) {
     let mut report = empty_report(phase);
     let n = phase.workers.max(1);
@@ -358,7 +366,9 @@ async fn send_all(
             }
         },
     };
-    // Nothing is timed before this: with `replay`, the encoding is done.
+    // Nothing is timed before this: with `replay`, the encoding is done; in a group, every
+    // member is ready.
+    member.start.pass().await;
     let started = Instant::now();
     let limit = Limit::of(phase, started);
     let rows_per_s = match phase.rate {
@@ -386,7 +396,7 @@ async fn send_all(
             feed,
             (live.clone(), series.slot()),
             env.stop.clone(),
-            (limit, schedule),
+            (limit, schedule, member.end.clone()),
         )));
     }
     let acks = Driver::acknowledges(&phase.endpoint.kind);
@@ -494,10 +504,19 @@ async fn send_all(
         (Some((_, Some(a))), Some((_, Some(b)))) => Some((b - a).max(0.0)),
         _ => None,
     };
+    // Stopped by the group's end: judged as a duration that ended then.
+    let span = member
+        .end
+        .at()
+        .map(|e| e.saturating_duration_since(started));
+    let by_group = at_duration && span.is_some_and(|s| limit.is_none_or(|l| s < l.duration));
     let done = WorkersDone {
         complete,
-        at_duration: limit.filter(|_| at_duration).map(|l| l.duration),
+        at_duration: at_duration
+            .then(|| span.into_iter().chain(limit.map(|l| l.duration)).min())
+            .flatten(),
         close_cut_off,
+        by_group,
     };
     (report, done)
 }
@@ -526,11 +545,18 @@ impl Limit {
     }
 }
 
-/// `f`, or `None` if a limit's hard stop comes first.
-async fn within<T>(limit: Option<Limit>, f: impl std::future::Future<Output = T>) -> Option<T> {
+/// `f`, or `None` if a limit's or the group's hard stop comes first.
+async fn within<T>(
+    (limit, end): (Option<Limit>, &End),
+    f: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let f = end.bound(f);
     match limit {
-        Some(l) => tokio::time::timeout_at(l.hard.into(), f).await.ok(),
-        None => Some(f.await),
+        Some(l) => tokio::time::timeout_at(l.hard.into(), f)
+            .await
+            .ok()
+            .flatten(),
+        None => f.await,
     }
 }
 
@@ -541,14 +567,14 @@ async fn worker(
     mut feed: Feed,
     (live, series): (Arc<Live>, Slot),
     stop: Arc<AtomicBool>,
-    (limit, schedule): (Option<Limit>, Option<Schedule>),
+    (limit, schedule, end): (Option<Limit>, Option<Schedule>, End),
 ) -> Worker {
     let mut w = Worker::new();
     let live = &Counters {
         live: &live,
         series: &series,
     };
-    let mut driver = match within(limit, Driver::connect(&cfg)).await {
+    let mut driver = match within((limit, &end), Driver::connect(&cfg)).await {
         Some(Ok(d)) => Some(d),
         Some(Err(e)) => {
             w.error(live, &e);
@@ -583,24 +609,27 @@ async fn worker(
                 break;
             }
             let slot = schedule.map(|s| s.at(taken));
-            if let (Some(at), Some(l)) = (slot, limit) {
-                if at >= l.deadline {
-                    // The schedule's last slot inside the span has gone.
-                    w.at_duration = true;
-                    w.complete = healthy;
-                    break;
-                }
+            if slot.is_some_and(|at| end.past(at) || limit.is_some_and(|l| at >= l.deadline)) {
+                // The schedule's last slot inside the span has gone.
+                w.at_duration = true;
+                w.complete = healthy;
+                break;
             }
-            let next = match limit {
-                Some(l) => tokio::select! {
-                    biased;
-                    _ = tokio::time::sleep_until(l.deadline.into()) => None,
-                    p = feed.next() => Some(p),
-                },
-                None => Some(feed.next().await),
+            let deadline = async {
+                match limit {
+                    Some(l) => tokio::time::sleep_until(l.deadline.into()).await,
+                    None => std::future::pending().await,
+                }
             };
-            let Some(next) = next else {
-                // The duration is reached: what was sent is what the span allowed.
+            let next = tokio::select! {
+                biased;
+                _ = deadline => None,
+                _ = end.wait() => None,
+                p = feed.next() => Some(p),
+            };
+            let Some(next) = next.filter(|_| !end.ended()) else {
+                // The duration (or the group's end) is reached: what was sent is what the span
+                // allowed.
                 w.at_duration = true;
                 w.complete = healthy;
                 break;
@@ -617,10 +646,11 @@ async fn worker(
                 }
             };
             if let Some(at) = slot {
-                if !pacer.until(at, &stop).await {
+                if !pacer.until(at, &stop, &end).await && !end.ended() {
                     break;
                 }
-                if limit.is_some_and(|l| Instant::now() >= l.deadline) {
+                let now = Instant::now();
+                if limit.is_some_and(|l| now >= l.deadline) || end.past(now) {
                     // Behind schedule past the span: these rows stay unsent.
                     w.at_duration = true;
                     w.complete = healthy;
@@ -636,7 +666,7 @@ async fn worker(
             }
             w.first_send
                 .get_or_insert_with(|| (started, cpu::process_cpu_seconds()));
-            let result = within(limit, d.send(&chunk)).await;
+            let result = within((limit, &end), d.send(&chunk)).await;
             let acked = d.take_acked();
             w.rows_acked += acked;
             live.acked(acked);
@@ -690,7 +720,7 @@ async fn worker(
         if !abandoned {
             // Closing flushes what the kernel still holds (and for QWP waits for the last
             // acknowledgements); a failure there loses rows.
-            let finished = within(limit, d.finish()).await;
+            let finished = within((limit, &end), d.finish()).await;
             let acked = d.take_acked();
             w.rows_acked += acked;
             live.acked(acked);
@@ -714,9 +744,11 @@ async fn worker(
     if let Some(s) = schedule {
         // Stopped by the span: every slot inside it was due. Otherwise the data ended first
         // and the schedule held what was taken.
-        w.kept.scheduled_rows = match limit {
+        let by_end = end.at().map(|e| e.saturating_duration_since(s.at(0)));
+        let span = by_end.into_iter().chain(limit.map(|l| l.duration)).min();
+        w.kept.scheduled_rows = match span {
             // A worker that never connected missed its whole span too.
-            Some(l) if w.at_duration || driver.is_none() => s.rows_within(l.duration).max(taken),
+            Some(d) if w.at_duration || driver.is_none() => s.rows_within(d).max(taken),
             _ => taken,
         };
     }

@@ -7,6 +7,7 @@ mod admin;
 mod connections;
 mod cpu;
 pub mod ddl;
+pub mod end;
 pub mod ingest;
 mod judge;
 mod link;
@@ -20,6 +21,7 @@ pub mod series;
 mod slots;
 mod spans;
 mod stages;
+mod together;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -126,15 +128,27 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
         };
         let mut phases = Vec::new();
         for phase in &cell.phases {
-            let report = run_phase(env, &runtime, cell, phase, &label);
-            phases.push(report);
+            match together::place(cell, phase) {
+                together::Place::Alone => {
+                    phases.push(run_phase(env, &runtime, cell, phase, &label))
+                }
+                together::Place::First(g) => {
+                    phases.extend(together::run(env, &runtime, cell, g, &label));
+                }
+                together::Place::Later => continue,
+            }
             if env.stop.load(Ordering::Relaxed) {
                 break;
             }
         }
         // Cross-checked runs compare their results with the same run in every earlier cell.
-        for (phase, report) in cell.phases.iter().zip(phases.iter_mut()) {
-            if let (Phase::Queries(q), PhaseReport::Queries(r)) = (phase, report) {
+        // (A group's reports are in its own order, so each finds its phase by name.)
+        for report in phases.iter_mut() {
+            let phase = match &*report {
+                PhaseReport::Queries(r) => cell.phases.iter().find(|p| p.name() == r.name),
+                _ => None,
+            };
+            if let (Some(Phase::Queries(q)), PhaseReport::Queries(r)) = (phase, report) {
                 if !q.check_same_results {
                     continue;
                 }
@@ -181,6 +195,25 @@ fn run_phase(
     phase: &Phase,
     label: &str,
 ) -> PhaseReport {
+    let (recorder, warning, label) = start_series(env, cell, phase, label);
+    let report = runtime.block_on(phase_future(
+        env,
+        cell,
+        phase,
+        (&label, &recorder),
+        end::Member::alone(),
+    ));
+    finish_series(report, recorder, warning)
+}
+
+/// A phase's time series started (when the run has `--out`), a warning if it could not be,
+/// and the phase's progress label.
+fn start_series(
+    env: &RunEnv,
+    cell: &crate::plan::Cell,
+    phase: &Phase,
+    label: &str,
+) -> (series::Recorder, Option<String>, String) {
     let (name, kind, endpoint, series_kind, workers, load) = match phase {
         Phase::Ingest(p) => (
             &p.name,
@@ -218,30 +251,43 @@ fn run_phase(
         workers,
         load,
     };
-    let (recorder, mut warning) =
-        match series::Recorder::start(env.series.as_ref(), &id, series_kind) {
-            Ok(r) => (r, None),
-            Err(e) => (
-                series::Recorder::none(),
-                Some(format!("no time series: {e}")),
-            ),
-        };
-    let label = format!("{label} {name}");
-    let mut report = match phase {
-        Phase::Ingest(p) => PhaseReport::Ingest(Box::new(
-            runtime.block_on(ingest::run(env, &label, p, &recorder)),
-        )),
-        Phase::Queries(q) => PhaseReport::Queries(Box::new(
-            runtime.block_on(queries::run(env, &label, q, &recorder)),
-        )),
-        Phase::Requests(r) => PhaseReport::Requests(Box::new(runtime.block_on(requests::run(
-            env,
-            &label,
-            r,
-            &cell.params,
-            &recorder,
-        )))),
+    let (recorder, warning) = match series::Recorder::start(env.series.as_ref(), &id, series_kind) {
+        Ok(r) => (r, None),
+        Err(e) => (
+            series::Recorder::none(),
+            Some(format!("no time series: {e}")),
+        ),
     };
+    (recorder, warning, format!("{label} {name}"))
+}
+
+/// One phase run, as one member of a group or on its own (`Member::alone`).
+async fn phase_future(
+    env: &RunEnv,
+    cell: &crate::plan::Cell,
+    phase: &Phase,
+    (label, recorder): (&str, &series::Recorder),
+    member: end::Member,
+) -> PhaseReport {
+    match phase {
+        Phase::Ingest(p) => {
+            PhaseReport::Ingest(Box::new(ingest::run(env, label, p, recorder, member).await))
+        }
+        Phase::Queries(q) => PhaseReport::Queries(Box::new(
+            queries::run(env, label, q, recorder, member).await,
+        )),
+        Phase::Requests(r) => PhaseReport::Requests(Box::new(
+            requests::run(env, label, r, &cell.params, recorder, member).await,
+        )),
+    }
+}
+
+/// The phase's time series closed and referenced from its report.
+fn finish_series(
+    mut report: PhaseReport,
+    recorder: series::Recorder,
+    mut warning: Option<String>,
+) -> PhaseReport {
     let (series, note) = recorder.finish();
     if let Some(e) = note {
         warning.get_or_insert(format!("time series: {e}"));

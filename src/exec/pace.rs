@@ -20,6 +20,8 @@ use rustix::time::{
 };
 use tokio::io::unix::AsyncFd;
 
+use super::end::End;
+
 /// The longest single wait: a stop (Ctrl-C) is noticed within it even at a low rate.
 const CHUNK: Duration = Duration::from_millis(100);
 /// Bounds of the early wake-up: at least this much spin, at most this much.
@@ -67,10 +69,11 @@ impl Pacer {
         self.late_dev += (dev - self.late_dev) / 16.0;
     }
 
-    /// Waits until `at`; `false` when `stop` was set first (nothing should be sent then).
-    pub async fn until(&mut self, at: Instant, stop: &AtomicBool) -> bool {
+    /// Waits until `at`; `false` when `stop` was set or a group's `end` came first (seen
+    /// within one `CHUNK`): nothing should be sent then.
+    pub async fn until(&mut self, at: Instant, stop: &AtomicBool, end: &End) -> bool {
         loop {
-            if stop.load(Ordering::Relaxed) {
+            if stop.load(Ordering::Relaxed) || end.ended() {
                 return false;
             }
             let now = Instant::now();
@@ -169,13 +172,16 @@ mod tests {
         let start = Instant::now();
         for i in 1..=50u32 {
             let at = start + Duration::from_micros(300) * i;
-            assert!(p.until(at, &stop).await);
+            assert!(p.until(at, &stop, &End::default()).await);
             assert!(Instant::now() >= at);
         }
         assert!(matches!(p.timer, Timer::Fd(_)), "a timerfd on Linux");
-        stop.store(true, Ordering::Relaxed);
         let far = Instant::now() + Duration::from_secs(3600);
-        assert!(!p.until(far, &stop).await);
+        let end = End::new();
+        end.now();
+        assert!(!p.until(far, &stop, &end).await, "a group's end");
+        stop.store(true, Ordering::Relaxed);
+        assert!(!p.until(far, &stop, &End::default()).await);
     }
 
     #[test]

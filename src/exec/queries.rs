@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use super::account::{Cutoff, Sends};
+use super::end::{End, Member};
 use super::judge::{self, errors, failed_thresholds, judge, Units};
 use super::link::Link;
 use super::pace::Pacer;
@@ -58,6 +59,8 @@ struct Round<'a> {
     abort: Arc<std::sync::atomic::AtomicBool>,
     /// A round measuring one stage of a staged run (`staged`).
     stage: Option<Arc<super::stages::StageCtl>>,
+    /// A group's end, which ends the round as its span would.
+    group: End,
 }
 
 /// What a round did besides its workers' own counts.
@@ -96,7 +99,7 @@ async fn round(
     };
     let until = Until {
         end,
-        cutoff: Cutoff::after(end, r.env.stop.clone()),
+        cutoff: Cutoff::after(end, r.env.stop.clone()).ending(&r.group),
         counts: counts.clone(),
         max_errors: if record == Record::No {
             None
@@ -105,6 +108,7 @@ async fn round(
         },
         abort: r.abort.clone(),
         stage: r.stage.clone(),
+        group: r.group.clone(),
     };
     let order = Order {
         mix: r.mix,
@@ -146,14 +150,20 @@ async fn round(
         }
     }
     let elapsed = started.elapsed();
-    let ended_at = Instant::now();
+    // Ended by the group: slots after its end were never due, and a counted closed-loop run
+    // scheduled what it sent, as a timed one does.
+    let ended_at = r
+        .group
+        .min(Some(Instant::now()))
+        .unwrap_or_else(Instant::now);
+    let by_group = r.group.ended();
     let warm_of = |order: &Order| match (&order.schedule, &r.stage) {
         (Some(s), Some(c)) => s.scheduled(c.measure_from),
         _ => 0,
     };
     let scheduled_of = |order: &Order| match &order.schedule {
         Some(s) => Some(s.scheduled(ended_at).saturating_sub(warm_of(order))),
-        None => bound,
+        None => bound.filter(|_| !by_group),
     };
     let mut scheduled = routed_order.as_ref().and_then(scheduled_of);
     let mut warm = routed_order.as_ref().map_or(0, warm_of);
@@ -178,7 +188,13 @@ async fn round(
     )
 }
 
-pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorder) -> QueryReport {
+pub async fn run(
+    env: &RunEnv,
+    label: &str,
+    phase: &QueryPhase,
+    series: &Recorder,
+    mut member: Member,
+) -> QueryReport {
     let url = match phase.endpoint.url.as_ref().map(resolve_url) {
         Some(Ok(u)) => u,
         Some(Err(e)) => return refused(phase, Status::Failed, e),
@@ -194,6 +210,8 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
         }
     }
     let programs = Arc::new(programs);
+    // In a group, guards read the tables once every ingest beside this run has set its up.
+    member.setup.pass().await;
     if let Err(e) = requirements(env, &phase.run.require, &phase.endpoint, &url).await {
         return refused(phase, Status::Failed, e);
     }
@@ -242,8 +260,10 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
     let max_errors = super::max_errors(env, phase.run.stop_after_errors);
     let abort = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut last_end = None;
+    member.start.pass().await;
+    let group = member.end.clone();
     for rep in 0..phase.run.repeat.max(1) {
-        if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) {
+        if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) || group.ended() {
             break;
         }
         if warm_count.is_some() || warm_time.is_some() {
@@ -260,6 +280,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
                 stage: stages
                     .first()
                     .map(|s| Arc::new(StageCtl::new(Instant::now(), s.workers))),
+                group: group.clone(),
             };
             let (back, ended) = staged::round(workers, routed, Record::No, r, &counts).await;
             counts.warmup.store(false, Ordering::Relaxed);
@@ -282,6 +303,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
                 max_errors,
                 abort: abort.clone(),
                 stage: None,
+                group: group.clone(),
             };
             let (back, done, errors) =
                 staged::run(workers, routed, &stages, base, record, &counts, series).await;
@@ -302,6 +324,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
             max_errors,
             abort: abort.clone(),
             stage: None,
+            group: group.clone(),
         };
         let sent = |ws: &[Worker]| ws.iter().map(|w| w.sends.sent).sum::<u64>();
         let answered = |ws: &[Worker]| {
@@ -326,6 +349,7 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
             .unwrap_or_else(|| sent(&workers) - sent_before);
         report.failures.extend(ended.errors);
     }
+    member.ended();
     ticker.finish().await;
     judge::stopped(
         &mut report,

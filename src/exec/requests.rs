@@ -27,6 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::account::{Cutoff, Sends};
+use super::end::Member;
 use super::judge::{self, failed_thresholds, Units};
 use super::link::Link;
 use super::pace::Pacer;
@@ -109,6 +110,7 @@ pub async fn run(
     phase: &RequestPhase,
     params: &IndexMap<String, Value>,
     series: &Recorder,
+    mut member: Member,
 ) -> RequestReport {
     let url = match phase.endpoint.url.as_ref().map(resolve_url) {
         Some(Ok(u)) => u,
@@ -155,6 +157,8 @@ pub async fn run(
             Err(e) => return refused(phase, format!("hook `{}`: {e}", hook.name)),
         },
     };
+    // In a group, guards read the tables once every ingest beside this run has set its up.
+    member.setup.pass().await;
     if let Err(e) = requirements(env, &phase.run.require, &phase.endpoint, &url).await {
         return refused(phase, e);
     }
@@ -244,7 +248,7 @@ pub async fn run(
     let measured = |start: Instant, end: Option<Instant>| RoundCtl {
         start,
         end,
-        cutoff: Cutoff::after(end, env.stop.clone()),
+        cutoff: Cutoff::after(end, env.stop.clone()).ending(&member.end),
         stop: env.stop.clone(),
         abort: abort.clone(),
         record: true,
@@ -252,14 +256,16 @@ pub async fn run(
         max_errors,
         limited: limited.clone(),
         stage: None,
+        group: member.end.clone(),
     };
     // `None` once a round had no count to schedule by (closed loop, timed): then what was
     // scheduled is what was sent.
     let mut scheduled = Some(0u64);
     let mut workers_end = None;
     let stages = Stage::all(&phase.run.stages);
+    member.start.pass().await;
     for rep in 0..phase.run.repeat.max(1) {
-        if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) {
+        if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) || member.end.ended() {
             break;
         }
         if warm_count.is_some() || warm_time.is_some() {
@@ -289,7 +295,11 @@ pub async fn run(
         }
         if !stages.is_empty() {
             let cpu_before = super::cpu::process_cpu_seconds();
-            let halted = || env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed);
+            let halted = || {
+                env.stop.load(Ordering::Relaxed)
+                    || abort.load(Ordering::Relaxed)
+                    || member.end.ended()
+            };
             let done = staged::run(&pool, &stages, env.seed, series, halted, &measured).await;
             judge::repeat(&mut report, 1, done.answered, done.span, cpu_before);
             scheduled = Some(done.scheduled);
@@ -326,6 +336,7 @@ pub async fn run(
         judge::repeat(&mut report, rep + 1, requests, elapsed, cpu_before);
         scheduled = scheduled.zip(round_scheduled).map(|(a, b)| a + b);
     }
+    member.ended();
     let workers = pool.finish();
     ticker.finish().await;
     let limited = limited.load(Ordering::Relaxed);

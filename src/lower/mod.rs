@@ -8,6 +8,7 @@
 
 mod cell;
 mod column;
+mod concurrent;
 mod expect;
 mod ingest;
 mod query;
@@ -40,6 +41,7 @@ pub(crate) fn lower_cells(
     for (i, cell) in matrix.cells.iter().enumerate() {
         let ev = Eval::new(&matrix.program, cell);
         let phases = cell::lower_cell(&ev, &matrix.hooks);
+        let groups = concurrent::lower_groups(&ev, &phases);
         if i == 0 {
             cell::check_all_decls(&ev, &matrix.hooks);
         }
@@ -53,6 +55,7 @@ pub(crate) fn lower_cells(
             axes: cell.axes.clone(),
             params,
             phases,
+            groups,
         });
     }
     let lowering_failed = diags.error_count() > matrix.errors_before;

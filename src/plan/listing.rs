@@ -64,6 +64,29 @@ fn thresholds(o: &mut String, indent: &str, ts: &[Threshold]) {
     }
 }
 
+/// A `concurrent` group, listed before its first member in file order, where it runs.
+fn group_line(o: &mut String, cell: &Cell, phase: &Phase) {
+    let first = cell.phases.iter().map(Phase::name);
+    let Some(g) = cell.groups.iter().find(|g| {
+        first
+            .clone()
+            .find(|n| g.phases.iter().any(|m| m == n))
+            .is_some_and(|n| n == phase.name())
+    }) else {
+        return;
+    };
+    let end = match &g.until {
+        Some(u) => format!("ends when {u} ends; the others are stopped then"),
+        None => "ends when every member has ended".to_string(),
+    };
+    let _ = writeln!(
+        o,
+        "  concurrent {}: {} start together; {end}",
+        g.name,
+        g.phases.join(", ")
+    );
+}
+
 fn schema_body(s: &SchemaPlan) -> String {
     let mut o = String::new();
     let width = s.columns.iter().map(|c| c.name.len()).max().unwrap_or(0);
@@ -168,6 +191,7 @@ pub fn listing(plan: &Plan) -> String {
             let _ = writeln!(o, "  params  {}", ps.join(" "));
         }
         for phase in &cell.phases {
+            group_line(&mut o, cell, phase);
             match phase {
                 Phase::Ingest(p) => {
                     let _ = writeln!(o, "  ingest {} -> {}", p.name, endpoint(&p.endpoint));

@@ -49,6 +49,23 @@ pub struct Cell {
     pub axes: IndexMap<String, Value>,
     pub params: IndexMap<String, Value>,
     pub phases: Vec<Phase>,
+    /// `concurrent` groups: phases of this cell that run at the same time. Absent from the
+    /// plan's JSON when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<ConcurrentGroup>,
+}
+
+/// `concurrent NAME { phases A, B  until A }`: members are phases of the same cell, run as one
+/// step at the place of the first of them; `phases` stays flat so every phase keeps its own
+/// report.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConcurrentGroup {
+    pub name: String,
+    /// The members' phase names, in the group's order.
+    pub phases: Vec<String>,
+    /// The member whose end ends the group (the others are stopped as if their span had ended
+    /// then); `None`: the group ends when every member has.
+    pub until: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -11,6 +11,7 @@ pub mod rebuild;
 pub mod render;
 pub mod series;
 pub mod stages;
+pub mod together;
 
 use std::collections::BTreeMap;
 
@@ -251,6 +252,9 @@ pub struct IngestReport {
     /// `rate R`: how the fixed schedule of rows was kept; absent without a rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<IngestSchedule>,
+    /// The `concurrent` group this phase ran in; absent for a phase that ran on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrent: Option<together::ConcurrentMember>,
 }
 
 /// A rate-controlled ingest's open-loop accounting, in rows and batches:
@@ -330,6 +334,9 @@ pub struct RunReport<K: RunKind> {
     /// A staged run's stages, each on its own; absent without stages.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<stages::StageReport>,
+    /// The `concurrent` group this run ran in; absent for a run that ran on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrent: Option<together::ConcurrentMember>,
 }
 
 /// A kind of run (queries, requests), named by the figures that set it up (the keys after
@@ -479,6 +486,7 @@ impl<K: RunKind> RunReport<K> {
             series: None,
             connecting: None,
             stages: Vec::new(),
+            concurrent: None,
         }
     }
 }

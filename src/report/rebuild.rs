@@ -174,6 +174,7 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
                 series: Some(reference),
                 connecting: None,
                 schedule: None,
+                concurrent: None,
             }))
         }
         Series::Run(rows) => {
@@ -270,5 +271,6 @@ fn run<K: RunKind>(
         series: None,
         connecting: None,
         stages: Vec::new(),
+        concurrent: None,
     }
 }

@@ -80,6 +80,9 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
         format!("cell {}/{total} {}", cell.index, cell.key)
     };
     for phase in &cell.phases {
+        if let Some(line) = super::together::group_line(cell, phase) {
+            out += &format!("{label}: {line}");
+        }
         out += &match phase {
             PhaseReport::Ingest(r) if r.status == Status::NotRun => format!(
                 "{label}: ingest {} -> {}: not run: {}\n",

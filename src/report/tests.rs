@@ -131,6 +131,7 @@ pub(super) fn query_report() -> QueryReport {
         series: None,
         connecting: None,
         stages: Vec::new(),
+        concurrent: None,
     }
 }
 
@@ -186,6 +187,7 @@ pub(super) fn request_report() -> RequestReport {
         }),
         connecting: None,
         stages: Vec::new(),
+        concurrent: None,
     }
 }
 
@@ -229,6 +231,7 @@ fn ingest_report(status: Status) -> IngestReport {
         series: None,
         connecting: None,
         schedule: None,
+        concurrent: None,
     }
 }
 

@@ -20,6 +20,7 @@ pub enum Item {
     Query(Query),
     Hook(Hook),
     Run(Run),
+    Concurrent(Concurrent),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -457,6 +458,16 @@ pub struct StageRate {
     /// A linear ramp of the arrival rate from `from` to this.
     pub to: Option<Expr>,
     pub arrival: Option<Arrival>,
+    pub span: Span,
+}
+
+/// `concurrent NAME { phases A, B  until A }`: ingest and run blocks that run at the same time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Concurrent {
+    pub name: Ident,
+    /// Every `phases` clause, each a list of block names.
+    pub phases: Vec<Clause<Vec<Ident>>>,
+    pub until: Vec<Clause<Ident>>,
     pub span: Span,
 }
 

@@ -309,6 +309,17 @@ fn item_sexpr(o: &mut String, item: &Item) {
             }
             o.push(')');
         }
+        Item::Concurrent(c) => {
+            let _ = write!(o, "(concurrent {}", c.name);
+            for p in &c.phases {
+                let names: Vec<&str> = p.value.iter().map(|i| i.name.as_str()).collect();
+                let _ = write!(o, "\n  (phases {})", names.join(" "));
+            }
+            for u in &c.until {
+                let _ = write!(o, "\n  (until {})", u.value);
+            }
+            o.push(')');
+        }
     }
 }
 

@@ -85,8 +85,13 @@ pub(super) fn judge(
             None => report.rows_generated,
         };
         report.rows_expected = Some(allowed);
+        let end = if workers.by_group {
+            "stopped by its concurrent group's end, after"
+        } else {
+            "stopped at its duration"
+        };
         report.warnings.push(format!(
-            "stopped at its duration ({}): judged on the {} rows its span allowed{}",
+            "{end} ({}): judged on the {} rows its span allowed{}",
             crate::net::fmt::fmt_duration(d),
             thousands(allowed),
             planned
@@ -106,7 +111,14 @@ pub(super) fn judge(
                     .to_string(),
             );
         }
-        if !lost.is_empty() {
+        if !lost.is_empty() && workers.by_group {
+            // Stopped from outside: what was in flight is cut off, as a run's queries are.
+            report.warnings.push(format!(
+                "cut off at its group's end plus {} of grace: {}",
+                crate::net::fmt::fmt_duration(STOP_GRACE),
+                lost.join("; ")
+            ));
+        } else if !lost.is_empty() {
             report.failures.push(format!(
                 "cut off at its duration ({}) plus {} of grace: {}",
                 crate::net::fmt::fmt_duration(d),

@@ -74,7 +74,11 @@ pub(super) async fn run<'a>(
     let mut errors = Vec::new();
     for (i, stage) in stages.iter().enumerate() {
         let b = base();
-        if b.env.stop.load(Ordering::Relaxed) || b.abort.load(Ordering::Relaxed) {
+        // A group's end (`concurrent ... until P`) ends the staged run as its last stage would.
+        if b.env.stop.load(Ordering::Relaxed)
+            || b.abort.load(Ordering::Relaxed)
+            || b.group.ended()
+        {
             break;
         }
         let start = Instant::now();

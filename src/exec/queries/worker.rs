@@ -92,7 +92,7 @@ impl Queue {
             Queue::Pull(p) => {
                 let next = {
                     let mut order = p.order.lock().ok()?;
-                    if until.halted() {
+                    if until.over() {
                         order.close();
                         return None;
                     }
@@ -178,14 +178,18 @@ impl Worker {
                 connected
             };
             if let Some(slot) = job.slot {
-                if !self.pacer.until(slot.at, &until.cutoff.stop).await {
+                if !self
+                    .pacer
+                    .until(slot.at, &until.cutoff.stop, &until.group)
+                    .await
+                {
                     break;
                 }
             }
             let sent = Instant::now();
             // Nothing starts after the end of a timed round or after a stop: what is left of
             // the order is unsent (open loop) or was never scheduled (closed loop).
-            if until.halted() || until.end.is_some_and(|d| sent >= d) {
+            if until.halted() || until.end.is_some_and(|d| sent >= d) || until.group.past(sent) {
                 break;
             }
             let intended = job.slot.map(|s| s.at);
@@ -278,12 +282,19 @@ pub(super) struct Until {
     pub(super) abort: Arc<std::sync::atomic::AtomicBool>,
     /// A round measuring one stage of a staged run (`staged`).
     pub(super) stage: Option<Arc<crate::exec::stages::StageCtl>>,
+    /// A group's end (`until P`): reached as the end of a timed round is.
+    pub(super) group: crate::exec::end::End,
 }
 
 impl Until {
     /// Stopped (Ctrl-C) or aborted (too many errors): nothing more is sent.
     pub(super) fn halted(&self) -> bool {
         self.cutoff.stop.load(Ordering::Relaxed) || self.abort.load(Ordering::Relaxed)
+    }
+
+    /// Halted, or ended by the group: the order hands out nothing more.
+    pub(super) fn over(&self) -> bool {
+        self.halted() || self.group.ended()
     }
 }
 
@@ -300,7 +311,7 @@ pub(super) async fn dispatch(
     let workers = own.len().max(1) as u64;
     let mut turn = 0u64;
     loop {
-        if until.halted() {
+        if until.over() {
             order.close();
             break;
         }

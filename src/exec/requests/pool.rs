@@ -67,13 +67,16 @@ impl Pool {
             }
         }
         drop(feed);
+        let group = ctl.group.clone();
         for d in dones {
             // An error means the thread is gone; its connections are lost with it.
             let _ = d.await;
         }
+        // Ended by a group: what was due until its end; a count scheduled what was sent.
+        let ended = group.min(Some(Instant::now())).unwrap_or_else(Instant::now);
         match schedule {
-            Some(s) => s.lock().ok().map(|s| s.scheduled(Instant::now())),
-            None => end,
+            Some(s) => s.lock().ok().map(|s| s.scheduled(ended)),
+            None => end.filter(|_| !group.ended()),
         }
     }
 

@@ -93,6 +93,8 @@ pub(super) struct RoundCtl {
     pub(super) limited: Arc<AtomicBool>,
     /// A round measuring one stage of a staged run (`staged`).
     pub(super) stage: Option<Arc<crate::exec::stages::StageCtl>>,
+    /// A group's end (`until P`): reached as the end of a timed round is.
+    pub(super) group: crate::exec::end::End,
 }
 
 impl Worker {
@@ -233,7 +235,7 @@ impl Worker {
 
     /// The next request's index, and its intended send time in open loop; `None` ends the
     /// round.
-    async fn next_index(feed: &Feed, stop: &AtomicBool) -> Option<(u64, Option<Instant>)> {
+    async fn next_index(feed: &Feed, ctl: &RoundCtl) -> Option<(u64, Option<Instant>)> {
         match feed {
             Feed::Counter { next, base, end } => {
                 let i = next.fetch_add(1, Ordering::Relaxed);
@@ -244,7 +246,7 @@ impl Worker {
             }
             Feed::Slots(schedule) => {
                 let mut schedule = schedule.lock().ok()?;
-                if stop.load(Ordering::Relaxed) {
+                if ctl.stop.load(Ordering::Relaxed) || ctl.group.ended() {
                     schedule.close(Instant::now());
                     return None;
                 }
@@ -321,7 +323,7 @@ impl Worker {
         loop {
             let (index, intended, prebuilt) = match ahead.take() {
                 Some((i, b)) => (i, None, Some(b)),
-                None => match Self::next_index(&feed, &ctl.stop).await {
+                None => match Self::next_index(&feed, &ctl).await {
                     Some((i, at)) => (i, at, None),
                     None => break,
                 },
@@ -330,6 +332,7 @@ impl Worker {
             if ctl.stop.load(Ordering::Relaxed)
                 || ctl.abort.load(Ordering::Relaxed)
                 || ctl.end.is_some_and(|d| now >= d)
+                || ctl.group.past(now)
             {
                 break;
             }
@@ -356,10 +359,13 @@ impl Worker {
                         break;
                     }
                 }
-                if !self.pacer.until(at, &ctl.stop).await {
+                if !self.pacer.until(at, &ctl.stop, &ctl.group).await {
                     break;
                 }
-                if ctl.end.is_some_and(|d| Instant::now() >= d) || ctl.abort.load(Ordering::Relaxed)
+                let now = Instant::now();
+                if ctl.end.is_some_and(|d| now >= d)
+                    || ctl.group.past(now)
+                    || ctl.abort.load(Ordering::Relaxed)
                 {
                     break;
                 }
@@ -381,7 +387,7 @@ impl Worker {
             let mut failed_ahead = None;
             if build_ahead && matches!(flight, InFlight::Http { .. }) {
                 if let (Some((i, _)), Source::Hook { function, .. }, Some(hook)) = (
-                    Self::next_index(&feed, &ctl.stop).await,
+                    Self::next_index(&feed, &ctl).await,
                     &self.shared.source,
                     self.hook.as_mut(),
                 ) {

@@ -133,6 +133,7 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                 series: Some(load),
                 connecting: None,
                 schedule: None,
+                concurrent: None,
             };
             let mut q: QueryReport = (**query).clone();
             q.name = "explore".into();

@@ -10,6 +10,7 @@ mod blocks;
 mod decls;
 mod expr;
 mod stages;
+mod together;
 
 use super::ast::*;
 use crate::diag::{Code, Diagnostic};
@@ -114,6 +115,7 @@ impl Walker {
                 Rule::query => Item::Query(self.query(p)?),
                 Rule::hook => Item::Hook(self.hook(p)?),
                 Rule::run => Item::Run(self.run(p)?),
+                Rule::concurrent => Item::Concurrent(self.concurrent(p)),
                 Rule::EOI => continue,
                 r => unexpected(r, "file"),
             };
