@@ -10,6 +10,7 @@ mod cell;
 mod column;
 mod expect;
 mod ingest;
+mod probe;
 mod query;
 mod run;
 mod schema;
