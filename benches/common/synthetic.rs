@@ -251,6 +251,7 @@ fn ingest_phase(
         series: Some(f.sref),
         connecting: None,
         schedule: None,
+        freshness: None,
     }
 }
 

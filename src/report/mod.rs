@@ -5,6 +5,7 @@
 pub mod connections;
 pub mod csv;
 pub mod files;
+pub mod freshness;
 pub mod html;
 pub mod read;
 pub mod rebuild;
@@ -250,6 +251,9 @@ pub struct IngestReport {
     /// `rate R`: how the fixed schedule of rows was kept; absent without a rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<IngestSchedule>,
+    /// `probe visible`: the visibility lag while sending; absent without a probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freshness: Option<freshness::Freshness>,
 }
 
 /// A rate-controlled ingest's open-loop accounting, in rows and batches:

@@ -174,6 +174,7 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
                 series: Some(reference),
                 connecting: None,
                 schedule: None,
+                freshness: None,
             }))
         }
         Series::Run(rows) => {

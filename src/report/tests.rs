@@ -227,6 +227,7 @@ fn ingest_report(status: Status) -> IngestReport {
         series: None,
         connecting: None,
         schedule: None,
+        freshness: None,
     }
 }
 

@@ -132,6 +132,7 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                 series: Some(load),
                 connecting: None,
                 schedule: None,
+                freshness: None,
             };
             let mut q: QueryReport = (**query).clone();
             q.name = "explore".into();
