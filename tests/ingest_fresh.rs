@@ -251,3 +251,97 @@ ingest steady {{
     // verify visible keeps its own figures beside the probe.
     assert_eq!(u(&p["rows_visible"]), u(&p["rows_sent"]));
 }
+
+/// A VictoriaMetrics process on loopback ports (found free by binding port 0) with its own
+/// data directory, killed when dropped; `None`, after a note, when it is not installed.
+struct Victoria {
+    child: std::process::Child,
+    http: u16,
+    _data: tempfile::TempDir,
+}
+
+impl Victoria {
+    fn start() -> Option<Victoria> {
+        let port = || {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        };
+        let data = tempfile::tempdir().unwrap();
+        let (http, influx) = (port(), port());
+        let child = std::process::Command::new("victoria-metrics")
+            .arg(format!("-storageDataPath={}", data.path().display()))
+            .arg(format!("-httpListenAddr=127.0.0.1:{http}"))
+            .arg(format!("-influxListenAddr=127.0.0.1:{influx}"))
+            // The rows are of 2016; the default retention (1 month) would drop them.
+            .arg("-retentionPeriod=100y")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        let Ok(child) = child else {
+            servers::missing("VictoriaMetrics (victoria-metrics)");
+            return None;
+        };
+        let vm = Victoria {
+            child,
+            http,
+            _data: data,
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            if std::net::TcpStream::connect(("127.0.0.1", http)).is_ok() {
+                return Some(vm);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("VictoriaMetrics did not start listening within 20 s");
+    }
+}
+
+impl Drop for Victoria {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_promql_probe_sees_victoria_metrics_rows_become_searchable() {
+    let Some(vm) = Victoria::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"{SCHEMA}
+target victoria {{
+  dialect victoriametrics
+  ilp_http "http://127.0.0.1:{http}"
+  http     "http://127.0.0.1:{http}" as api
+  count samples via api promql "sum(count_over_time({{__name__=~\"${{table}}_.*\"}}[${{end - start}}]))"
+}}
+ingest steady {{
+  into victoria via ilp_http
+  rows s
+  batch 500 rows
+  rate 10_000/s
+  duration 2s
+  probe visible every 100ms via victoria.api within 30s
+}}
+"#,
+        http = vm.http
+    );
+    let (code, p, printed) = run(dir.path(), &text);
+    for l in printed.lines().filter(|l| l.contains("freshness")) {
+        eprintln!("VictoriaMetrics: {}", l.trim());
+    }
+    assert_eq!(code, 0, "{printed}\n{p:#}");
+    let f = &p["freshness"];
+    assert_eq!(f["language"], "promql");
+    assert_eq!(u(&f["probes_failed"]), 0, "{f:#}");
+    assert!(u(&f["probes_sent"]) >= 10, "{f:#}");
+    assert!(u(&f["lag"]["count"]) > 0, "{f:#}");
+    assert_eq!(u(&f["last_visible"]), u(&p["rows_sent"]), "{f:#}");
+    assert!(f["all_visible_after_s"].as_f64().is_some(), "{f:#}");
+}

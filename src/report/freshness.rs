@@ -167,7 +167,8 @@ mod tests {
         }
         assert!(f.samples.len() <= MAX_SAMPLES);
         assert!(f.samples.len() >= MAX_SAMPLES / 2);
-        assert_eq!(f.samples_stride, 4);
+        // Halved at 2,000, 4,000 and 8,000 probes.
+        assert_eq!(f.samples_stride, 8);
         for (i, s) in f.samples.iter().enumerate() {
             assert_eq!(s.t_s as u64, i as u64 * f.samples_stride);
         }
