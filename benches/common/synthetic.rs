@@ -252,6 +252,7 @@ fn ingest_phase(
         connecting: None,
         schedule: None,
         concurrent: None,
+        freshness: None,
     }
 }
 

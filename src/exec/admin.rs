@@ -14,7 +14,7 @@ use crate::gen::batch::BatchSchema;
 use crate::net::error::{DriverError, ErrorClass};
 use crate::net::http::{option_text, url_encode, with_query};
 use crate::plan::store::{self, Store};
-use crate::plan::{EndpointPlan, IngestPhase, Setup, Teardown};
+use crate::plan::{EndpointPlan, IngestPhase, Setup, Teardown, VerifyPlan};
 use crate::value::Value;
 
 /// How the rows a server shows are counted, and what it showed before the phase.
@@ -43,8 +43,23 @@ enum Counter {
 }
 
 impl Visibility {
+    /// A probe measures when rows become visible on their own: after its baseline it no
+    /// longer forces VictoriaMetrics to flush (a flush per probe would set the lag it
+    /// measures).
+    pub fn probing(mut self) -> Visibility {
+        if let Counter::Promql { flush, .. } = &mut self.counter {
+            *flush = false;
+        }
+        self
+    }
+
     /// Rows the server shows now, less the baseline.
     pub async fn count(&mut self, _env: &RunEnv) -> Result<u64, DriverError> {
+        self.count_now().await
+    }
+
+    /// `count`, for a task that does not hold the run's environment (the probe).
+    pub async fn count_now(&mut self) -> Result<u64, DriverError> {
         let raw = match &mut self.counter {
             Counter::Sql(c, q) => c.count(q).await?,
             Counter::Promql {
@@ -145,6 +160,17 @@ pub async fn prepare(
     let Some(v) = &phase.verify else {
         return Ok(None);
     };
+    counting(env, v, layout, end_ms).await.map(Some)
+}
+
+/// The count `v` describes, connected, with the baseline it sees now: `verify visible`'s, and
+/// `probe visible`'s over a connection of its own.
+pub async fn counting(
+    env: &RunEnv,
+    v: &VerifyPlan,
+    layout: &BatchSchema,
+    end_ms: Option<i64>,
+) -> Result<Visibility, DriverError> {
     let within = match v.within {
         Value::Duration(ns) if ns > 0 => Duration::from_nanos(ns as u64),
         _ => Duration::from_secs(60),
@@ -185,7 +211,7 @@ pub async fn prepare(
         counter,
     };
     vis.baseline = vis.count(env).await?;
-    Ok(Some(vis))
+    Ok(vis)
 }
 
 fn now_ms() -> i64 {

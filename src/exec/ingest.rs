@@ -6,6 +6,7 @@
 //! where their chunks come from, `verdict` the visibility count and the judging at the end.
 
 mod feed;
+mod fresh;
 mod rate;
 mod verdict;
 
@@ -37,6 +38,8 @@ pub struct Live {
     pub rows_sent: AtomicU64,
     pub rows_acked: AtomicU64,
     pub errors: AtomicU64,
+    /// `probe visible`: the rows sent, marked per batch.
+    timeline: Option<Arc<fresh::Timeline>>,
 }
 
 /// Where a worker counts as it goes: the progress ticker's counters and its slot of the
@@ -50,6 +53,14 @@ impl Counters<'_> {
     fn sent(&self, at: Instant, rows: u64, payload_bytes: u64, socket_bytes: u64) {
         self.live.rows_sent.fetch_add(rows, Ordering::Relaxed);
         self.series.sent(at, rows, payload_bytes, socket_bytes);
+    }
+
+    /// `probe visible`: `rows` counted as sent, marked at `started`, when their batch was
+    /// handed to the connection (a batch cannot show before that).
+    fn mark(&self, started: Instant, rows: u64) {
+        if let Some(t) = &self.live.timeline {
+            t.sent(started, rows);
+        }
     }
 
     fn acked(&self, rows: u64) {
@@ -163,6 +174,7 @@ pub async fn run(
         };
         null.verify = None;
         null.calibrate = false;
+        null.probe = None;
         // The ceiling is the client's unpaced speed: a schedule would only measure itself.
         null.rate = None;
         let encoding = Driver::encoding(&phase.endpoint);
@@ -173,6 +185,7 @@ pub async fn run(
             schema,
             encoding,
             (&Recorder::none(), &mut Member::alone()),
+            None,
         )
         .await;
         if ceiling.rows_sent > 0 {
@@ -200,8 +213,17 @@ pub async fn run(
         }
     };
     member.setup.pass().await;
-    let (sent, workers) =
-        send_all(env, label, phase, schema, encoding, (series, &mut member)).await;
+    let (timeline, probe, unprepared) = fresh::prepare(env, phase, schema).await;
+    let (sent, workers) = send_all(
+        env,
+        label,
+        phase,
+        schema,
+        encoding,
+        (series, &mut member),
+        timeline,
+    )
+    .await;
     member.ended();
     let calibration = report.calibration.take();
     report = sent;
@@ -213,15 +235,28 @@ pub async fn run(
         report.calibration = Some(c);
     }
     let interrupted = env.stop.load(Ordering::Relaxed);
-    if let Some(v) = visibility.as_mut() {
-        if !interrupted {
-            verify(env, v, &mut report).await;
+    let target = report.rows_acked.unwrap_or(report.rows_sent);
+    // The probe goes on beside verify, which keeps its own timing.
+    let probing = async {
+        match probe {
+            Some(p) => p.finish(target).await,
+            None => unprepared,
         }
-    }
+    };
+    let verifying = async {
+        if let Some(v) = visibility.as_mut() {
+            if !interrupted {
+                verify(env, v, &mut report).await;
+            }
+        }
+    };
+    let (freshness, ()) = tokio::join!(probing, verifying);
+    report.freshness = freshness;
     if let Err(e) = admin::teardown(env, phase, &schema.layout(), visibility.as_mut()).await {
         report.failures.push(format!("teardown: {e}"));
     }
     judge(&mut report, phase, workers, interrupted);
+    fresh::judge(&mut report, interrupted);
     report
 }
 
@@ -272,6 +307,7 @@ fn empty_report(phase: &IngestPhase) -> IngestReport {
         connecting: None,
         schedule: None,
         concurrent: None,
+        freshness: None,
     }
 }
 
@@ -297,6 +333,7 @@ async fn send_all(
     schema: &Rows<'_>,
     encoding: Encoding,
     (series, member): (&Recorder, &mut Member),
+    timeline: Option<Arc<fresh::Timeline>>,
 ) -> (IngestReport, WorkersDone) {
     let mut report = empty_report(phase);
     let n = phase.workers.max(1);
@@ -326,7 +363,10 @@ async fn send_all(
             }
         };
     let (timeout, connect_timeout) = timeouts(&phase.endpoint);
-    let live = Arc::new(Live::default());
+    let live = Arc::new(Live {
+        timeline: timeline.clone(),
+        ..Live::default()
+    });
     let mut sources = Vec::new();
     for w in 0..n {
         match schema.source(env, phase, w, n) {
@@ -377,6 +417,9 @@ async fn send_all(
     };
     let schedule = rows_per_s.map(|r| Schedule::new(started, r, n));
     series.measure(started);
+    if let Some(t) = &timeline {
+        t.begin(started);
+    }
     let mut tasks = Vec::new();
     for (w, feed) in feeds.into_iter().enumerate() {
         let cfg = DriverConfig {
@@ -685,6 +728,7 @@ async fn worker(
                     let now = Instant::now();
                     let payload = chunk.bytes.len() as u64;
                     live.sent(now, chunk.rows, payload, sent.socket_bytes);
+                    live.mark(started, chunk.rows);
                     if sent.acked {
                         w.rows_acked += chunk.rows;
                         live.acked(chunk.rows);
@@ -712,6 +756,7 @@ async fn worker(
                     w.socket_bytes += chunk.bytes.len() as u64;
                     let payload = chunk.bytes.len() as u64;
                     live.sent(Instant::now(), chunk.rows, payload, payload);
+                    live.mark(started, chunk.rows);
                     healthy = false;
                 }
             }

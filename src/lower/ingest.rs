@@ -63,15 +63,26 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
     let replay_budget = replay_budget(ev, i, &scope);
     let verify = match single(ev, &i.verify, |v| v.span, "verify") {
         None => Some(None),
-        Some(v) => lower_verify(ev, v, tinst, target, ep, &endpoint, &table, rows.range).map(Some),
+        Some(v) => lower_verify(
+            ev,
+            v,
+            "verify visible",
+            (tinst, target, ep, &endpoint),
+            &table,
+            rows.range,
+        )
+        .map(Some),
     };
     let ingest_duration = match single(ev, &i.duration, |c| c.span, "duration") {
         None => Some(None),
         Some(c) => duration(ev, &c.value, &scope, false).map(|d| Some(Value::Duration(d))),
     };
     let ingest_rate = ingest_rate(ev, i, &scope);
+    let probe =
+        super::probe::lower_probe(ev, i, (tinst, target, ep, &endpoint), &table, rows.range);
     // Every clause above is checked before giving up, so all their mistakes show at once.
     let (
+        Some(probe),
         Some(ingest_rate),
         Some(batch_rows),
         Some(workers),
@@ -81,6 +92,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         Some(verify),
         Some(ingest_duration),
     ) = (
+        probe,
         ingest_rate,
         batch_rows,
         workers,
@@ -127,6 +139,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         replay_budget: replay_budget?,
         duration: ingest_duration,
         rate: ingest_rate,
+        probe,
     };
     targets::check_store_admin(
         ev,
@@ -397,14 +410,21 @@ pub(super) fn default_ack(kind: ast::EndpointKind) -> Ack {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The ingest's target and endpoint, as `lower_verify` needs them.
+pub(super) type IngestTarget<'a> = (
+    InstanceId,
+    &'a ast::Target,
+    &'a ast::Endpoint,
+    &'a EndpointPlan,
+);
+
+/// `clause` names the clause in messages: `verify visible`, or `probe visible` whose count is
+/// chosen the same way.
 pub(super) fn lower_verify(
     ev: &Eval<'_>,
     v: &ast::Verify,
-    tinst: InstanceId,
-    target: &ast::Target,
-    ingest_ep: &ast::Endpoint,
-    ingest_plan: &EndpointPlan,
+    clause: &str,
+    (tinst, target, ingest_ep, ingest_plan): IngestTarget<'_>,
     table: &str,
     range: Option<(i64, i64)>,
 ) -> Ev<VerifyPlan> {
@@ -441,7 +461,7 @@ pub(super) fn lower_verify(
                     Diagnostic::error(
                         Code::E0301,
                         path[0].span.to(path[path.len() - 1].span),
-                        "name an endpoint: `verify visible via TARGET.ENDPOINT`",
+                        format!("name an endpoint: `{clause} via TARGET.ENDPOINT`"),
                     )
                     .label("expected TARGET.ENDPOINT"),
                 );
@@ -476,12 +496,12 @@ pub(super) fn lower_verify(
             if ingest_ep.kind == ast::EndpointKind::Null {
                 return ev.fail(
                     Diagnostic::error(Code::E0306, v.span, "the null sink keeps no rows to count")
-                        .label("remove `verify visible` for null cells"),
+                        .label(format!("remove `{clause}` for null cells")),
                 );
             }
             ev.fail(
                 Diagnostic::error(Code::E0306, v.span, format!("target `{}` has no way to count rows", target.name))
-                    .label("nothing to verify with")
+                    .label(format!("nothing to {} with", clause.split(' ').next().unwrap_or(clause)))
                     .also(target.name.span, "add a count rule to this target")
                     .note("for example: count rows via pg sql \"SELECT count(*) FROM ${table}\", or count samples via http promql \"...\""),
             )

@@ -11,6 +11,7 @@ mod column;
 mod concurrent;
 mod expect;
 mod ingest;
+mod probe;
 mod query;
 mod run;
 mod schema;

@@ -290,6 +290,19 @@ pub fn listing(plan: &Plan) -> String {
                             }
                         );
                     }
+                    if let Some(pr) = &p.probe {
+                        let c = &pr.count;
+                        let _ = writeln!(
+                            o,
+                            "    probe visible every {} via {} {} {:?}{}, until all visible or {} after sending",
+                            pr.every,
+                            endpoint(&c.endpoint),
+                            c.language,
+                            c.query,
+                            if c.unit == "samples" { " (samples / fields)" } else { "" },
+                            c.within
+                        );
+                    }
                     if let RowSource::Schema(s) = &p.source {
                         let body = schema_body(s);
                         let key = format!("{}\n{body}", s.name);

@@ -253,6 +253,19 @@ pub struct IngestPhase {
     /// worker at R / workers. Absent from the plan's JSON without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<Value>,
+    /// `probe visible every I`: the visibility lag probed while sending. Absent from the
+    /// plan's JSON without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbePlan>,
+}
+
+/// `probe visible every I [via T.E] [within D]`: the count chosen as `verify visible` chooses
+/// it (its `within` bounds the probing after sending ends), asked every `every`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProbePlan {
+    pub count: VerifyPlan,
+    /// A `Value::Duration`, at least 1 ms.
+    pub every: Value,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -5,6 +5,7 @@
 pub mod connections;
 pub mod csv;
 pub mod files;
+pub mod freshness;
 pub mod html;
 pub mod read;
 pub mod rebuild;
@@ -255,6 +256,9 @@ pub struct IngestReport {
     /// The `concurrent` group this phase ran in; absent for a phase that ran on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrent: Option<together::ConcurrentMember>,
+    /// `probe visible`: the visibility lag while sending; absent without a probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freshness: Option<freshness::Freshness>,
 }
 
 /// A rate-controlled ingest's open-loop accounting, in rows and batches:

@@ -175,6 +175,7 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
                 connecting: None,
                 schedule: None,
                 concurrent: None,
+                freshness: None,
             }))
         }
         Series::Run(rows) => {

@@ -92,7 +92,14 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
             ),
             PhaseReport::Ingest(r) => phase_block(
                 head(&label, "ingest", &r.name, &r.endpoint, r.status),
-                format!("  {}\n{}", ingest_summary(r), tls_lines(&r.connecting)),
+                format!(
+                    "  {}\n{}{}",
+                    ingest_summary(r),
+                    r.freshness
+                        .as_ref()
+                        .map_or(String::new(), |f| format!("  {}\n", f.line())),
+                    tls_lines(&r.connecting)
+                ),
                 &r.warnings,
                 &r.failures,
             ),

@@ -232,6 +232,7 @@ fn ingest_report(status: Status) -> IngestReport {
         connecting: None,
         schedule: None,
         concurrent: None,
+        freshness: None,
     }
 }
 

@@ -298,6 +298,17 @@ pub struct Ingest {
     pub duration: Vec<Clause<Expr>>,
     /// `rate R`: rows per second, sent on a fixed schedule (open loop).
     pub rate: Vec<Clause<Rate>>,
+    /// `probe visible every I [via T.E] [within D]`: the visibility lag, probed while sending.
+    pub probe: Vec<Probe>,
+    pub span: Span,
+}
+
+/// `probe visible every I [via TARGET.ENDPOINT] [within D]` in an ingest block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Probe {
+    pub every: Expr,
+    pub via: Option<Vec<Ident>>,
+    pub within: Option<Expr>,
     pub span: Span,
 }
 

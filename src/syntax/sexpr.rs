@@ -198,6 +198,16 @@ fn item_sexpr(o: &mut String, item: &Item) {
                 }
                 o.push(')');
             }
+            for p in &i.probe {
+                let _ = write!(o, "\n  (probe visible every {}", expr(&p.every));
+                if let Some(v) = &p.via {
+                    let _ = write!(o, " via {}", path(v));
+                }
+                if let Some(w) = &p.within {
+                    let _ = write!(o, " within {}", expr(w));
+                }
+                o.push(')');
+            }
             o.push(')');
         }
         Item::Query(q) => {

@@ -242,6 +242,7 @@ mod tests {
             replay_budget: None,
             duration: None,
             rate: None,
+            probe: None,
         }
     }
 

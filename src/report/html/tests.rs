@@ -134,6 +134,7 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                 connecting: None,
                 schedule: None,
                 concurrent: None,
+                freshness: None,
             };
             let mut q: QueryReport = (**query).clone();
             q.name = "explore".into();

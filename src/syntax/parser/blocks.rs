@@ -76,6 +76,7 @@ impl Walker {
             replay: vec![],
             duration: vec![],
             rate: vec![],
+            probe: vec![],
             span,
         };
         for c in p.into_inner() {
@@ -144,6 +145,7 @@ impl Walker {
                     }
                     ing.verify.push(Verify { via, within, span });
                 }
+                Rule::probe_clause => ing.probe.push(self.probe(c)?),
                 Rule::calibrate_clause => ing.calibrate.push(self.span(&c)),
                 Rule::replay_clause => {
                     let span = self.span(&c);

@@ -11,6 +11,7 @@ mod decls;
 mod expr;
 mod stages;
 mod together;
+mod probe;
 
 use super::ast::*;
 use crate::diag::{Code, Diagnostic};

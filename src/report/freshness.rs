@@ -1,0 +1,176 @@
+//! `probe visible`: an ingest's visibility lag, as report.json keeps it and as its one line in
+//! the terminal says it. docs/report-format.md ("Freshness") and docs/language.md ("probe
+//! visible") give the definition and its resolution.
+
+use serde::{Deserialize, Serialize};
+
+use super::render::fmt_latency;
+use super::Latency;
+use crate::plan::thousands;
+
+/// At most this many samples are kept in report.json: past it every other one is dropped and
+/// `samples_stride` doubles, so a long phase keeps evenly spaced samples over its whole span.
+pub const MAX_SAMPLES: usize = 2_000;
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Freshness {
+    /// `target.endpoint (kind)` the probe counts on, its language and query.
+    pub endpoint: String,
+    pub language: String,
+    pub query: String,
+    /// The probe's interval and how long it may go on after sending ended, seconds.
+    pub every_s: f64,
+    pub within_s: f64,
+    /// Counts asked (each answered or failed); the baseline count before sending is not one.
+    pub probes_sent: u64,
+    /// Counts that failed (error, timeout, unreadable answer): no sample, never a row error.
+    pub probes_failed: u64,
+    /// The first failure's message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+    /// Probes that answered 0 of the phase's rows: no lag sample (nothing is visible yet).
+    pub probes_empty: u64,
+    /// Probes that saw every row sent before them: the server had caught up, and their lag is
+    /// only the age of the last batch sent (a gap in the sending shows as lag there).
+    #[serde(default)]
+    pub probes_caught_up: u64,
+    /// Lag samples that came out negative (the count saw rows the timeline had not recorded
+    /// as sent when the probe was sent, or more rows than were ever sent) and were set to 0.
+    pub lag_clamped: u64,
+    /// Per sample: the probe's send time minus the moment the V-th row of the phase had been
+    /// sent, V being what the probe saw.
+    pub lag: Latency,
+    /// The probe's own latency: count query sent -> answered (failures included).
+    pub probe_latency: Latency,
+    /// What every probe must reach at the end: rows acknowledged, or sent without
+    /// acknowledgements (as `verify visible`).
+    pub rows_target: u64,
+    /// The last count a probe answered, baseline subtracted.
+    pub last_visible: Option<u64>,
+    /// From the moment the last row was sent to the send time of the first probe sent after
+    /// it that saw every row; `None` when none did within `within_s` of the end of sending.
+    pub all_visible_after_s: Option<f64>,
+    /// One probe in `samples_stride` is kept (1 until `MAX_SAMPLES` is reached).
+    pub samples_stride: u64,
+    pub samples: Vec<FreshSample>,
+}
+
+/// One answered probe.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct FreshSample {
+    /// The probe's send time, seconds from the phase's start (its first send slot).
+    pub t_s: f64,
+    /// Rows the phase had sent by then.
+    pub sent: u64,
+    /// Rows the probe saw (baseline subtracted).
+    pub visible: u64,
+    /// `None` when the probe saw no rows.
+    pub lag_s: Option<f64>,
+}
+
+fn ms(us: u64) -> String {
+    fmt_latency(us as f64, 0.0, 10_000.0)
+}
+
+fn secs(s: f64) -> String {
+    if s < 1.0 {
+        format!("{:.0}ms", s * 1e3)
+    } else {
+        format!("{s:.1}s")
+    }
+}
+
+impl Freshness {
+    /// `freshness  lag p50 212ms p99 480ms max 510ms (1,204 probes every 100ms; resolution
+    /// ±100ms + probe p50 2ms); all visible 0.8s after sending ended`
+    pub fn line(&self) -> String {
+        let mut s = String::from("freshness  ");
+        if self.lag.count > 0 {
+            s += &format!(
+                "lag p50 {} p99 {} max {} ",
+                ms(self.lag.p50_us),
+                ms(self.lag.p99_us),
+                ms(self.lag.max_us)
+            );
+        } else {
+            s += "no lag sample ";
+        }
+        s += &format!(
+            "({} probes every {}; resolution ±{} + probe p50 {}",
+            thousands(self.probes_sent),
+            secs(self.every_s),
+            secs(self.every_s),
+            ms(self.probe_latency.p50_us)
+        );
+        if self.probes_failed > 0 {
+            s += &format!(", {} failed", thousands(self.probes_failed));
+        }
+        if self.probes_empty > 0 {
+            s += &format!(", {} saw no rows", thousands(self.probes_empty));
+        }
+        if self.lag_clamped > 0 {
+            s += &format!(", {} negative lags set to 0", thousands(self.lag_clamped));
+        }
+        s += "); ";
+        s += &match self.all_visible_after_s {
+            Some(a) => format!("all visible {} after sending ended", secs(a)),
+            None => format!(
+                "not all visible within {} after sending ended ({} of {})",
+                secs(self.within_s),
+                self.last_visible.map_or("-".into(), thousands),
+                thousands(self.rows_target)
+            ),
+        };
+        s
+    }
+
+    /// Keeps one sample in `samples_stride`, halving the kept ones when they reach
+    /// `MAX_SAMPLES`. `n` numbers the answered probes from 0.
+    pub fn keep(&mut self, n: u64, sample: FreshSample) {
+        if self.samples_stride == 0 {
+            self.samples_stride = 1;
+        }
+        if n % self.samples_stride != 0 {
+            return;
+        }
+        if self.samples.len() >= MAX_SAMPLES {
+            let mut i = 0;
+            self.samples.retain(|_| {
+                i += 1;
+                i % 2 == 1
+            });
+            self.samples_stride *= 2;
+            if n % self.samples_stride != 0 {
+                return;
+            }
+        }
+        self.samples.push(sample);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_stay_evenly_spaced_under_the_cap() {
+        let mut f = Freshness::default();
+        let total = (MAX_SAMPLES as u64) * 5 + 3;
+        for n in 0..total {
+            f.keep(
+                n,
+                FreshSample {
+                    t_s: n as f64,
+                    ..Default::default()
+                },
+            );
+        }
+        assert!(f.samples.len() <= MAX_SAMPLES);
+        assert!(f.samples.len() >= MAX_SAMPLES / 2);
+        // Halved at 2,000, 4,000 and 8,000 probes.
+        assert_eq!(f.samples_stride, 8);
+        for (i, s) in f.samples.iter().enumerate() {
+            assert_eq!(s.t_s as u64, i as u64 * f.samples_stride);
+        }
+    }
+}

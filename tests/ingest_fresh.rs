@@ -1,0 +1,347 @@
+//! `probe visible every I` end to end (docs/language.md, "Freshness"): the lag measured
+//! against an in-test server whose rows become visible a fixed D after they arrive, probes
+//! that fail, and real PostgreSQL (visible at once).
+//!
+//! Timing bounds: each sample errs by at most one probe interval plus the probe's latency, so
+//! a lag is asserted within one interval of what the server does, plus ALLOWANCE for a 2-core
+//! machine shared by several builds (a probe or a batch held up by the scheduler).
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+#[path = "common/cli.rs"]
+mod cli;
+#[path = "common/fresh_server.rs"]
+mod fresh_server;
+#[path = "common/servers.rs"]
+mod servers;
+
+use cli::wlrun;
+use fresh_server::FreshServer;
+
+/// What a loaded machine may add to a lag on top of the probe's interval.
+const ALLOWANCE_MS: f64 = 150.0;
+
+/// 100 hosts x 1 day at 1 s: more rows than any span here sends.
+const SCHEMA: &str = r#"
+workload t { seed 7 }
+schema s {
+  series host: symbol = format("h%d", n) for n in 0..100
+  field  v: long = uniform(0, 9)
+  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 1d
+}
+"#;
+
+/// A QuestDB-like target on the in-test server: ILP over HTTP in, `/exec` counts out.
+fn target(server: &FreshServer) -> String {
+    format!(
+        r#"
+target fake {{
+  dialect questdb
+  ilp_http "{url}"
+  http     "{url}"
+  count rows via http sql "SELECT count(*) FROM ${{table}}"
+}}
+"#,
+        url = server.url()
+    )
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+fn ms(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}")) / 1000.0
+}
+
+/// Runs `text` with `--out`: the exit code, report.json's ingest phase, and what the run
+/// printed (standard output and error).
+fn run(dir: &Path, text: &str) -> (i32, Value, String) {
+    std::fs::write(dir.join("w.wl"), text).unwrap();
+    let out = wlrun(dir, &["run", "w.wl", "--out", "res", "-q"]);
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = std::fs::read(dir.join("res/report.json"))
+        .unwrap_or_else(|e| panic!("no report.json ({e}): {printed}"));
+    let report: Value = serde_json::from_slice(&report).unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        report["cells"][0]["phases"][0].clone(),
+        printed,
+    )
+}
+
+#[test]
+fn the_lag_is_the_servers_visibility_delay() {
+    const D_MS: f64 = 300.0;
+    const EVERY_MS: f64 = 50.0;
+    let server = FreshServer::start(Duration::from_millis(D_MS as u64), 0);
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{SCHEMA}{}
+ingest steady {{
+  into fake via ilp_http
+  rows s
+  batch 200 rows
+  rate 20_000/s
+  duration 3s
+  probe visible every 50ms within 10s
+}}
+",
+        target(&server)
+    );
+    let (code, p, printed) = run(dir.path(), &text);
+    assert_eq!(code, 0, "{printed}\n{p:#}");
+    // The measured figures, for whoever runs this with --nocapture.
+    for l in printed.lines().filter(|l| l.contains("freshness")) {
+        eprintln!("D {D_MS} ms: {}", l.trim());
+    }
+    let f = &p["freshness"];
+    assert_eq!(u(&p["rows_sent"]), server.rows(), "{p:#}");
+    assert!(u(&p["rows_sent"]) >= 40_000, "{p:#}");
+    assert_eq!(u(&f["probes_failed"]), 0, "{f:#}");
+    // 3 s of sending and D after it, every 50 ms: about 66 probes; a loaded machine fewer.
+    assert!(u(&f["probes_sent"]) >= 30, "{f:#}");
+    let (counts, _) = server.counts();
+    // The server also answered the baseline count.
+    assert_eq!(counts, u(&f["probes_sent"]) + 1);
+    let p50 = ms(&f["lag"]["p50_us"]);
+    assert!(
+        (D_MS - EVERY_MS..=D_MS + EVERY_MS + ALLOWANCE_MS).contains(&p50),
+        "lag p50 {p50} ms, rows visible {D_MS} ms after they arrive: {f:#}"
+    );
+    let after = f["all_visible_after_s"].as_f64().expect("all visible") * 1e3;
+    assert!(
+        (D_MS - EVERY_MS..=D_MS + EVERY_MS + ALLOWANCE_MS).contains(&after),
+        "all visible {after} ms after sending ended, D {D_MS} ms: {f:#}"
+    );
+    assert_eq!(u(&f["rows_target"]), u(&p["rows_sent"]));
+    // The samples add up: each saw at most what had been sent before the next one.
+    let samples = f["samples"].as_array().unwrap();
+    assert_eq!(samples.len() as u64, u(&f["probes_sent"]));
+    let last = samples.last().unwrap();
+    assert_eq!(u(&last["visible"]), u(&p["rows_sent"]));
+    for s in samples {
+        assert!(u(&s["visible"]) <= u(&p["rows_sent"]));
+        assert_eq!(s["lag_s"].is_null(), u(&s["visible"]) == 0, "{s}");
+    }
+    assert!(
+        printed.contains("freshness  lag p50 ")
+            && printed.contains("probes every 50ms; resolution ±50ms + probe p50")
+            && printed.contains("after sending ended"),
+        "{printed}"
+    );
+}
+
+#[test]
+fn failed_probes_are_counted_and_the_rows_still_judged() {
+    let server = FreshServer::start(Duration::from_millis(100), 2);
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{SCHEMA}{}
+ingest steady {{
+  into fake via ilp_http
+  rows s
+  batch 200 rows
+  rate 10_000/s
+  duration 1s
+  probe visible every 20ms within 10s
+}}
+",
+        target(&server)
+    );
+    let (code, p, printed) = run(dir.path(), &text);
+    let f = &p["freshness"];
+    // Count 1 (the baseline) answered; from there every other count fails.
+    let (counts, failed) = server.counts();
+    assert_eq!(u(&f["probes_sent"]), counts - 1, "{f:#}");
+    assert_eq!(u(&f["probes_failed"]), failed, "{f:#}");
+    assert!(failed >= 10, "{f:#}");
+    assert!(f["first_error"].as_str().unwrap().contains("500"), "{f:#}");
+    // Half the probes failed, not more: a warning, and the phase stands on its rows.
+    assert_eq!(code, 0, "{printed}\n{p:#}");
+    assert_eq!(p["status"], "ok");
+    assert!(
+        p["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("probes failed")),
+        "{p:#}"
+    );
+    assert!(printed.contains(" failed"), "{printed}");
+    assert_eq!(u(&p["rows_sent"]), server.rows());
+    assert_eq!(u(&p["rows_acked"]), server.rows());
+    assert!(f["all_visible_after_s"].as_f64().is_some(), "{f:#}");
+    assert_eq!(p["errors"].as_object().unwrap().len(), 0, "{p:#}");
+}
+
+#[test]
+fn a_probe_that_cannot_count_fails_the_phase_but_not_its_rows() {
+    let server = FreshServer::start(Duration::ZERO, 1);
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{SCHEMA}{}
+ingest steady {{
+  into fake via ilp_http
+  rows s limit 5_000
+  batch 500 rows
+  probe visible every 20ms
+}}
+",
+        target(&server)
+    );
+    let (code, p, printed) = run(dir.path(), &text);
+    assert_eq!(code, 1, "{printed}");
+    assert_eq!(u(&p["rows_sent"]), 5_000);
+    assert_eq!(u(&p["rows_acked"]), 5_000);
+    assert_eq!(server.rows(), 5_000);
+    let f = &p["freshness"];
+    assert_eq!(u(&f["probes_sent"]), 0, "{f:#}");
+    let failures = p["failures"].to_string();
+    assert!(
+        failures.contains("probe visible: no probe was sent: its count could not be prepared"),
+        "{failures}"
+    );
+    // Nothing else failed: the rows were all sent and acknowledged.
+    assert_eq!(p["failures"].as_array().unwrap().len(), 1, "{failures}");
+}
+
+#[test]
+fn postgres_rows_are_visible_at_once() {
+    if !servers::pg_up() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"{SCHEMA}
+target pg {{
+  pg "{url}"
+}}
+ingest steady {{
+  into pg via pg table "wlrun_fresh_probe"
+  rows s
+  batch 500 rows
+  rate 10_000/s
+  duration 2s
+  teardown drop
+  probe visible every 50ms within 10s
+  verify visible within 10s
+}}
+"#,
+        url = servers::pg_url()
+    );
+    let (code, p, printed) = run(dir.path(), &text);
+    assert_eq!(code, 0, "{printed}\n{p:#}");
+    let f = &p["freshness"];
+    assert_eq!(f["language"], "sql");
+    assert!(u(&f["probes_sent"]) >= 10, "{f:#}");
+    assert_eq!(u(&f["probes_failed"]), 0, "{f:#}");
+    // COPY is committed when its batch is answered: visible as soon as it counts as sent.
+    let p50 = ms(&f["lag"]["p50_us"]);
+    assert!(p50 <= 3.0 * 50.0 + ALLOWANCE_MS, "lag p50 {p50} ms: {f:#}");
+    let after = f["all_visible_after_s"].as_f64().expect("all visible");
+    assert!(after <= 0.05 + ALLOWANCE_MS / 1e3, "{f:#}");
+    // verify visible keeps its own figures beside the probe.
+    assert_eq!(u(&p["rows_visible"]), u(&p["rows_sent"]));
+}
+
+/// A VictoriaMetrics process on loopback ports (found free by binding port 0) with its own
+/// data directory, killed when dropped; `None`, after a note, when it is not installed.
+struct Victoria {
+    child: std::process::Child,
+    http: u16,
+    _data: tempfile::TempDir,
+}
+
+impl Victoria {
+    fn start() -> Option<Victoria> {
+        let port = || {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        };
+        let data = tempfile::tempdir().unwrap();
+        let (http, influx) = (port(), port());
+        let child = std::process::Command::new("victoria-metrics")
+            .arg(format!("-storageDataPath={}", data.path().display()))
+            .arg(format!("-httpListenAddr=127.0.0.1:{http}"))
+            .arg(format!("-influxListenAddr=127.0.0.1:{influx}"))
+            // The rows are of 2016; the default retention (1 month) would drop them.
+            .arg("-retentionPeriod=100y")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        let Ok(child) = child else {
+            servers::missing("VictoriaMetrics (victoria-metrics)");
+            return None;
+        };
+        let vm = Victoria {
+            child,
+            http,
+            _data: data,
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            if std::net::TcpStream::connect(("127.0.0.1", http)).is_ok() {
+                return Some(vm);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("VictoriaMetrics did not start listening within 20 s");
+    }
+}
+
+impl Drop for Victoria {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_promql_probe_sees_victoria_metrics_rows_become_searchable() {
+    let Some(vm) = Victoria::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"{SCHEMA}
+target victoria {{
+  dialect victoriametrics
+  ilp_http "http://127.0.0.1:{http}"
+  http     "http://127.0.0.1:{http}" as api
+  count samples via api promql "sum(count_over_time({{__name__=~\"${{table}}_.*\"}}[${{end - start}}]))"
+}}
+ingest steady {{
+  into victoria via ilp_http
+  rows s
+  batch 500 rows
+  rate 10_000/s
+  duration 2s
+  probe visible every 100ms via victoria.api within 30s
+}}
+"#,
+        http = vm.http
+    );
+    let (code, p, printed) = run(dir.path(), &text);
+    for l in printed.lines().filter(|l| l.contains("freshness")) {
+        eprintln!("VictoriaMetrics: {}", l.trim());
+    }
+    assert_eq!(code, 0, "{printed}\n{p:#}");
+    let f = &p["freshness"];
+    assert_eq!(f["language"], "promql");
+    assert_eq!(u(&f["probes_failed"]), 0, "{f:#}");
+    assert!(u(&f["probes_sent"]) >= 10, "{f:#}");
+    assert!(u(&f["lag"]["count"]) > 0, "{f:#}");
+    assert_eq!(u(&f["last_visible"]), u(&p["rows_sent"]), "{f:#}");
+    assert!(f["all_visible_after_s"].as_f64().is_some(), "{f:#}");
+}
