@@ -338,5 +338,6 @@ fn query_phase(
         detail: Default::default(),
         series: Some(f.sref),
         connecting: None,
+        findmax: None,
     }
 }

@@ -7,6 +7,7 @@ mod admin;
 mod connections;
 mod cpu;
 pub mod ddl;
+pub mod findmax;
 pub mod ingest;
 mod judge;
 mod link;
@@ -230,16 +231,26 @@ fn run_phase(
         Phase::Ingest(p) => PhaseReport::Ingest(Box::new(
             runtime.block_on(ingest::run(env, &label, p, &recorder)),
         )),
-        Phase::Queries(q) => PhaseReport::Queries(Box::new(
-            runtime.block_on(queries::run(env, &label, q, &recorder)),
-        )),
-        Phase::Requests(r) => PhaseReport::Requests(Box::new(runtime.block_on(requests::run(
-            env,
-            &label,
-            r,
-            &cell.params,
-            &recorder,
-        )))),
+        Phase::Queries(q) => PhaseReport::Queries(Box::new(match &q.run.findmax {
+            Some(f) => runtime.block_on(findmax::search(
+                env,
+                &label,
+                &findmax::QuerySteps(q),
+                f,
+                &recorder,
+            )),
+            None => runtime.block_on(queries::run(env, &label, q, &recorder)),
+        })),
+        Phase::Requests(r) => PhaseReport::Requests(Box::new(match &r.run.findmax {
+            Some(f) => runtime.block_on(findmax::search(
+                env,
+                &label,
+                &findmax::RequestSteps(r, &cell.params),
+                f,
+                &recorder,
+            )),
+            None => runtime.block_on(requests::run(env, &label, r, &cell.params, &recorder)),
+        })),
     };
     let (series, note) = recorder.finish();
     if let Some(e) = note {

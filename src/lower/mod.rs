@@ -9,6 +9,7 @@
 mod cell;
 mod column;
 mod expect;
+mod findmax;
 mod ingest;
 mod query;
 mod run;

@@ -124,7 +124,12 @@ fn run_clauses(ev: &Eval<'_>, r: &ast::Run, op: Operation, scope: &Scope) -> Opt
         Some(c) => bounded_int(ev, &c.value, scope, "workers", MAX_WORKERS),
         None => Some(1),
     };
-    let stop = run_stop(ev, r, op, scope);
+    let findmax = super::findmax::find_max(ev, r, scope);
+    let stop = if r.find_max.is_empty() {
+        run_stop(ev, r, op, scope)
+    } else {
+        super::findmax::step_stop(ev, r, scope)
+    };
     let warmup = match single(ev, &r.warmup, |c| c.span, "warmup") {
         None => Some(None),
         Some(c) => match ev.eval(&c.value, scope) {
@@ -161,11 +166,15 @@ fn run_clauses(ev: &Eval<'_>, r: &ast::Run, op: Operation, scope: &Scope) -> Opt
         warmup: warmup?,
         repeat: repeat?,
         stop_after_errors: stop_after_errors?,
-        load: load?,
+        load: match findmax.as_ref()? {
+            Some(f) => super::findmax::first_load(f),
+            None => load?,
+        },
         // Lowered by each kind of run: a query run reports every guard's mistake, a request
         // run stops at the first.
         require: Vec::new(),
         expects: expects?,
+        findmax: findmax?,
     })
 }
 

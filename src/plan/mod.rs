@@ -2,10 +2,12 @@
 //! param is resolved, the matrix is expanded into ordered cells, and each cell lists its phases
 //! with endpoint, load model and expected row counts. No spans and no AST in here.
 
+mod findmax;
 mod listing;
 pub mod store;
 
 pub use crate::value::{Domain, Gen, Ty};
+pub use findmax::{short, FindMaxPlan, KEPT_SCHEDULE, MAX_STEPS, MIN_SAMPLES};
 pub use listing::{listing, thousands};
 
 use indexmap::IndexMap;
@@ -324,6 +326,10 @@ pub struct RunClauses {
     /// Thresholds; on request runs also `status in [...]` / `status in lo..hi` from
     /// `expect status`.
     pub expects: Vec<Threshold>,
+    /// `find max rate ...`: the run is a search of fixed-rate steps (`load` holds its first
+    /// rate, `stop` its steps' least duration).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub findmax: Option<FindMaxPlan>,
 }
 
 #[derive(Clone, Debug, Serialize)]

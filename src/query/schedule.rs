@@ -231,6 +231,7 @@ pub(crate) mod tests {
                 stop_after_errors: None,
                 require: vec![],
                 expects: vec![],
+                findmax: None,
             },
             check_same_results: false,
         }

@@ -5,6 +5,7 @@
 pub mod connections;
 pub mod csv;
 pub mod files;
+pub mod findmax;
 pub mod html;
 pub mod read;
 pub mod rebuild;
@@ -326,6 +327,10 @@ pub struct RunReport<K: RunKind> {
     /// connected (sqlite, null, a phase refused before connecting) and in older reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connecting: Option<connections::ConnectionsReport>,
+    /// `find max rate`: the search, its steps and its answer; the figures above are the
+    /// answer step's (docs/report-format.md, "find max rate").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findmax: Option<findmax::FindMaxReport>,
 }
 
 /// A kind of run (queries, requests), named by the figures that set it up (the keys after
@@ -474,6 +479,7 @@ impl<K: RunKind> RunReport<K> {
             detail: Default::default(),
             series: None,
             connecting: None,
+            findmax: None,
         }
     }
 }

@@ -269,5 +269,6 @@ fn run<K: RunKind>(
         detail: Default::default(),
         series: None,
         connecting: None,
+        findmax: None,
     }
 }

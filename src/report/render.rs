@@ -131,6 +131,7 @@ fn run_block<K: RunKind>(
     let head = head(label, what, &r.name, &r.endpoint, r.status);
     let mut figures = nothing_answered(r, what).unwrap_or_else(|| figures(r));
     figures += &tls_lines(&r.connecting);
+    figures += &super::findmax::lines(&r.findmax);
     phase_block(head, figures, &r.warnings, &r.failures)
 }
 

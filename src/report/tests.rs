@@ -130,6 +130,7 @@ pub(super) fn query_report() -> QueryReport {
         },
         series: None,
         connecting: None,
+        findmax: None,
     }
 }
 
@@ -184,6 +185,7 @@ pub(super) fn request_report() -> RequestReport {
             intervals: 3,
         }),
         connecting: None,
+        findmax: None,
     }
 }
 

@@ -434,7 +434,21 @@ pub struct Run {
     pub require: Vec<Clause<Expr>>,
     pub expects: Vec<Expect>,
     pub check_same: Vec<Span>,
+    /// `find max rate from R where CONDITION ...`.
+    pub find_max: Vec<Clause<FindMax>>,
     pub span: Span,
+}
+
+/// `find max rate from R [up to R] where CONDITION [samples N] [growth G] [resolution P%]`.
+/// Each option is a list so that a repeated one is refused with its position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FindMax {
+    pub from: Expr,
+    pub condition: Expr,
+    pub up_to: Vec<Expr>,
+    pub samples: Vec<Expr>,
+    pub growth: Vec<Expr>,
+    pub resolution: Vec<Expr>,
 }
 
 /// A string literal: its parts (text and `${expr}` interpolations) and its span.

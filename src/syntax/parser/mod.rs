@@ -9,6 +9,7 @@ use pest_derive::Parser;
 mod blocks;
 mod decls;
 mod expr;
+mod findmax;
 
 use super::ast::*;
 use crate::diag::{Code, Diagnostic};
