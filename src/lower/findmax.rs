@@ -137,6 +137,15 @@ fn sla_terms(ev: &Eval<'_>, cond: &ast::Expr, scope: &Scope) -> Option<Vec<Thres
     let mut out = Vec::new();
     let mut ok = true;
     for t in terms {
+        if let ExprKind::Binary(BinOp::Or, ..) = &t.kind {
+            ev.error(
+                Diagnostic::error(Code::E0702, t.span, "an SLA's terms are joined by `and`")
+                    .label("every term must hold: `or` is not an SLA")
+                    .note("for example: where p99 < 20ms and error_rate < 0.1%"),
+            );
+            ok = false;
+            continue;
+        }
         if let ExprKind::Binary(_, lhs, _) = &t.kind {
             if let ExprKind::Path(p) = &lhs.kind {
                 if p.len() == 1 && NOT_PER_STEP.contains(&p[0].name.as_str()) {
