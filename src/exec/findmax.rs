@@ -3,8 +3,8 @@
 //! the verdicts; this file measures each step as a run of its own (the phase's clauses at the
 //! step's rate, for the step's span) and judges it, so a step's figures are exactly a run's.
 //!
-//! A step: its warm-up (the run's `warmup`, at the step's rate, not measured: a separate run
-//! whose figures are dropped), then the measured span, max(duration, samples / rate). The step
+//! A step: its warm-up (the run's `warmup`, sent at the step's rate on the connections the step
+//! then measures with, not measured), then the measured span, max(duration, samples / rate). The step
 //! is judged on the SLA's terms (judged as `expect` judges them), on keeping its schedule
 //! (sent ≥ 95% of scheduled), and on errors when no term allows them. Each step's requests come
 //! from a seed derived from the run's seed and the step's rate (`step_seed`), so the same seed
@@ -99,10 +99,10 @@ impl Steps for RequestSteps<'_> {
     }
 }
 
-/// The seed of a step at `rate` (`warmup`: of its warm-up): splitmix64 of the run's seed and
-/// the rate in thousandths per second.
-pub fn step_seed(seed: u64, rate: f64, warmup: bool) -> u64 {
-    let mut z = seed ^ ((rate * 1000.0).round() as u64).rotate_left(17) ^ u64::from(warmup);
+/// The seed of a step at `rate`: splitmix64 of the run's seed and the rate in thousandths per
+/// second.
+pub fn step_seed(seed: u64, rate: f64) -> u64 {
+    let mut z = seed ^ ((rate * 1000.0).round() as u64).rotate_left(17);
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -143,8 +143,9 @@ fn fixed(rate: f64) -> Load {
     }
 }
 
-/// The clauses of a step's measured span: the SLA's terms join the run's own thresholds
-/// (last, so they are the last judged); `require` is checked by the first run only.
+/// The clauses of a step: the run's warm-up at the step's rate, then its measured span; the
+/// SLA's terms join the run's own thresholds (last, so they are the last judged); `require` is
+/// checked by the first step only.
 fn step_clauses(base: &RunClauses, fm: &FindMaxPlan, rate: f64, guards: bool) -> RunClauses {
     let mut expects = base.expects.clone();
     expects.extend(fm.sla.iter().cloned());
@@ -154,43 +155,14 @@ fn step_clauses(base: &RunClauses, fm: &FindMaxPlan, rate: f64, guards: bool) ->
         stop: Stop::Duration {
             duration: Value::Duration(step_span_ns(&base.stop, fm.samples, rate)),
         },
-        warmup: None,
+        warmup: base.warmup.clone(),
         repeat: 1,
         stop_after_errors: base.stop_after_errors,
         require: if guards { base.require.clone() } else { vec![] },
         expects,
         findmax: None,
+        warmup_at_rate: true,
     }
-}
-
-/// A step's warm-up: the run's `warmup` (a count or a time) sent at the step's rate.
-fn warmup_clauses(base: &RunClauses, rate: f64, guards: bool) -> Option<RunClauses> {
-    let stop = match base.warmup {
-        Some(Value::Int(n)) if n > 0 => Stop::Count {
-            count: n as u64,
-            per_query: false,
-        },
-        Some(Value::Duration(ns)) if ns > 0 => Stop::Duration {
-            duration: Value::Duration(ns),
-        },
-        _ => return None,
-    };
-    Some(RunClauses {
-        workers: base.workers,
-        load: fixed(rate),
-        stop,
-        warmup: None,
-        repeat: 1,
-        stop_after_errors: None,
-        require: if guards { base.require.clone() } else { vec![] },
-        // Errors in a warm-up are not judged: its report is dropped.
-        expects: vec![crate::plan::Threshold {
-            metric: "error_rate".into(),
-            op: "<=".into(),
-            value: Value::Percent(100.0),
-        }],
-        findmax: None,
-    })
 }
 
 /// What a step did and its verdict.
@@ -312,27 +284,9 @@ pub(super) async fn search<S: Steps>(
     while let Some((phase, rate)) = s.next() {
         let n = s.steps();
         let label = format!("{label} step {n} at {}", crate::value::fmt_rate(rate));
-        let mut guards = n == 1;
-        let mut refused = None;
-        if let Some(w) = warmup_clauses(base, rate, guards) {
-            let wenv = step_env(env, step_seed(env.seed, rate, true));
-            let warm = steps
-                .measure(&wenv, &format!("{label} warm-up"), w, &Recorder::none())
-                .await;
-            // A guard that failed, or a phase that could not start: the step's own report.
-            if !warm.failures.is_empty() && warm.ok + warm.failed == 0 {
-                refused = Some(warm);
-            }
-            guards = false;
-        }
-        let r = match refused {
-            Some(r) => r,
-            None => {
-                let senv = step_env(env, step_seed(env.seed, rate, false));
-                let run = step_clauses(base, fm, rate, guards);
-                steps.measure(&senv, &label, run, series).await
-            }
-        };
+        let senv = step_env(env, step_seed(env.seed, rate));
+        let run = step_clauses(base, fm, rate, n == 1);
+        let r = steps.measure(&senv, &label, run, series).await;
         let judged = S::thresholds(&r);
         let sla = &judged[judged.len().saturating_sub(fm.sla.len())..];
         let (broke, v) = judge_step(&r, sla, base, env);

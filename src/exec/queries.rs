@@ -233,7 +233,11 @@ pub async fn run(env: &RunEnv, label: &str, phase: &QueryPhase, series: &Recorde
             let r = Round {
                 programs: programs.clone(),
                 mix: Mix::warmup(phase, env.seed, warm_count),
-                arrivals: None,
+                arrivals: if phase.run.warmup_at_rate {
+                    Arrivals::new(&phase.run.load, env.seed)
+                } else {
+                    None
+                },
                 span: warm_time,
                 env,
                 max_errors,

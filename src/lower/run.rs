@@ -175,6 +175,7 @@ fn run_clauses(ev: &Eval<'_>, r: &ast::Run, op: Operation, scope: &Scope) -> Opt
         require: Vec::new(),
         expects: expects?,
         findmax: findmax?,
+        warmup_at_rate: false,
     })
 }
 

@@ -330,6 +330,10 @@ pub struct RunClauses {
     /// rate, `stop` its steps' least duration).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub findmax: Option<FindMaxPlan>,
+    /// The warm-up is sent on the run's open-loop schedule, not as fast as it can: a search's
+    /// step warms up at its own rate, on the connections it then measures with.
+    #[serde(skip)]
+    pub warmup_at_rate: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -232,6 +232,7 @@ pub(crate) mod tests {
                 require: vec![],
                 expects: vec![],
                 findmax: None,
+                warmup_at_rate: false,
             },
             check_same_results: false,
         }
