@@ -14,6 +14,7 @@
 //   CREATE TABLE orders_table AS SELECT orderid, LATEST_BY_OFFSET(itemid) AS itemid
 //     FROM orders GROUP BY orderid;
 // The hook asks for random order keys 0 .. orders-1, the orderids datagen produced.
+// ksql-pull-max.wl asks the other question: the highest rate that keeps p90 under 20 ms.
 
 workload ksql_pull {
   seed 123

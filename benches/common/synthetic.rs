@@ -343,5 +343,6 @@ fn query_phase(
         connecting: None,
         stages: Vec::new(),
         concurrent: None,
+        findmax: None,
     }
 }

@@ -271,7 +271,11 @@ pub async fn run(
             let r = Round {
                 programs: programs.clone(),
                 mix: Mix::warmup(phase, env.seed, warm_count),
-                arrivals: None,
+                arrivals: if phase.run.warmup_at_rate {
+                    Arrivals::new(&phase.run.load, env.seed)
+                } else {
+                    None
+                },
                 span: warm_time,
                 env,
                 max_errors,

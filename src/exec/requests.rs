@@ -281,11 +281,17 @@ pub async fn run(
                     .map(|s| Arc::new(super::stages::StageCtl::new(start, s.workers))),
                 ..measured(start, end)
             };
-            // Warm-up requests have indices of their own: they never repeat measured ones.
-            let feed = Feed::Counter {
-                next: Arc::new(AtomicU64::new(0)),
-                base: WARMUP_BASE,
-                end: warm_count,
+            // Warm-up requests have indices of their own: they never repeat measured ones. A
+            // warm-up at the run's rate takes its slots' indices (the round's first requests).
+            let feed = match Arrivals::new(&phase.run.load, env.seed) {
+                Some(a) if phase.run.warmup_at_rate => Feed::Slots(Arc::new(
+                    std::sync::Mutex::new(Schedule::new(a, start, warm_time, warm_count)),
+                )),
+                _ => Feed::Counter {
+                    next: Arc::new(AtomicU64::new(0)),
+                    base: WARMUP_BASE,
+                    end: warm_count,
+                },
             };
             pool.round(feed, warm_count, ctl).await;
             counts.warmup.store(false, Ordering::Relaxed);

@@ -220,6 +220,15 @@ fn refuse_run(ev: &Eval<'_>, c: &ast::Concurrent, r: &ast::Run, phases: &[Phase]
             );
         }
     }
+    for f in &r.find_max {
+        ok = refused(
+            ev,
+            f.span,
+            c,
+            "`find max rate`",
+            "a search runs its steps one after another, each a run of its own, so it cannot start and end with the other members; search on its own, or give the run a fixed `rate` in the group",
+        );
+    }
     let root = ev.prog.root();
     let with_ingest = c
         .phases

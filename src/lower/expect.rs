@@ -109,7 +109,11 @@ fn status_threshold(
 }
 
 /// `expect METRIC OP VALUE`, such as `expect p99 < 20ms`.
-fn condition_threshold(ev: &Eval<'_>, cond: &ast::Expr, scope: &Scope) -> Option<Threshold> {
+pub(super) fn condition_threshold(
+    ev: &Eval<'_>,
+    cond: &ast::Expr,
+    scope: &Scope,
+) -> Option<Threshold> {
     let ExprKind::Binary(op, lhs, rhs) = &cond.kind else {
         return ev.fail(bad_threshold(cond.span));
     };

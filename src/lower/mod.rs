@@ -10,6 +10,7 @@ mod cell;
 mod column;
 mod concurrent;
 mod expect;
+mod findmax;
 mod ingest;
 mod probe;
 mod query;

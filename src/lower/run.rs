@@ -124,14 +124,27 @@ fn run_clauses(ev: &Eval<'_>, r: &ast::Run, op: Operation, scope: &Scope) -> Opt
         Some(c) => bounded_int(ev, &c.value, scope, "workers", MAX_WORKERS),
         None => Some(1),
     };
+    if let (Some(stage), Some(find)) = (r.stages.first(), r.find_max.first()) {
+        ev.error(
+            Diagnostic::error(
+                Code::E0701,
+                find.span,
+                "`find max rate` and stages do not go together",
+            )
+            .label("the search sets each step's rate and length")
+            .also(stage.span, "a stage"),
+        );
+    }
     let staged = match (&workers, r.stages.is_empty()) {
         (_, true) => Some(Vec::new()),
         (Some(w), false) => super::stages::lower_stages(ev, r, *w, scope),
         (None, false) => None,
     };
+    let findmax = super::findmax::find_max(ev, r, scope);
     let stop = match &staged {
         Some(st) if !st.is_empty() => Some(super::stages::summary(st).1),
         _ if !r.stages.is_empty() => None,
+        _ if !r.find_max.is_empty() => super::findmax::step_stop(ev, r, scope),
         _ => run_stop(ev, r, op, scope),
     };
     let warmup = match single(ev, &r.warmup, |c| c.span, "warmup") {
@@ -174,12 +187,17 @@ fn run_clauses(ev: &Eval<'_>, r: &ast::Run, op: Operation, scope: &Scope) -> Opt
         warmup: warmup?,
         repeat: repeat?,
         stop_after_errors: stop_after_errors?,
-        load: load?,
+        load: match findmax.as_ref()? {
+            Some(f) => super::findmax::first_load(f),
+            None => load?,
+        },
         // Lowered by each kind of run: a query run reports every guard's mistake, a request
         // run stops at the first.
         require: Vec::new(),
         expects: expects?,
         stages: staged?,
+        findmax: findmax?,
+        warmup_at_rate: false,
     })
 }
 

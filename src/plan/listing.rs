@@ -351,6 +351,9 @@ pub fn listing(plan: &Plan) -> String {
                         let _ = writeln!(o, "    require rows({}) {} {}", r.table, r.op, r.value);
                     }
                     thresholds(&mut o, "    ", &p.run.expects);
+                    if let Some(f) = &p.run.findmax {
+                        let _ = writeln!(o, "    {}", f.listing());
+                    }
                     for q in &p.queries {
                         let _ = writeln!(
                             o,
@@ -435,6 +438,9 @@ pub fn listing(plan: &Plan) -> String {
                         let _ = writeln!(o, "    require rows({}) {} {}", r.table, r.op, r.value);
                     }
                     thresholds(&mut o, "    ", &p.run.expects);
+                    if let Some(f) = &p.run.findmax {
+                        let _ = writeln!(o, "    {}", f.listing());
+                    }
                     for b in &p.body {
                         let _ = writeln!(o, "    expect {b}");
                     }

@@ -2,11 +2,13 @@
 //! param is resolved, the matrix is expanded into ordered cells, and each cell lists its phases
 //! with endpoint, load model and expected row counts. No spans and no AST in here.
 
+mod findmax;
 mod listing;
 mod stages;
 pub mod store;
 
 pub use crate::value::{Domain, Gen, Ty};
+pub use findmax::{short, FindMaxPlan, KEPT_SCHEDULE, MAX_STEPS, MIN_SAMPLES};
 pub use listing::{listing, thousands};
 
 use indexmap::IndexMap;
@@ -360,6 +362,14 @@ pub struct RunClauses {
     /// 1. Absent from the plan's JSON without them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<StagePlan>,
+    /// `find max rate ...`: the run is a search of fixed-rate steps (`load` holds its first
+    /// rate, `stop` its steps' least duration).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub findmax: Option<FindMaxPlan>,
+    /// The warm-up is sent on the run's open-loop schedule, not as fast as it can: a search's
+    /// step warms up at its own rate, on the connections it then measures with.
+    #[serde(skip)]
+    pub warmup_at_rate: bool,
 }
 
 /// One stage of a staged run: its span, its load (a fixed rate, a linear ramp of the arrival

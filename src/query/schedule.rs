@@ -250,6 +250,8 @@ pub(crate) mod tests {
                 require: vec![],
                 expects: vec![],
                 stages: vec![],
+                findmax: None,
+                warmup_at_rate: false,
             },
             check_same_results: false,
         }

@@ -6,6 +6,7 @@ pub mod connections;
 pub mod csv;
 pub mod files;
 pub mod freshness;
+pub mod findmax;
 pub mod html;
 pub mod read;
 pub mod rebuild;
@@ -341,6 +342,10 @@ pub struct RunReport<K: RunKind> {
     /// The `concurrent` group this run ran in; absent for a run that ran on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrent: Option<together::ConcurrentMember>,
+    /// `find max rate`: the search, its steps and its answer; the figures above are the
+    /// answer step's (docs/report-format.md, "find max rate").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findmax: Option<findmax::FindMaxReport>,
 }
 
 /// A kind of run (queries, requests), named by the figures that set it up (the keys after
@@ -491,6 +496,7 @@ impl<K: RunKind> RunReport<K> {
             connecting: None,
             stages: Vec::new(),
             concurrent: None,
+            findmax: None,
         }
     }
 }

@@ -273,5 +273,6 @@ fn run<K: RunKind>(
         connecting: None,
         stages: Vec::new(),
         concurrent: None,
+        findmax: None,
     }
 }

@@ -142,6 +142,7 @@ fn run_block<K: RunKind>(
     let mut figures = nothing_answered(r, what).unwrap_or_else(|| figures(r));
     figures += &super::stages::table(&r.stages, if what == "queries" { "q" } else { "req" });
     figures += &tls_lines(&r.connecting);
+    figures += &super::findmax::lines(&r.findmax);
     phase_block(head, figures, &r.warnings, &r.failures)
 }
 

@@ -132,6 +132,7 @@ pub(super) fn query_report() -> QueryReport {
         connecting: None,
         stages: Vec::new(),
         concurrent: None,
+        findmax: None,
     }
 }
 
@@ -188,6 +189,7 @@ pub(super) fn request_report() -> RequestReport {
         connecting: None,
         stages: Vec::new(),
         concurrent: None,
+        findmax: None,
     }
 }
 

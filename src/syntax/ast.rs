@@ -449,6 +449,8 @@ pub struct Run {
     /// `stage D [rate R [to R2]] [workers N] [warmup W]`, in order: they replace `duration`,
     /// `count`, `rate` and `repeat`.
     pub stages: Vec<Stage>,
+    /// `find max rate from R where CONDITION ...`.
+    pub find_max: Vec<Clause<FindMax>>,
     pub span: Span,
 }
 
@@ -480,6 +482,18 @@ pub struct Concurrent {
     pub phases: Vec<Clause<Vec<Ident>>>,
     pub until: Vec<Clause<Ident>>,
     pub span: Span,
+}
+
+/// `find max rate from R [up to R] where CONDITION [samples N] [growth G] [resolution P%]`.
+/// Each option is a list so that a repeated one is refused with its position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FindMax {
+    pub from: Expr,
+    pub condition: Expr,
+    pub up_to: Vec<Expr>,
+    pub samples: Vec<Expr>,
+    pub growth: Vec<Expr>,
+    pub resolution: Vec<Expr>,
 }
 
 /// A string literal: its parts (text and `${expr}` interpolations) and its span.

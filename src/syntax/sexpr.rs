@@ -317,6 +317,9 @@ fn item_sexpr(o: &mut String, item: &Item) {
                 }
                 o.push(')');
             }
+            for c in &r.find_max {
+                find_max(o, &c.value);
+            }
             o.push(')');
         }
         Item::Concurrent(c) => {
@@ -331,6 +334,27 @@ fn item_sexpr(o: &mut String, item: &Item) {
             o.push(')');
         }
     }
+}
+
+fn find_max(o: &mut String, f: &FindMax) {
+    let _ = write!(
+        o,
+        "\n  (find max rate from {} where {}",
+        expr(&f.from),
+        expr(&f.condition)
+    );
+    let options = [
+        ("up to", &f.up_to),
+        ("samples", &f.samples),
+        ("growth", &f.growth),
+        ("resolution", &f.resolution),
+    ];
+    for (name, values) in options {
+        for v in values {
+            let _ = write!(o, " ({name} {})", expr(v));
+        }
+    }
+    o.push(')');
 }
 
 fn clauses(o: &mut String, name: &str, cs: &[Clause<Expr>]) {

@@ -167,6 +167,7 @@ impl Walker {
                         span,
                     })
                 }
+                Rule::findmax_clause => return Err(self.find_max_in_ingest(&c)),
                 r => unexpected(r, "ingest"),
             }
         }
@@ -327,6 +328,7 @@ impl Walker {
             expects: vec![],
             check_same: vec![],
             stages: vec![],
+            find_max: vec![],
             span,
         };
         for c in p.into_inner() {
@@ -360,6 +362,7 @@ impl Walker {
                 Rule::require_clause => r.require.push(self.clause_expr(c)?),
                 Rule::expect_clause => r.expects.push(self.expect(c)?),
                 Rule::check_clause => r.check_same.push(cspan),
+                Rule::findmax_clause => r.find_max.push(self.find_max(c)?),
                 r => unexpected(r, "run"),
             }
         }

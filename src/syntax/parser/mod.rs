@@ -12,6 +12,7 @@ mod expr;
 mod stages;
 mod together;
 mod probe;
+mod findmax;
 
 use super::ast::*;
 use crate::diag::{Code, Diagnostic};
