@@ -193,7 +193,7 @@ pub(super) struct Staged {
     pub span: std::time::Duration,
     pub last_end: Option<Instant>,
     first: Option<Instant>,
-    /// Where the previous stage's sends ended.
+    /// Where the previous stage's schedule ended.
     sends_ended: Option<Instant>,
 }
 
@@ -227,7 +227,16 @@ impl Staged {
         self.scheduled += scheduled;
         self.span += span;
         self.last_end = Some(ended);
-        self.sends_ended = Some((start + stage.duration).min(ended));
+        self.sends_ended = Some(start + stage.duration);
+    }
+
+    /// Waits until the previous stage's schedule is over: a stage whose last answer came
+    /// before its end (the last slot is due a little before it) must not start the next early.
+    pub async fn next_start(&self) -> Instant {
+        if let Some(end) = self.sends_ended {
+            tokio::time::sleep_until(end.into()).await;
+        }
+        Instant::now()
     }
 
     /// The stages' reports.

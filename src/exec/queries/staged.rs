@@ -81,7 +81,7 @@ pub(super) async fn run<'a>(
         {
             break;
         }
-        let start = Instant::now();
+        let start = out.next_start().await;
         let measure_from = start + stage.warmup;
         let shared = Arc::new(StageCtl::new(measure_from, stage.workers));
         let r = Round {

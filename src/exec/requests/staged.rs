@@ -47,7 +47,7 @@ pub(super) async fn run(
         if halted() {
             break;
         }
-        let start = Instant::now();
+        let start = out.next_start().await;
         let end = start + stage.duration;
         let measure_from = start + stage.warmup;
         let shared = Arc::new(StageCtl::new(measure_from, stage.workers));
