@@ -108,6 +108,9 @@ impl Freshness {
         if self.probes_empty > 0 {
             s += &format!(", {} saw no rows", thousands(self.probes_empty));
         }
+        if self.probes_caught_up > 0 {
+            s += &format!(", {} caught up", thousands(self.probes_caught_up));
+        }
         if self.lag_clamped > 0 {
             s += &format!(", {} negative lags set to 0", thousands(self.lag_clamped));
         }
