@@ -89,7 +89,15 @@ impl Steps for RequestSteps<'_> {
             run,
             ..self.0.clone()
         };
-        super::requests::run(env, label, &phase, self.1, series, super::end::Member::alone()).await
+        super::requests::run(
+            env,
+            label,
+            &phase,
+            self.1,
+            series,
+            super::end::Member::alone(),
+        )
+        .await
     }
     fn thresholds(r: &RequestReport) -> &[ThresholdReport] {
         &r.detail.thresholds

@@ -5,6 +5,7 @@
 //! This file runs the phase and its workers' send loop; `feed` is what the workers send and
 //! where their chunks come from, `verdict` the visibility count and the judging at the end.
 
+mod empty;
 mod feed;
 mod fresh;
 mod rate;
@@ -28,6 +29,7 @@ use crate::net::error::{DriverError, ErrorClass};
 use crate::plan::{EndpointPlan, IngestPhase};
 use crate::report::{rate, Calibration, ErrorCount, IngestReport, Latency, RateCounts, Status};
 use crate::value::Value;
+use empty::empty_report;
 use feed::{preencode_all, Feed, Rows};
 use rate::{Kept, Schedule};
 use verdict::{judge, verify};
@@ -258,57 +260,6 @@ pub async fn run(
     judge(&mut report, phase, workers, interrupted);
     fresh::judge(&mut report, interrupted);
     report
-}
-
-fn empty_report(phase: &IngestPhase) -> IngestReport {
-    IngestReport {
-        name: phase.name.clone(),
-        endpoint: format!(
-            "{}.{} ({})",
-            phase.endpoint.target, phase.endpoint.name, phase.endpoint.kind
-        ),
-        kind: phase.endpoint.kind.clone(),
-        table: phase.table.clone(),
-        workers: phase.workers,
-        batch_rows: phase.batch_rows,
-        status: Status::Ok,
-        failures: Vec::new(),
-        warnings: Vec::new(),
-        rows_expected: phase.rows_expected,
-        rows_generated: 0,
-        rows_dropped: 0,
-        payload_bytes: 0,
-        rows_sent: 0,
-        // A phase that fails before sending (setup, connect) acknowledged nothing: 0, not the
-        // "no acknowledgements" of a protocol that has none.
-        rows_acked: Driver::acknowledges(&phase.endpoint.kind).then_some(0),
-        rows_cut_off: 0,
-        rows_visible: None,
-        visible_baseline: None,
-        visible_after_s: None,
-        socket_bytes: 0,
-        payload_bytes_per_row: None,
-        socket_bytes_per_row: None,
-        elapsed_s: 0.0,
-        rows_per_s: None,
-        rate_counts: if Driver::acknowledges(&phase.endpoint.kind) {
-            RateCounts::Acked
-        } else {
-            RateCounts::Sent
-        },
-        send_rows_per_s: None,
-        ack_rows_per_s: None,
-        batch_latency: Default::default(),
-        client_cpu_s: None,
-        errors: BTreeMap::new(),
-        rows_per_worker: Vec::new(),
-        calibration: None,
-        series: None,
-        connecting: None,
-        schedule: None,
-        concurrent: None,
-        freshness: None,
-    }
 }
 
 /// Whether every worker sent everything it generated (or everything until the phase's

@@ -5,8 +5,8 @@
 pub mod connections;
 pub mod csv;
 pub mod files;
-pub mod freshness;
 pub mod findmax;
+pub mod freshness;
 pub mod html;
 pub mod read;
 pub mod rebuild;

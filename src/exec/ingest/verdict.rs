@@ -248,7 +248,7 @@ mod tests {
 
     fn judged(expected: u64, sent: u64) -> IngestReport {
         let p = phase(expected);
-        let mut r = super::super::empty_report(&p);
+        let mut r = crate::exec::ingest::empty::empty_report(&p);
         r.rows_generated = sent;
         r.rows_sent = sent;
         let done = WorkersDone {

@@ -75,9 +75,7 @@ pub(super) async fn run<'a>(
     for (i, stage) in stages.iter().enumerate() {
         let b = base();
         // A group's end (`concurrent ... until P`) ends the staged run as its last stage would.
-        if b.env.stop.load(Ordering::Relaxed)
-            || b.abort.load(Ordering::Relaxed)
-            || b.group.ended()
+        if b.env.stop.load(Ordering::Relaxed) || b.abort.load(Ordering::Relaxed) || b.group.ended()
         {
             break;
         }

@@ -9,10 +9,10 @@ use pest_derive::Parser;
 mod blocks;
 mod decls;
 mod expr;
+mod findmax;
+mod probe;
 mod stages;
 mod together;
-mod probe;
-mod findmax;
 
 use super::ast::*;
 use crate::diag::{Code, Diagnostic};
