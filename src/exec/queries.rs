@@ -61,6 +61,9 @@ struct Round<'a> {
     stage: Option<Arc<super::stages::StageCtl>>,
     /// A group's end, which ends the round as its span would.
     group: End,
+    /// A stage's start: its schedule begins there (not when the round gets going), so the
+    /// stage's warm-up is exactly its schedule's first part.
+    start: Option<Instant>,
 }
 
 /// What a round did besides its workers' own counts.
@@ -89,7 +92,7 @@ async fn round(
     r: Round<'_>,
     counts: &Arc<RunCounts>,
 ) -> (Vec<Worker>, Ended) {
-    let started = Instant::now();
+    let started = r.start.unwrap_or_else(Instant::now);
     let bound = r.mix.bound();
     let schedule = r.arrivals.map(|a| Schedule::new(a, started, r.span, bound));
     let open = schedule.is_some();
@@ -285,6 +288,7 @@ pub async fn run(
                     .first()
                     .map(|s| Arc::new(StageCtl::new(Instant::now(), s.workers))),
                 group: group.clone(),
+                start: None,
             };
             let (back, ended) = staged::round(workers, routed, Record::No, r, &counts).await;
             counts.warmup.store(false, Ordering::Relaxed);
@@ -308,6 +312,7 @@ pub async fn run(
                 abort: abort.clone(),
                 stage: None,
                 group: group.clone(),
+                start: None,
             };
             let (back, done, errors) =
                 staged::run(workers, routed, &stages, base, record, &counts, series).await;
@@ -329,6 +334,7 @@ pub async fn run(
             abort: abort.clone(),
             stage: None,
             group: group.clone(),
+            start: None,
         };
         let sent = |ws: &[Worker]| ws.iter().map(|w| w.sends.sent).sum::<u64>();
         let answered = |ws: &[Worker]| {

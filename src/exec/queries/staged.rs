@@ -86,6 +86,7 @@ pub(super) async fn run<'a>(
             arrivals: stage.arrivals(b.env.seed),
             span: Some(stage.duration),
             stage: Some(shared.clone()),
+            start: Some(start),
             ..b
         };
         let record = if i == 0 {
