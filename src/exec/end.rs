@@ -117,6 +117,15 @@ impl Ticket {
         }
     }
 
+    /// Counts as having passed without waiting (a member that failed before the gate), so
+    /// the others do not wait for it while it finishes.
+    pub fn give_up(&mut self) {
+        if let (Some(gate), false) = (&self.gate, self.passed) {
+            self.passed = true;
+            arrive(gate);
+        }
+    }
+
     /// Waits until every member has reached the gate (or given up); returns when it opened.
     pub async fn pass(&mut self) -> Instant {
         let Some(gate) = &self.gate else {
@@ -152,9 +161,7 @@ fn arrive(gate: &Gate) {
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        if let (Some(gate), false) = (&self.gate, self.passed) {
-            arrive(gate);
-        }
+        self.give_up();
     }
 }
 

@@ -226,6 +226,8 @@ pub async fn run(
         timeline,
     )
     .await;
+    // A send that failed before the start: the others need not wait for this one's teardown.
+    member.start.give_up();
     member.ended();
     let calibration = report.calibration.take();
     report = sent;

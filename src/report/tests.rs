@@ -336,3 +336,41 @@ fn a_report_read_back_serializes_and_renders_as_written() {
         include_str!("testdata/runs.json")
     );
 }
+
+/// A group's members: one line before the first, naming what ended the group and whom it
+/// stopped; the `concurrent` object reads back as written.
+#[test]
+fn a_concurrent_group_shows_one_line_and_reads_back() {
+    let member = |set_end: bool, stopped: bool, end_ms: f64| {
+        Some(super::together::ConcurrentMember {
+            group: "mixed".into(),
+            phases: vec!["load".into(), "q".into()],
+            until: Some("load".into()),
+            set_end,
+            stopped_by_group: stopped,
+            started_at_offset_ms: Some(0.0),
+            ended_at_offset_ms: Some(end_ms),
+        })
+    };
+    let mut load = ingest_report(Status::Ok);
+    load.name = "load".into();
+    load.concurrent = member(true, false, 2_013.4);
+    let mut q = query_report();
+    q.concurrent = member(false, true, 2_020.0);
+    let mut r = report();
+    r.cells[0].phases = vec![
+        PhaseReport::Ingest(Box::new(load)),
+        PhaseReport::Queries(Box::new(q)),
+    ];
+    let text = render::cell_lines(&r.cells[0], 1);
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("concurrent")).collect();
+    assert_eq!(
+        lines,
+        ["cell 1/1 k: concurrent mixed: load, q ran together; ended when load ended (q stopped by it); load 0-2,013 ms, q 0-2,020 ms"],
+        "{text}"
+    );
+    assert!(text.starts_with("cell 1/1 k: concurrent mixed"), "{text}");
+    let json = serde_json::to_string_pretty(&r).unwrap();
+    let back: Report = serde_json::from_str(&json).unwrap();
+    assert_eq!(serde_json::to_string_pretty(&back).unwrap(), json);
+}
