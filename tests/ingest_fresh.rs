@@ -17,9 +17,12 @@ mod cli;
 mod fresh_server;
 #[path = "common/servers.rs"]
 mod servers;
+#[path = "common/vm_process.rs"]
+mod vm_process;
 
 use cli::wlrun;
 use fresh_server::FreshServer;
+use vm_process::Victoria;
 
 /// What a loaded machine may add to a lag on top of the probe's interval.
 const ALLOWANCE_MS: f64 = 150.0;
@@ -252,64 +255,9 @@ ingest steady {{
     assert_eq!(u(&p["rows_visible"]), u(&p["rows_sent"]));
 }
 
-/// A VictoriaMetrics process on loopback ports (found free by binding port 0) with its own
-/// data directory, killed when dropped; `None`, after a note, when it is not installed.
-struct Victoria {
-    child: std::process::Child,
-    http: u16,
-    _data: tempfile::TempDir,
-}
-
-impl Victoria {
-    fn start() -> Option<Victoria> {
-        let port = || {
-            std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port()
-        };
-        let data = tempfile::tempdir().unwrap();
-        let (http, influx) = (port(), port());
-        let child = std::process::Command::new("victoria-metrics")
-            .arg(format!("-storageDataPath={}", data.path().display()))
-            .arg(format!("-httpListenAddr=127.0.0.1:{http}"))
-            .arg(format!("-influxListenAddr=127.0.0.1:{influx}"))
-            // The rows are of 2016; the default retention (1 month) would drop them.
-            .arg("-retentionPeriod=100y")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn();
-        let Ok(child) = child else {
-            servers::missing("VictoriaMetrics (victoria-metrics)");
-            return None;
-        };
-        let vm = Victoria {
-            child,
-            http,
-            _data: data,
-        };
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while std::time::Instant::now() < deadline {
-            if std::net::TcpStream::connect(("127.0.0.1", http)).is_ok() {
-                return Some(vm);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("VictoriaMetrics did not start listening within 20 s");
-    }
-}
-
-impl Drop for Victoria {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn a_promql_probe_sees_victoria_metrics_rows_become_searchable() {
-    let Some(vm) = Victoria::start() else {
+    let Some(vm) = Victoria::start("100y") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

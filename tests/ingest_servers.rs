@@ -7,72 +7,15 @@
 mod cli;
 #[path = "common/servers.rs"]
 mod servers;
+#[path = "common/vm_process.rs"]
+mod vm_process;
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::Value;
 
-use servers::{missing, pg_up, pg_url};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A VictoriaMetrics process on loopback ports with its own data directory.
-struct Victoria {
-    child: Child,
-    http: u16,
-    influx: u16,
-    _data: tempfile::TempDir,
-}
-
-impl Victoria {
-    fn start(retention: &str) -> Option<Victoria> {
-        let data = tempfile::tempdir().unwrap();
-        let (http, influx) = (free_port(), free_port());
-        let child = Command::new("victoria-metrics")
-            .arg(format!("-storageDataPath={}", data.path().display()))
-            .arg(format!("-httpListenAddr=127.0.0.1:{http}"))
-            .arg(format!("-influxListenAddr=127.0.0.1:{influx}"))
-            .arg(format!("-retentionPeriod={retention}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let Ok(child) = child else {
-            missing("VictoriaMetrics (victoria-metrics)");
-            return None;
-        };
-        let vm = Victoria {
-            child,
-            http,
-            influx,
-            _data: data,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if std::net::TcpStream::connect(("127.0.0.1", http)).is_ok()
-                && std::net::TcpStream::connect(("127.0.0.1", influx)).is_ok()
-            {
-                return Some(vm);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("VictoriaMetrics did not start listening within 20 s");
-    }
-}
-
-impl Drop for Victoria {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use servers::{pg_up, pg_url};
+use vm_process::Victoria;
 
 fn run_json(text: &str, extra: &[&str]) -> (i32, Value, String) {
     cli::run_json(text, &[], extra)
