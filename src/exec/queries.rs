@@ -300,20 +300,21 @@ pub async fn run(
         } else {
             Record::Measure
         };
+        // A measured round; the stages and the plain run each give it their load and span.
+        let base = || Round {
+            programs: programs.clone(),
+            mix: Mix::measured(phase, env.seed),
+            arrivals: None,
+            span: None,
+            env,
+            max_errors,
+            abort: abort.clone(),
+            stage: None,
+            group: group.clone(),
+            start: None,
+        };
         if !stages.is_empty() {
             let cpu_before = super::cpu::process_cpu_seconds();
-            let base = || Round {
-                programs: programs.clone(),
-                mix: Mix::measured(phase, env.seed),
-                arrivals: None,
-                span: None,
-                env,
-                max_errors,
-                abort: abort.clone(),
-                stage: None,
-                group: group.clone(),
-                start: None,
-            };
             let (back, done, errors) =
                 staged::run(workers, routed, &stages, base, record, &counts, series).await;
             workers = back;
@@ -325,16 +326,9 @@ pub async fn run(
             break;
         }
         let r = Round {
-            programs: programs.clone(),
-            mix: Mix::measured(phase, env.seed),
             arrivals: Arrivals::new(&phase.run.load, env.seed),
             span: measured_for,
-            env,
-            max_errors,
-            abort: abort.clone(),
-            stage: None,
-            group: group.clone(),
-            start: None,
+            ..base()
         };
         let sent = |ws: &[Worker]| ws.iter().map(|w| w.sends.sent).sum::<u64>();
         let answered = |ws: &[Worker]| {

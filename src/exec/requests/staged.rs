@@ -71,24 +71,20 @@ pub(super) async fn run(
             stage: Some(shared.clone()),
             ..ctl(start, Some(end))
         };
-        let group = round_ctl.group.clone();
         series.stage(start, stage.number);
         series.measure(measure_from);
-        pool.round(feed, None, round_ctl).await;
+        // The pool bounds what was due by a group's end (`concurrent ... until P`), as for any
+        // round.
+        let due = pool.round(feed, None, round_ctl).await;
         let ended = Instant::now();
         series.pause(ended);
-        // Ended by a group (`concurrent ... until P`): slots after its end were never due.
-        let due = group.min(Some(ended)).unwrap_or(ended);
         let (stats, sends, warm_sent) = shared.take();
-        let (scheduled, warm) = match &schedule {
-            Some(s) => match s.lock() {
-                Ok(s) => {
-                    let warm = s.scheduled(measure_from);
-                    (s.scheduled(due).saturating_sub(warm), warm)
-                }
-                Err(_) => (sends.sent, warm_sent),
-            },
-            None => (sends.sent, warm_sent),
+        let warm = schedule
+            .as_ref()
+            .and_then(|s| s.lock().ok().map(|s| s.scheduled(measure_from)));
+        let (scheduled, warm) = match (due, warm) {
+            (Some(due), Some(warm)) if stage.rate.is_some() => (due.saturating_sub(warm), warm),
+            _ => (sends.sent, warm_sent),
         };
         out.record(stage, start, ended, (stats, sends), scheduled, warm);
     }
