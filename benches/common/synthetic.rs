@@ -253,6 +253,7 @@ fn ingest_phase(
         schedule: None,
         concurrent: None,
         freshness: None,
+        findmax: None,
     }
 }
 

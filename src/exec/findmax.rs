@@ -1,110 +1,60 @@
-//! `find max rate`: a query or request run made of fixed-rate steps, searching for the highest
-//! rate that meets its SLA (docs/language.md, "find max rate"). `search` decides the rates from
-//! the verdicts; this file measures each step as a run of its own (the phase's clauses at the
-//! step's rate, for the step's span) and judges it, so a step's figures are exactly a run's.
+//! `find max rate`: a query or request run, or an ingest, made of fixed-rate steps, searching
+//! for the highest rate that meets its SLA (docs/language.md, "find max rate"). `search`
+//! decides the rates from the verdicts; this file runs the search over a kind of phase that
+//! measures one step as a phase of its own (`runs`: the run's clauses at the step's rate for
+//! the step's span; `ingest`: the ingest at the step's row rate) and judges it, so a step's
+//! figures are exactly a phase's.
 //!
-//! A step: its warm-up (the run's `warmup`, sent at the step's rate on the connections the step
-//! then measures with, not measured), then the measured span, max(duration, samples / rate). The step
-//! is judged on the SLA's terms (judged as `expect` judges them), on keeping its schedule
-//! (sent ≥ 95% of scheduled), and on errors when no term allows them. Each step's requests come
-//! from a seed derived from the run's seed and the step's rate (`step_seed`), so the same seed
-//! and rate send the same requests whatever path led there.
+//! Each step's work comes from a seed derived from the run's seed and the step's rate
+//! (`step_seed`), so the same seed and rate send the same requests (or rows) whatever path led
+//! there.
 
-mod search;
+mod ingest;
+mod runs;
+pub(super) mod search;
 
 use std::future::Future;
 
-use indexmap::IndexMap;
+pub(super) use ingest::IngestSteps;
+pub(super) use runs::{QuerySteps, RequestSteps};
 
 use super::series::Recorder;
 use super::RunEnv;
-use crate::plan::{FindMaxPlan, Load, QueryPhase, RequestPhase, RunClauses, Stop, KEPT_SCHEDULE};
+use crate::plan::{FindMaxPlan, Stop};
 use crate::report::findmax::{FindMaxReport, FindMaxStep};
-use crate::report::{
-    QueryReport, QuerySetup, RequestReport, RequestSetup, RunKind, RunReport, Status,
-    ThresholdReport,
-};
+use crate::report::Status;
 use crate::value::Value;
-use search::{End, Params, Search, Verdict};
+use search::{End, Params, Phase, Search, Verdict};
 
-/// A kind of run the search can measure one step of.
+/// Which step is measured: its number (from 1), why, and its rate per second.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct At {
+    pub n: u64,
+    pub phase: Phase,
+    pub rate: f64,
+}
+
+/// A kind of phase the search can measure one step of.
 pub(super) trait Steps {
-    type Kind: RunKind;
-    fn clauses(&self) -> &RunClauses;
-    /// The phase run with `run` for its clauses.
-    fn measure(
+    type Report;
+    /// Why a step at `rate` cannot be measured at all, if it cannot: the search ends there.
+    fn refuse(&self, _fm: &FindMaxPlan, _rate: f64) -> Option<String> {
+        None
+    }
+    /// The step measured and judged: its report, its row of the table and its verdict.
+    fn step(
         &self,
         env: &RunEnv,
         label: &str,
-        run: RunClauses,
+        fm: &FindMaxPlan,
+        at: At,
         series: &Recorder,
-    ) -> impl Future<Output = RunReport<Self::Kind>>;
-    fn thresholds(r: &RunReport<Self::Kind>) -> &[ThresholdReport];
-    fn empty(&self) -> RunReport<Self::Kind>;
-}
-
-pub(super) struct QuerySteps<'a>(pub &'a QueryPhase);
-
-impl Steps for QuerySteps<'_> {
-    type Kind = QuerySetup;
-    fn clauses(&self) -> &RunClauses {
-        &self.0.run
-    }
-    async fn measure(
-        &self,
-        env: &RunEnv,
-        label: &str,
-        run: RunClauses,
-        series: &Recorder,
-    ) -> QueryReport {
-        let phase = QueryPhase {
-            run,
-            ..self.0.clone()
-        };
-        super::queries::run(env, label, &phase, series, super::end::Member::alone()).await
-    }
-    fn thresholds(r: &QueryReport) -> &[ThresholdReport] {
-        &r.detail.thresholds
-    }
-    fn empty(&self) -> QueryReport {
-        QueryReport::empty(self.0)
-    }
-}
-
-pub(super) struct RequestSteps<'a>(pub &'a RequestPhase, pub &'a IndexMap<String, Value>);
-
-impl Steps for RequestSteps<'_> {
-    type Kind = RequestSetup;
-    fn clauses(&self) -> &RunClauses {
-        &self.0.run
-    }
-    async fn measure(
-        &self,
-        env: &RunEnv,
-        label: &str,
-        run: RunClauses,
-        series: &Recorder,
-    ) -> RequestReport {
-        let phase = RequestPhase {
-            run,
-            ..self.0.clone()
-        };
-        super::requests::run(
-            env,
-            label,
-            &phase,
-            self.1,
-            series,
-            super::end::Member::alone(),
-        )
-        .await
-    }
-    fn thresholds(r: &RequestReport) -> &[ThresholdReport] {
-        &r.detail.thresholds
-    }
-    fn empty(&self) -> RequestReport {
-        RequestReport::empty(self.0)
-    }
+    ) -> impl Future<Output = (Self::Report, FindMaxStep, Verdict)>;
+    /// A report for a search that measured nothing.
+    fn empty(&self) -> Self::Report;
+    /// The phase's report made of its answer step's (`r`): failed or interrupted as the search
+    /// ended (`status`, `why`), and carrying the search's object.
+    fn conclude(r: &mut Self::Report, status: Option<Status>, why: &str, f: FindMaxReport);
 }
 
 /// The seed of a step at `rate`: splitmix64 of the run's seed and the rate in thousandths per
@@ -117,7 +67,7 @@ pub fn step_seed(seed: u64, rate: f64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn step_env(env: &RunEnv, seed: u64) -> RunEnv {
+pub(super) fn step_env(env: &RunEnv, seed: u64) -> RunEnv {
     RunEnv {
         seed,
         base_dir: env.base_dir.clone(),
@@ -144,142 +94,15 @@ pub fn step_span_ns(stop: &Stop, samples: u64, rate: f64) -> i64 {
     least.max(need_ms * 1_000_000)
 }
 
-fn fixed(rate: f64) -> Load {
-    Load::Open {
-        rate: Value::Rate(rate),
-        arrival: "fixed".into(),
-    }
-}
-
-/// The clauses of a step: the run's warm-up at the step's rate, then its measured span; the
-/// SLA's terms join the run's own thresholds (last, so they are the last judged); `require` is
-/// checked by the first step only.
-fn step_clauses(base: &RunClauses, fm: &FindMaxPlan, rate: f64, guards: bool) -> RunClauses {
-    let mut expects = base.expects.clone();
-    expects.extend(fm.sla.iter().cloned());
-    RunClauses {
-        workers: base.workers,
-        load: fixed(rate),
-        stop: Stop::Duration {
-            duration: Value::Duration(step_span_ns(&base.stop, fm.samples, rate)),
-        },
-        warmup: base.warmup.clone(),
-        repeat: 1,
-        stop_after_errors: base.stop_after_errors,
-        require: if guards { base.require.clone() } else { vec![] },
-        expects,
-        findmax: None,
-        warmup_at_rate: true,
-        stages: Vec::new(),
-    }
-}
-
-/// What a step did and its verdict.
-fn judge_step<K: RunKind>(
-    r: &RunReport<K>,
-    sla: &[ThresholdReport],
-    base: &RunClauses,
-    env: &RunEnv,
-) -> (Vec<String>, Verdict) {
-    let mut broke = Vec::new();
-    if r.ok + r.failed == 0 {
-        broke.push(match r.failures.first() {
-            Some(f) => format!("nothing was measured: {f}"),
-            None => "nothing was measured".into(),
-        });
-    }
-    for t in sla {
-        let overridden = env.max_error_rate.is_some() && t.metric == "error_rate";
-        if !t.ok && !overridden {
-            broke.push(format!("{} (measured {})", t.expect, t.actual));
-        }
-    }
-    let error_terms = base
-        .findmax
-        .iter()
-        .flat_map(|f| &f.sla)
-        .chain(&base.expects);
-    let allows_errors = error_terms
-        .into_iter()
-        .any(|t| t.metric == "error_rate" || t.metric == "errors");
-    match env.max_error_rate {
-        Some(max) if r.error_rate > max => broke.push(format!(
-            "error rate {:.4}% over --max-error-rate {:.4}%",
-            100.0 * r.error_rate,
-            100.0 * max
-        )),
-        None if !allows_errors && r.failed > 0 => broke.push(format!(
-            "{} errors (no error_rate term allows errors)",
-            crate::plan::thousands(r.failed)
-        )),
-        _ => {}
-    }
-    if let Some(a) = r.accounting.achieved_rate {
-        if a < KEPT_SCHEDULE {
-            broke.push(format!(
-                "sent {:.1}% of its schedule (needs {:.0}%): the client or the server could not keep the rate",
-                100.0 * a,
-                100.0 * KEPT_SCHEDULE
-            ));
-        }
-    }
-    let verdict = if r.status == Status::Interrupted {
-        Verdict::Interrupted
-    } else if broke.is_empty() {
-        Verdict::Met
-    } else {
-        Verdict::Broke
-    };
-    (broke, verdict)
-}
-
-fn step_row<K: RunKind>(
-    n: u64,
-    phase: search::Phase,
-    rate: f64,
-    r: &RunReport<K>,
-    broke: Vec<String>,
-    v: Verdict,
-) -> FindMaxStep {
-    let a = &r.accounting;
-    FindMaxStep {
-        step: n,
-        phase: phase.as_str().into(),
-        rate_per_s: rate,
-        elapsed_s: r.elapsed_s,
-        scheduled: a.scheduled,
-        ok: r.ok,
-        failed: r.failed,
-        cut_off: a.cut_off,
-        unsent: a.unsent,
-        achieved: a.achieved_rate,
-        achieved_per_s: crate::report::rate(r.ok, r.elapsed_s),
-        p50_us: r.latency.p50_us,
-        p90_us: r.latency.p90_us,
-        p99_us: r.latency.p99_us,
-        p999_us: r.latency.p999_us,
-        max_us: r.latency.max_us,
-        error_rate: r.error_rate,
-        verdict: match v {
-            Verdict::Met => "met",
-            Verdict::Broke => "broke",
-            Verdict::Interrupted => "interrupted",
-        }
-        .into(),
-        broke,
-    }
-}
-
-/// Runs the search and reports it: the run's usual figures are its answer step's (without an
-/// answer, its last step's), and `findmax` holds every step.
+/// Runs the search and reports it: the phase's usual figures are its answer step's (without
+/// an answer, its last step's), and `findmax` holds every step.
 pub(super) async fn search<S: Steps>(
     env: &RunEnv,
     label: &str,
     steps: &S,
     fm: &FindMaxPlan,
     series: &Recorder,
-) -> RunReport<S::Kind> {
-    let base = steps.clauses();
+) -> S::Report {
     let mut s = Search::new(Params {
         from: fm.from_per_s,
         cap: fm.up_to_per_s,
@@ -288,18 +111,22 @@ pub(super) async fn search<S: Steps>(
         max_steps: fm.max_steps,
     });
     let mut rows = Vec::new();
-    let mut best: Option<(f64, RunReport<S::Kind>)> = None;
+    let mut best: Option<(f64, S::Report)> = None;
     let mut last = None;
+    let mut refused = None;
     while let Some((phase, rate)) = s.next() {
-        let n = s.steps();
-        let label = format!("{label} step {n} at {}", crate::value::fmt_rate(rate));
-        let senv = step_env(env, step_seed(env.seed, rate));
-        let run = step_clauses(base, fm, rate, n == 1);
-        let r = steps.measure(&senv, &label, run, series).await;
-        let judged = S::thresholds(&r);
-        let sla = &judged[judged.len().saturating_sub(fm.sla.len())..];
-        let (broke, v) = judge_step(&r, sla, base, env);
-        rows.push(step_row(n, phase, rate, &r, broke, v));
+        if let Some(why) = steps.refuse(fm, rate) {
+            refused = Some(why);
+            break;
+        }
+        let at = At {
+            n: s.steps(),
+            phase,
+            rate,
+        };
+        let label = format!("{label} step {} at {}", at.n, crate::value::fmt_rate(rate));
+        let (r, row, v) = steps.step(env, &label, fm, at, series).await;
+        rows.push(row);
         s.record(v);
         if v == Verdict::Met && best.as_ref().is_none_or(|(b, _)| rate > *b) {
             best = Some((rate, r));
@@ -307,36 +134,40 @@ pub(super) async fn search<S: Steps>(
             last = Some(r);
         }
     }
-    let end = s.end().unwrap_or(End::Interrupted);
+    let end = match refused {
+        Some(_) => End::Refused,
+        None => s.end().unwrap_or(End::Interrupted),
+    };
     let answer = s.answer();
-    let (why, status) = outcome(end, answer, s.bad(), fm, &rows);
+    let (why, status) = match refused {
+        Some(why) => (why, Some(Status::Failed)),
+        None => outcome(end, answer, s.bad(), fm, &rows),
+    };
     let mut report = match (best, last) {
-        (Some((_, r)), _) if answer.is_some() => r,
+        (Some((_, r)), _) if answer.is_some() && end != End::Refused => r,
         (_, Some(r)) => r,
         (Some((_, r)), None) => r,
         (None, None) => steps.empty(),
     };
-    match status {
-        Some(Status::Failed) => {
-            report.status = Status::Failed;
-            report.failures.insert(0, why.clone());
-        }
-        Some(Status::Interrupted) => report.status = Status::Interrupted,
-        _ => {}
-    }
-    report.findmax = Some(FindMaxReport {
-        sla: fm.sla_text.clone(),
-        from_per_s: fm.from_per_s,
-        up_to_per_s: fm.up_to_per_s,
-        growth: fm.growth,
-        resolution: fm.resolution,
-        samples: fm.samples,
-        samples_from: fm.samples_from.clone(),
-        answer_per_s: answer,
-        outcome: end.as_str().into(),
-        why,
-        steps: rows,
-    });
+    S::conclude(
+        &mut report,
+        status,
+        &why,
+        FindMaxReport {
+            sla: fm.sla_text.clone(),
+            from_per_s: fm.from_per_s,
+            up_to_per_s: fm.up_to_per_s,
+            growth: fm.growth,
+            resolution: fm.resolution,
+            samples: fm.samples,
+            samples_from: fm.samples_from.clone(),
+            probes: fm.probes,
+            answer_per_s: answer,
+            outcome: end.as_str().into(),
+            why: why.clone(),
+            steps: rows,
+        },
+    );
     report
 }
 

@@ -29,7 +29,7 @@ use crate::net::error::{DriverError, ErrorClass};
 use crate::plan::{EndpointPlan, IngestPhase};
 use crate::report::{rate, Calibration, ErrorCount, IngestReport, Latency, RateCounts, Status};
 use crate::value::Value;
-use empty::empty_report;
+pub(super) use empty::empty_report;
 use feed::{preencode_all, Feed, Rows};
 use rate::{Kept, Schedule};
 use verdict::{judge, verify};

@@ -271,9 +271,10 @@ async fn phase_future(
     member: end::Member,
 ) -> PhaseReport {
     match phase {
-        Phase::Ingest(p) => {
-            PhaseReport::Ingest(Box::new(ingest::run(env, label, p, recorder, member).await))
-        }
+        Phase::Ingest(p) => PhaseReport::Ingest(Box::new(match &p.findmax {
+            Some(f) => findmax::search(env, label, &findmax::IngestSteps(p), f, recorder).await,
+            None => ingest::run(env, label, p, recorder, member).await,
+        })),
         // A search runs its steps on its own: the checker refuses it in a group.
         Phase::Queries(q) => PhaseReport::Queries(Box::new(match &q.run.findmax {
             Some(f) => findmax::search(env, label, &findmax::QuerySteps(q), f, recorder).await,

@@ -199,6 +199,15 @@ fn refuse_ingest(ev: &Eval<'_>, c: &ast::Concurrent, i: &ast::Ingest) -> bool {
             "replay encodes every batch before its clock starts, so it cannot start with the other members",
         );
     }
+    for f in &i.find_max {
+        ok = refused(
+            ev,
+            f.span,
+            c,
+            "`find max rate`",
+            "a search runs its steps one after another, each an ingest of its own, so it cannot start and end with the other members; search on its own, or give the ingest a fixed `rate` in the group",
+        );
+    }
     ok
 }
 

@@ -1,5 +1,7 @@
 //! `find max rate from R [up to R] where CONDITION [samples N] [growth G] [resolution P%]`:
-//! the search's values checked and lowered (docs/language.md, "find max rate").
+//! the search's values checked and lowered (docs/language.md, "find max rate"), for a query or
+//! request run (requests per second, latency terms) and for an ingest (rows per second, terms
+//! on the visibility lag its `probe visible` measures).
 
 use super::expect::condition_threshold;
 use super::values::{duration, positive_int, rate, single};
@@ -14,13 +16,78 @@ use crate::value::Value;
 /// already requires it kept (`achieved_rate`, 95%).
 const NOT_PER_STEP: &[&str] = &["qps", "rps", "achieved_rate"];
 
+/// An ingest's SLA terms: the visibility lag's percentiles (`probe visible`), the time from the
+/// end of sending until every row showed, and errors.
+pub const INGEST_LAG_METRICS: &[&str] = &[
+    "lag_p50",
+    "lag_p90",
+    "lag_p95",
+    "lag_p99",
+    "lag_p999",
+    "lag_max",
+    "visible_after",
+];
+
+/// Whom the SLA is about.
+#[derive(Clone, Copy)]
+enum Of {
+    Run,
+    /// An ingest; `probe` says whether it has `probe visible`.
+    Ingest {
+        probe: bool,
+    },
+}
+
 /// The run's search: `Some(None)` without `find max`, `None` after a mistake (reported).
 pub(super) fn find_max(ev: &Eval<'_>, r: &ast::Run, scope: &Scope) -> Option<Option<FindMaxPlan>> {
     let Some(c) = single(ev, &r.find_max, |c| c.span, "find max") else {
         return Some(None);
     };
+    let ok = conflicts(ev, r, c.span);
+    lower(ev, c, scope, Of::Run, ok).map(Some)
+}
+
+/// An ingest's search: rows per second; its steps last at least `samples` probe intervals.
+pub(super) fn find_max_ingest(
+    ev: &Eval<'_>,
+    i: &ast::Ingest,
+    scope: &Scope,
+) -> Option<Option<FindMaxPlan>> {
+    let Some(c) = single(ev, &i.find_max, |c| c.span, "find max") else {
+        if let Some(w) = i.warmup.first() {
+            return ev.fail(
+                Diagnostic::error(
+                    Code::E0701,
+                    w.span,
+                    "an ingest's `warmup` belongs to `find max rate`",
+                )
+                .label("only a search's steps have a warm-up on an ingest")
+                .note("an ingest is measured from its first row; to leave out a start, send it in a phase of its own before"),
+            );
+        }
+        return Some(None);
+    };
+    let ok = ingest_conflicts(ev, i, c.span);
+    let probe = !i.probe.is_empty();
+    let plan = lower(ev, c, scope, Of::Ingest { probe }, ok)?;
+    if !probe && i.duration.is_empty() {
+        return ev.fail(
+            Diagnostic::error(Code::E0701, c.span, "an ingest's search needs its steps' length")
+                .label("no `duration` and no `probe visible` to count samples with")
+                .note("give each step a span with `duration 30s`, or probe the visibility lag with `probe visible every 100ms` and bound it in the SLA"),
+        );
+    }
+    Some(Some(plan))
+}
+
+fn lower(
+    ev: &Eval<'_>,
+    c: &ast::Clause<ast::FindMax>,
+    scope: &Scope,
+    of: Of,
+    mut ok: bool,
+) -> Option<FindMaxPlan> {
     let f = &c.value;
-    let mut ok = conflicts(ev, r, c.span);
     let from = rate(ev, &f.from, scope);
     let up_to = match single(ev, &f.up_to, |e| e.span, "up to") {
         None => Some(None),
@@ -33,7 +100,7 @@ pub(super) fn find_max(ev: &Eval<'_>, r: &ast::Run, scope: &Scope) -> Option<Opt
             (cap, _) => cap.map(Some),
         },
     };
-    let sla = sla_terms(ev, &f.condition, scope);
+    let sla = sla_terms(ev, &f.condition, scope, of);
     let samples = match single(ev, &f.samples, |e| e.span, "samples") {
         None => Some(None),
         Some(e) => positive_int(ev, e, scope, "`samples`").map(Some),
@@ -57,9 +124,14 @@ pub(super) fn find_max(ev: &Eval<'_>, r: &ast::Run, scope: &Scope) -> Option<Opt
     }
     let derived = sla
         .iter()
-        .filter_map(|t| quantile(&t.metric))
+        .filter_map(|t| quantile(t.metric.strip_prefix("lag_").unwrap_or(&t.metric)))
         .fold(0.0, f64::max);
-    Some(Some(FindMaxPlan {
+    let derived = match of {
+        Of::Run => FindMaxPlan::samples_for(derived),
+        Of::Ingest { probe: true } => FindMaxPlan::probes_for(derived),
+        Of::Ingest { probe: false } => 0,
+    };
+    Some(FindMaxPlan {
         from_per_s: from,
         up_to_per_s: up_to,
         sla_text: sla
@@ -68,7 +140,7 @@ pub(super) fn find_max(ev: &Eval<'_>, r: &ast::Run, scope: &Scope) -> Option<Opt
             .collect::<Vec<_>>()
             .join(" and "),
         sla,
-        samples: samples.unwrap_or_else(|| FindMaxPlan::samples_for(derived)),
+        samples: samples.unwrap_or(derived),
         samples_from: if samples.is_some() {
             "given".into()
         } else {
@@ -77,7 +149,8 @@ pub(super) fn find_max(ev: &Eval<'_>, r: &ast::Run, scope: &Scope) -> Option<Opt
         growth,
         resolution,
         max_steps: MAX_STEPS,
-    }))
+        probes: matches!(of, Of::Ingest { .. }),
+    })
 }
 
 /// A search's steps last at least the run's `duration` (none: what their samples need).
@@ -130,8 +203,45 @@ fn conflicts(ev: &Eval<'_>, r: &ast::Run, at: Span) -> bool {
     ok
 }
 
-/// `TERM and TERM ...`, each a threshold `expect` knows.
-fn sla_terms(ev: &Eval<'_>, cond: &ast::Expr, scope: &Scope) -> Option<Vec<Threshold>> {
+/// `rate`, `calibrate` and `replay` do not go with an ingest's search: each is refused where
+/// it stands.
+fn ingest_conflicts(ev: &Eval<'_>, i: &ast::Ingest, at: Span) -> bool {
+    let mut ok = true;
+    let mut refuse = |span: Span, what: &str, why: &str| {
+        ok = false;
+        ev.error(
+            Diagnostic::error(
+                Code::E0701,
+                span,
+                format!("`{what}` and `find max rate` do not go together"),
+            )
+            .label(why.to_string())
+            .also(at, "the search is here"),
+        );
+    };
+    for c in &i.rate {
+        refuse(c.span, "rate", "the search sets each step's rate");
+    }
+    for s in &i.calibrate {
+        refuse(
+            *s,
+            "calibrate",
+            "calibrate the client's ceiling in a phase of its own: each step would measure it again",
+        );
+    }
+    for r in &i.replay {
+        refuse(
+            r.span,
+            "replay",
+            "replay encodes every row before the clock starts; a step sends only what its span needs",
+        );
+    }
+    ok
+}
+
+/// `TERM and TERM ...`: for a run, each a threshold `expect` knows; for an ingest, a bound on
+/// its visibility lag or its errors.
+fn sla_terms(ev: &Eval<'_>, cond: &ast::Expr, scope: &Scope, of: Of) -> Option<Vec<Threshold>> {
     let mut terms = Vec::new();
     split_and(cond, &mut terms);
     let mut out = Vec::new();
@@ -146,29 +256,119 @@ fn sla_terms(ev: &Eval<'_>, cond: &ast::Expr, scope: &Scope) -> Option<Vec<Thres
             ok = false;
             continue;
         }
-        if let ExprKind::Binary(_, lhs, _) = &t.kind {
-            if let ExprKind::Path(p) = &lhs.kind {
-                if p.len() == 1 && NOT_PER_STEP.contains(&p[0].name.as_str()) {
-                    ev.error(
-                        Diagnostic::error(
-                            Code::E0702,
-                            p[0].span,
-                            format!("`{}` is not a term of a search's SLA", p[0].name),
-                        )
-                        .label("the search sets each step's rate")
-                        .note("a step must send 95% of its schedule anyway; the SLA is about latency and errors: p50..p9999, max, mean, error_rate, errors"),
-                    );
-                    ok = false;
-                    continue;
-                }
-            }
-        }
-        match condition_threshold(ev, t, scope) {
+        let term = match of {
+            Of::Run => run_term(ev, t, scope),
+            Of::Ingest { probe } => ingest_term(ev, t, scope, probe),
+        };
+        match term {
             Some(th) => out.push(th),
             None => ok = false,
         }
     }
     ok.then_some(out)
+}
+
+fn metric_of(t: &ast::Expr) -> Option<&crate::span::Ident> {
+    match &t.kind {
+        ExprKind::Binary(_, lhs, _) => match &lhs.kind {
+            ExprKind::Path(p) if p.len() == 1 => Some(&p[0]),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn run_term(ev: &Eval<'_>, t: &ast::Expr, scope: &Scope) -> Option<Threshold> {
+    if let Some(m) = metric_of(t).filter(|m| NOT_PER_STEP.contains(&m.name.as_str())) {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0702,
+                m.span,
+                format!("`{}` is not a term of a search's SLA", m.name),
+            )
+            .label("the search sets each step's rate")
+            .note("a step must send 95% of its schedule anyway; the SLA is about latency and errors: p50..p9999, max, mean, error_rate, errors"),
+        );
+    }
+    condition_threshold(ev, t, scope)
+}
+
+/// `lag_p99 < 2s`, `visible_after < 10s`, `errors == 0`.
+fn ingest_term(ev: &Eval<'_>, t: &ast::Expr, scope: &Scope, probe: bool) -> Option<Threshold> {
+    let terms = "lag_p50, lag_p90, lag_p95, lag_p99, lag_p999, lag_max, visible_after (with `probe visible`), errors";
+    let (ExprKind::Binary(op, _, rhs), Some(m)) = (&t.kind, metric_of(t)) else {
+        return ev.fail(
+            Diagnostic::error(Code::E0702, t.span, "an SLA term is `METRIC OP VALUE`")
+                .label("not a term")
+                .note(format!("an ingest's terms: {terms}")),
+        );
+    };
+    let op = match op {
+        BinOp::Lt => "<",
+        BinOp::Le => "<=",
+        BinOp::Gt => ">",
+        BinOp::Ge => ">=",
+        BinOp::Eq => "==",
+        BinOp::Ne => "!=",
+        _ => {
+            return ev.fail(
+                Diagnostic::error(Code::E0702, t.span, "an SLA term compares")
+                    .label("expected <, <=, >, >=, == or !=")
+                    .note(format!("an ingest's terms: {terms}")),
+            )
+        }
+    };
+    let name = m.name.as_str();
+    let lag = INGEST_LAG_METRICS.contains(&name);
+    if !lag && name != "errors" {
+        let mut d = Diagnostic::error(
+            Code::E0702,
+            m.span,
+            format!("`{name}` is not a term of an ingest's SLA"),
+        )
+        .label("an ingest's search bounds its visibility lag and its errors")
+        .note(format!("an ingest's terms: {terms}"));
+        let all = INGEST_LAG_METRICS.iter().copied().chain(["errors"]);
+        if let Some(s) = crate::diag::suggest(name, all) {
+            d = d.note(format!("did you mean `{s}`?"));
+        }
+        return ev.fail(d);
+    }
+    if lag && !probe {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0702,
+                m.span,
+                format!("`{name}` needs the ingest's `probe visible`"),
+            )
+            .label("the visibility lag is what a freshness probe measures")
+            .note("add, for example, `probe visible every 100ms` to the ingest"),
+        );
+    }
+    let value = match (lag, ev.eval(rhs, scope)?) {
+        (true, Value::Duration(d)) if d >= 0 => Value::Duration(d),
+        (false, Value::Int(n)) if n >= 0 => Value::Int(n),
+        (lag, other) => {
+            let want = if lag {
+                "a duration such as `2s`"
+            } else {
+                "a count"
+            };
+            return ev.fail(
+                Diagnostic::error(
+                    Code::E0202,
+                    rhs.span,
+                    format!("`{name}` is compared with {want}, found {}", other.kind()),
+                )
+                .label(format!("expected {want}")),
+            );
+        }
+    };
+    Some(Threshold {
+        metric: name.to_string(),
+        op: op.to_string(),
+        value,
+    })
 }
 
 fn split_and<'a>(e: &'a ast::Expr, out: &mut Vec<&'a ast::Expr>) {

@@ -78,6 +78,11 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         Some(c) => duration(ev, &c.value, &scope, false).map(|d| Some(Value::Duration(d))),
     };
     let ingest_rate = ingest_rate(ev, i, &scope);
+    let findmax = super::findmax::find_max_ingest(ev, i, &scope);
+    let warmup = match single(ev, &i.warmup, |c| c.span, "warmup") {
+        None => Some(None),
+        Some(c) => duration(ev, &c.value, &scope, false).map(|d| Some(Value::Duration(d))),
+    };
     let probe =
         super::probe::lower_probe(ev, i, (tinst, target, ep, &endpoint), &table, rows.range);
     // Every clause above is checked before giving up, so all their mistakes show at once.
@@ -105,6 +110,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
     else {
         return None;
     };
+    let (findmax, warmup) = (findmax?, warmup?);
     let routing = match (&rows.series_col, &rows.source) {
         (Some(c), _) => format!("fnv1a64({c}) % workers"),
         (None, RowSource::File { .. }) => "fnv1a64(first tag) % workers".to_string(),
@@ -140,6 +146,8 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         duration: ingest_duration,
         rate: ingest_rate,
         probe,
+        findmax,
+        warmup,
     };
     targets::check_store_admin(
         ev,

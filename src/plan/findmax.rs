@@ -15,6 +15,9 @@ pub const KEPT_SCHEDULE: f64 = 0.95;
 /// The fewest samples a step has when the SLA names no high percentile.
 pub const MIN_SAMPLES: u64 = 1_000;
 
+/// The fewest probes an ingest's step has when its SLA names no high lag percentile.
+pub const MIN_PROBES: u64 = 100;
+
 #[derive(Clone, Debug, Serialize)]
 pub struct FindMaxPlan {
     /// The first step's rate, per second.
@@ -34,6 +37,10 @@ pub struct FindMaxPlan {
     /// The search stops when (first bad - last good) / last good is at most this fraction.
     pub resolution: f64,
     pub max_steps: u64,
+    /// An ingest's search: `samples` counts probes of `probe visible` (a step lasts at least
+    /// `samples` probe intervals), and rates are rows per second.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub probes: bool,
 }
 
 impl FindMaxPlan {
@@ -45,6 +52,15 @@ impl FindMaxPlan {
         }
         ((10.0 / (1.0 - q)).round() as u64).max(MIN_SAMPLES)
     }
+
+    /// Probes an ingest's step needs to trust the lag's percentile `q`: ten beyond it, and at
+    /// least `MIN_PROBES` (a lag's samples come one per interval, far fewer than requests).
+    pub fn probes_for(q: f64) -> u64 {
+        if q <= 0.0 || q >= 1.0 {
+            return MIN_PROBES;
+        }
+        ((10.0 / (1.0 - q)).round() as u64).max(MIN_PROBES)
+    }
 }
 
 impl FindMaxPlan {
@@ -53,13 +69,14 @@ impl FindMaxPlan {
     pub(super) fn listing(&self) -> String {
         let rate = |r: f64| crate::value::fmt_rate(r);
         format!(
-            "find max rate from {}{} where {}: fixed-rate steps of at least {} samples ({}) after their warm-up, x{} until the SLA breaks, then bisect to {}% (at most {} steps)",
+            "find max rate from {}{} where {}: fixed-rate steps of at least {} {} ({}) after their warm-up, x{} until the SLA breaks, then bisect to {}% (at most {} steps)",
             rate(self.from_per_s),
             self.up_to_per_s
                 .map(|c| format!(" up to {}", rate(c)))
                 .unwrap_or_default(),
             self.sla_text,
             super::thousands(self.samples),
+            if self.probes { "probes" } else { "samples" },
             self.samples_from,
             short(self.growth),
             short(100.0 * self.resolution),

@@ -303,6 +303,12 @@ pub fn listing(plan: &Plan) -> String {
                             c.within
                         );
                     }
+                    if let Some(w) = &p.warmup {
+                        let _ = writeln!(o, "    warmup {w} per step, its probes not judged");
+                    }
+                    if let Some(f) = &p.findmax {
+                        let _ = writeln!(o, "    {}", f.listing());
+                    }
                     if let RowSource::Schema(s) = &p.source {
                         let body = schema_body(s);
                         let key = format!("{}\n{body}", s.name);

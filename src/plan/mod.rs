@@ -259,6 +259,12 @@ pub struct IngestPhase {
     /// plan's JSON without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbePlan>,
+    /// `find max rate ...`: the phase is a search of fixed-rate steps (`rate` is each step's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub findmax: Option<FindMaxPlan>,
+    /// `warmup D` (a `Value::Duration`): each step's first `D`, sent and not judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<Value>,
 }
 
 /// `probe visible every I [via T.E] [within D]`: the count chosen as `verify visible` chooses

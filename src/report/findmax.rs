@@ -18,6 +18,10 @@ pub struct FindMaxReport {
     /// The fewest measured samples of a step, and whether given or derived from the SLA.
     pub samples: u64,
     pub samples_from: String,
+    /// An ingest's search: `samples` counts probes, rates are rows per second, and each step's
+    /// row carries its visibility lag.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probes: bool,
     /// The highest rate whose step met the SLA, per second; `null` when none did.
     pub answer_per_s: Option<f64>,
     /// `bracketed`, `cap`, `not_met_at_from`, `step_bound` or `interrupted`.
@@ -53,6 +57,16 @@ pub struct FindMaxStep {
     pub p999_us: u64,
     pub max_us: u64,
     pub error_rate: f64,
+    /// An ingest's step with `probe visible`: its visibility lag after the warm-up (none when
+    /// no probe then saw a row), and the time from its end of sending until every row showed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag_p50_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag_p99_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag_max_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visible_after_s: Option<f64>,
     /// `met`, `broke` or `interrupted`.
     pub verdict: String,
     /// What broke: an SLA term with its measured value, a schedule not kept, errors.
@@ -97,26 +111,47 @@ pub fn answer_line(f: &FindMaxReport) -> String {
     }
 }
 
-/// The table of steps and the answer line, under a run's own figures.
+/// The table of steps and the answer line, under a phase's own figures.
 pub fn lines(f: &Option<FindMaxReport>) -> String {
     let Some(f) = f else {
         return String::new();
     };
     let mut out = format!(
-        "  find max rate from {} where {}: steps of at least {} samples ({})\n",
+        "  find max rate from {} where {}: steps of at least {} {} ({})\n",
         rate(f.from_per_s),
         f.sla,
         thousands(f.samples),
+        if f.probes { "probes" } else { "samples" },
         f.samples_from
     );
     out += &format!(
-        "  {:>4} {:<6} {:>10} {:>7} {:>9} {:>8} {:>6} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}  verdict\n",
-        "step", "phase", "rate", "span", "scheduled", "ok", "failed", "cut off", "unsent",
-        "achieved", "p50", "p90", "p99", "p99.9", "errors"
+        "  {:>4} {:<6} {:>10} {:>7} {:>9} {:>8} {:>6} {:>7} {:>6} {:>9} ",
+        "step",
+        "phase",
+        "rate",
+        "span",
+        "scheduled",
+        "ok",
+        "failed",
+        "cut off",
+        "unsent",
+        "achieved"
     );
+    out += &if f.probes {
+        format!(
+            "{:>9} {:>9} {:>9} {:>9} {:>9}  verdict\n",
+            "batch p99", "lag p50", "lag p99", "lag max", "all seen"
+        )
+    } else {
+        format!(
+            "{:>9} {:>9} {:>9} {:>9} {:>7}  verdict\n",
+            "p50", "p90", "p99", "p99.9", "errors"
+        )
+    };
+    let opt = |us: Option<u64>| us.map(ms).unwrap_or_else(|| "-".into());
     for s in &f.steps {
         out += &format!(
-            "  {:>4} {:<6} {:>10} {:>6.1}s {:>9} {:>8} {:>6} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6.2}%  {}{}\n",
+            "  {:>4} {:<6} {:>10} {:>6.1}s {:>9} {:>8} {:>6} {:>7} {:>6} {:>9} ",
             s.step,
             s.phase,
             rate(s.rate_per_s),
@@ -127,11 +162,30 @@ pub fn lines(f: &Option<FindMaxReport>) -> String {
             thousands(s.cut_off),
             thousands(s.unsent),
             s.achieved_per_s.map(rate).unwrap_or_else(|| "-".into()),
-            ms(s.p50_us),
-            ms(s.p90_us),
-            ms(s.p99_us),
-            ms(s.p999_us),
-            100.0 * s.error_rate,
+        );
+        out += &if f.probes {
+            format!(
+                "{:>9} {:>9} {:>9} {:>9} {:>9}  ",
+                ms(s.p99_us),
+                opt(s.lag_p50_us),
+                opt(s.lag_p99_us),
+                opt(s.lag_max_us),
+                s.visible_after_s
+                    .map(|v| format!("{v:.2}s"))
+                    .unwrap_or_else(|| "-".into()),
+            )
+        } else {
+            format!(
+                "{:>9} {:>9} {:>9} {:>9} {:>6.2}%  ",
+                ms(s.p50_us),
+                ms(s.p90_us),
+                ms(s.p99_us),
+                ms(s.p999_us),
+                100.0 * s.error_rate,
+            )
+        };
+        out += &format!(
+            "{}{}\n",
             s.verdict,
             if s.broke.is_empty() {
                 String::new()

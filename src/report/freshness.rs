@@ -37,8 +37,15 @@ pub struct Freshness {
     /// Lag samples that came out negative (the count saw rows the timeline had not recorded
     /// as sent when the probe was sent, or more rows than were ever sent) and were set to 0.
     pub lag_clamped: u64,
+    /// A search step's warm-up (`find max rate` on an ingest), seconds: probes sent in it are
+    /// kept as samples but not in `lag`. 0 elsewhere.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warmup_s: f64,
+    /// Probes answered during the warm-up: not in `lag`.
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub probes_warmup: u64,
     /// Per sample: the probe's send time minus the moment the V-th row of the phase had been
-    /// sent, V being what the probe saw.
+    /// sent, V being what the probe saw (after the warm-up, if any).
     pub lag: Latency,
     /// The probe's own latency: count query sent -> answered (failures included).
     pub probe_latency: Latency,
@@ -53,6 +60,14 @@ pub struct Freshness {
     /// One probe in `samples_stride` is kept (1 until `MAX_SAMPLES` is reached).
     pub samples_stride: u64,
     pub samples: Vec<FreshSample>,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+fn is_zero_count(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One answered probe.

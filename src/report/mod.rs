@@ -260,6 +260,10 @@ pub struct IngestReport {
     /// `probe visible`: the visibility lag while sending; absent without a probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freshness: Option<freshness::Freshness>,
+    /// `find max rate`: the search's steps; the phase's figures are its answer step's (without
+    /// an answer, its last step's). Absent without a search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub findmax: Option<findmax::FindMaxReport>,
 }
 
 /// A rate-controlled ingest's open-loop accounting, in rows and batches:

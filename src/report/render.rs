@@ -99,7 +99,7 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
                         .as_ref()
                         .map_or(String::new(), |f| format!("  {}\n", f.line())),
                     tls_lines(&r.connecting)
-                ),
+                ) + super::findmax::lines(&r.findmax).as_str(),
                 &r.warnings,
                 &r.failures,
             ),

@@ -300,6 +300,10 @@ pub struct Ingest {
     pub rate: Vec<Clause<Rate>>,
     /// `probe visible every I [via T.E] [within D]`: the visibility lag, probed while sending.
     pub probe: Vec<Probe>,
+    /// `find max rate from R where CONDITION ...`: the highest row rate that meets an SLA.
+    pub find_max: Vec<Clause<FindMax>>,
+    /// `warmup D`: each search step's first `D`, not judged (with `find max rate` only).
+    pub warmup: Vec<Clause<Expr>>,
     pub span: Span,
 }
 

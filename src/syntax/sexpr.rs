@@ -208,6 +208,10 @@ fn item_sexpr(o: &mut String, item: &Item) {
                 }
                 o.push(')');
             }
+            clauses(o, "warmup", &i.warmup);
+            for c in &i.find_max {
+                find_max(o, &c.value);
+            }
             o.push(')');
         }
         Item::Query(q) => {

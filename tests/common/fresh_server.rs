@@ -1,7 +1,9 @@
 //! A server for `probe visible` tests: it takes line protocol over HTTP (`POST /write`, every
 //! line of a body a row) and answers QuestDB-style counts (`GET /exec?query=SELECT count...`,
 //! `{"dataset":[[N]]}`) as if each request's rows became visible a fixed `delay` after the
-//! request arrived whole. Other `/exec` statements (DDL) answer `{"ddl":"OK"}`; with
+//! request arrived whole, or, with `start_applying`, as if a single applier made them visible
+//! in arrival order at a fixed number of rows per second (QuestDB's WAL apply, reduced to its
+//! capacity). Other `/exec` statements (DDL) answer `{"ddl":"OK"}`; with
 //! `fail_every` n > 0, every n-th count answers HTTP 500.
 //!
 //! Plain threads, one per connection, on an ephemeral port of 127.0.0.1; dropping the handle
@@ -24,6 +26,8 @@ pub struct FreshServer {
 
 struct Shared {
     delay: Duration,
+    /// Rows per second the applier makes visible; 0: unbounded.
+    apply_per_s: f64,
     fail_every: u64,
     /// `(arrival, rows)` per write request.
     arrivals: Mutex<Vec<(Instant, u64)>>,
@@ -33,10 +37,18 @@ struct Shared {
 
 impl FreshServer {
     pub fn start(delay: Duration, fail_every: u64) -> FreshServer {
+        FreshServer::start_applying(delay, fail_every, 0.0)
+    }
+
+    /// As `start`, with rows made visible at most `apply_per_s` rows per second: a write
+    /// becomes visible `delay` after it arrived or once the applier has finished the writes
+    /// before it, whichever is later, and then takes its rows / `apply_per_s` to show.
+    pub fn start_applying(delay: Duration, fail_every: u64, apply_per_s: f64) -> FreshServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Shared {
             delay,
+            apply_per_s,
             fail_every,
             arrivals: Mutex::new(Vec::new()),
             counts: AtomicU64::new(0),
@@ -152,21 +164,42 @@ fn exec(s: &Shared, query: &str) -> (u16, String) {
         s.failed.fetch_add(1, Ordering::Relaxed);
         return (500, "probe failure (test server)".into());
     }
-    let now = Instant::now();
-    let visible: u64 = s
-        .arrivals
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(at, _)| *at + s.delay <= now)
-        .map(|a| a.1)
-        .sum();
+    let visible = visible(s, Instant::now());
     (
         200,
         format!(
             r#"{{"query":"count","columns":[{{"name":"count","type":"LONG"}}],"dataset":[[{visible}]],"count":1}}"#
         ),
     )
+}
+
+/// The rows visible at `now`.
+fn visible(s: &Shared, now: Instant) -> u64 {
+    let arrivals = s.arrivals.lock().unwrap();
+    if s.apply_per_s <= 0.0 {
+        return arrivals
+            .iter()
+            .filter(|(at, _)| *at + s.delay <= now)
+            .map(|a| a.1)
+            .sum();
+    }
+    // The applier takes the writes in arrival order; `free` is when it finished the last.
+    let mut free: Option<Instant> = None;
+    let mut visible = 0;
+    for &(at, rows) in arrivals.iter() {
+        let begin = free.map_or(at + s.delay, |f| f.max(at + s.delay));
+        if begin >= now {
+            break;
+        }
+        let took = Duration::from_secs_f64(rows as f64 / s.apply_per_s);
+        if begin + took > now {
+            visible += ((now - begin).as_secs_f64() * s.apply_per_s) as u64;
+            break;
+        }
+        visible += rows;
+        free = Some(begin + took);
+    }
+    visible
 }
 
 /// `%XX` and `+` of a query string.

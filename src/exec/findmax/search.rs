@@ -38,6 +38,16 @@ pub enum Verdict {
     Interrupted,
 }
 
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Met => "met",
+            Verdict::Broke => "broke",
+            Verdict::Interrupted => "interrupted",
+        }
+    }
+}
+
 /// How the search ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum End {
@@ -50,6 +60,8 @@ pub enum End {
     /// The step bound was reached before the resolution: the answer is the best so far.
     StepBound,
     Interrupted,
+    /// A step could not be measured at all (an ingest whose rows would run out in it).
+    Refused,
 }
 
 impl End {
@@ -60,6 +72,7 @@ impl End {
             End::NotMetAtFrom => "not_met_at_from",
             End::StepBound => "step_bound",
             End::Interrupted => "interrupted",
+            End::Refused => "refused",
         }
     }
 }

@@ -7,7 +7,7 @@ use crate::driver::Driver;
 use crate::plan::IngestPhase;
 use crate::report::{IngestReport, RateCounts, Status};
 
-pub(super) fn empty_report(phase: &IngestPhase) -> IngestReport {
+pub(crate) fn empty_report(phase: &IngestPhase) -> IngestReport {
     IngestReport {
         name: phase.name.clone(),
         endpoint: format!(
@@ -55,5 +55,6 @@ pub(super) fn empty_report(phase: &IngestPhase) -> IngestReport {
         schedule: None,
         concurrent: None,
         freshness: None,
+        findmax: None,
     }
 }

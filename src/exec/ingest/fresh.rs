@@ -126,6 +126,10 @@ pub(super) async fn prepare(
             _ => 60.0,
         },
         samples_stride: 1,
+        warmup_s: match phase.warmup {
+            Some(Value::Duration(ns)) if ns > 0 => ns as f64 / 1e9,
+            _ => 0.0,
+        },
         ..Default::default()
     };
     match admin::counting(env, &plan.count, &rows.layout(), rows.end_ms()).await {
@@ -176,6 +180,8 @@ struct Tally {
     lag: Histogram<u64>,
     own: Histogram<u64>,
     answered: u64,
+    /// The end of a search step's warm-up: lags of probes sent before it are not recorded.
+    warm_until: Instant,
 }
 
 fn micros(d: Duration) -> u64 {
@@ -202,6 +208,7 @@ async fn probe(
         lag: new_histogram(),
         own: new_histogram(),
         answered: 0,
+        warm_until: start + Duration::from_secs_f64(fresh.warmup_s),
     };
     let mut tick = tokio::time::interval_at((start + every).into(), every);
     // A probe slower than its interval delays the next one rather than bunching them.
@@ -306,7 +313,11 @@ async fn one_probe(
                 Duration::ZERO
             }
         };
-        tally.lag.saturating_record(micros(lag));
+        if at < tally.warm_until {
+            fresh.probes_warmup += 1;
+        } else {
+            tally.lag.saturating_record(micros(lag));
+        }
         Some(lag.as_secs_f64())
     };
     fresh.keep(

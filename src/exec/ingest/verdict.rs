@@ -243,6 +243,8 @@ mod tests {
             duration: None,
             rate: None,
             probe: None,
+            findmax: None,
+            warmup: None,
         }
     }
 

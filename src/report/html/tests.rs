@@ -135,6 +135,7 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                 schedule: None,
                 concurrent: None,
                 freshness: None,
+                findmax: None,
             };
             let mut q: QueryReport = (**query).clone();
             q.name = "explore".into();

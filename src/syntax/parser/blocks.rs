@@ -77,6 +77,8 @@ impl Walker {
             duration: vec![],
             rate: vec![],
             probe: vec![],
+            find_max: vec![],
+            warmup: vec![],
             span,
         };
         for c in p.into_inner() {
@@ -167,7 +169,8 @@ impl Walker {
                         span,
                     })
                 }
-                Rule::findmax_clause => return Err(self.find_max_in_ingest(&c)),
+                Rule::findmax_clause => ing.find_max.push(self.find_max(c)?),
+                Rule::warmup_clause => ing.warmup.push(self.clause_expr(c)?),
                 r => unexpected(r, "ingest"),
             }
         }

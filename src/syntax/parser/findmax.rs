@@ -3,7 +3,6 @@
 use pest::iterators::Pair;
 
 use super::{unexpected, Res, Rule, Walker};
-use crate::diag::{Code, Diagnostic};
 use crate::syntax::ast::{Clause, Expr, FindMax};
 
 impl Walker {
@@ -48,17 +47,5 @@ impl Walker {
             .find(|p| p.as_rule() == Rule::expr)
             .expect("grammar: option value");
         self.expr(e)
-    }
-
-    /// `find max` in an ingest block: refused where the grammar reads it, so the position is
-    /// the clause's.
-    pub(super) fn find_max_in_ingest(&self, c: &Pair<'_, Rule>) -> Diagnostic {
-        Diagnostic::error(
-            Code::E0701,
-            self.span(c),
-            "`find max rate` is not available on ingest yet",
-        )
-        .label("only query and request runs search for a rate")
-        .note("an ingest's SLA needs the visibility lag of a freshness probe; run the ingest at a fixed `rate` and read its figures")
     }
 }

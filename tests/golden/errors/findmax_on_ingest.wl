@@ -1,4 +1,6 @@
-// An ingest's search needs the freshness probe's visibility lag: refused for now.
+// An ingest's search bounds its visibility lag and its errors: what it refuses. A batch
+// latency term (p99), a lag term without `probe visible`, a fixed `rate` beside the search,
+// and a `warmup` on an ingest that does not search.
 target t { null }
 
 schema s {
@@ -9,5 +11,18 @@ schema s {
 ingest load {
   into t via null
   rows s
-  find max rate from 1_000/s where p99 < 20ms
+  rate 500/s
+  find max rate from 1_000/s where p99 < 20ms and lag_p99 < 2s
+}
+
+ingest plain {
+  into t via null
+  rows s
+  warmup 1s
+}
+
+ingest unbounded {
+  into t via null
+  rows s
+  find max rate from 1_000/s where errors == 0
 }
