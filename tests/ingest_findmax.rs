@@ -140,31 +140,44 @@ ingest load {{
 fn a_step_the_rows_cannot_fill_ends_the_search_failed() {
     let server = FreshServer::start(Duration::from_millis(1), 0);
     let dir = tempfile::tempdir().unwrap();
-    // 10 hosts x 10 minutes: 6,000 rows; a step at 1,000/s for 10 s needs 10,000.
+    // 10 hosts x 5 minutes: 3,000 rows; steps of 2 s at 100/s, 200/s, 400/s and 800/s fit,
+    // 1,600/s would need 3,200.
     let text = format!(
         r#"
 workload t {{ seed 7 }}
 schema s {{
   series host: symbol = format("h%d", n) for n in 0..10
   field  v: long = uniform(0, 9)
-  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 10m
+  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 5m
 }}
 {}
 ingest load {{
   into fake via ilp_http
   rows s
-  duration 10s
-  find max rate from 1_000/s where errors == 0
+  batch 50 rows
+  duration 2s
+  find max rate from 100/s where errors == 0
 }}
 "#,
         target(&server)
     );
     let (code, p, printed) = run(dir.path(), &text);
     assert_eq!(code, 1, "{printed}");
-    assert_eq!(p["findmax"]["outcome"], "refused", "{p:#}");
+    // The checker warned before the run began.
     assert!(
-        printed.contains("needs 10,000 rows, and the ingest's rows hold 6,000"),
+        printed.contains("steps above 1500/s cannot be filled by the ingest's 3,000 rows"),
         "{printed}"
     );
-    assert_eq!(server.rows(), 0);
+    let f = &p["findmax"];
+    assert_eq!(f["outcome"], "refused", "{p:#}");
+    assert_eq!(f["steps"].as_array().unwrap().len(), 4, "{f:#}");
+    assert_eq!(f["answer_per_s"], 800.0, "{f:#}");
+    assert!(
+        printed.contains(
+            "a step at 1600/s for 2.0s needs 3,200 rows, and the ingest's rows hold 3,000"
+        ),
+        "{printed}"
+    );
+    // The four steps' rows, and no more, reached the server.
+    assert_eq!(server.rows(), 2 * (100 + 200 + 400 + 800));
 }

@@ -7,7 +7,7 @@ use super::expect::condition_threshold;
 use super::values::{duration, positive_int, rate, single};
 use crate::check::{Eval, Scope};
 use crate::diag::{Code, Diagnostic};
-use crate::plan::{FindMaxPlan, Load, Stop, Threshold, MAX_STEPS};
+use crate::plan::{thousands, FindMaxPlan, IngestPhase, Load, Stop, Threshold, MAX_STEPS};
 use crate::span::Span;
 use crate::syntax::ast::{self, BinOp, ExprKind};
 use crate::value::Value;
@@ -78,6 +78,62 @@ pub(super) fn find_max_ingest(
         );
     }
     Some(Some(plan))
+}
+
+/// An ingest's steps take `rate × length` rows from its source: a first step the rows cannot
+/// fill is an error, a cap (or no cap) above what they can fill a warning, at the search.
+pub(super) fn rows_fit(ev: &Eval<'_>, i: &ast::Ingest, phase: &IngestPhase) -> Option<()> {
+    let (Some(f), Some(c), Some(rows)) = (&phase.findmax, i.find_max.first(), phase.rows_expected)
+    else {
+        return Some(());
+    };
+    let ns = |v: &Option<Value>| match v {
+        Some(Value::Duration(ns)) => *ns as f64 / 1e9,
+        _ => 0.0,
+    };
+    let every = phase.probe.as_ref().map(|p| p.every.clone());
+    let span = ns(&phase.duration).max(ns(&every) * f.samples as f64);
+    let length = ns(&phase.warmup) + span;
+    if length <= 0.0 {
+        return Some(());
+    }
+    let fits = rows as f64 / length;
+    let need = |rate: f64| thousands((rate * length).ceil() as u64);
+    let secs = crate::value::fmt_rate;
+    if f.from_per_s > fits {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0203,
+                c.value.from.span,
+                format!(
+                    "the first step needs {} rows and the ingest's rows hold {}",
+                    need(f.from_per_s),
+                    thousands(rows)
+                ),
+            )
+            .label(format!("{} for {length}s", secs(f.from_per_s)))
+            .note("give the schema more rows (a longer time range, more series), or shorten the steps (`duration`, `samples`, `warmup`)"),
+        );
+    }
+    if f.up_to_per_s.is_none_or(|cap| cap > fits) {
+        let at = f
+            .up_to_per_s
+            .map_or(c.span, |_| c.value.up_to.first().map_or(c.span, |e| e.span));
+        ev.error(
+            Diagnostic::warning(
+                Code::W0004,
+                at,
+                format!(
+                    "steps above {} cannot be filled by the ingest's {} rows",
+                    secs(fits.floor()),
+                    thousands(rows)
+                ),
+            )
+            .label(format!("each step sends for {length}s"))
+            .note("a step the rows cannot fill ends the search, failed; cap it with `up to`, or give the schema more rows"),
+        );
+    }
+    Some(())
 }
 
 fn lower(

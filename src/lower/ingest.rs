@@ -149,6 +149,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         findmax,
         warmup,
     };
+    super::findmax::rows_fit(ev, i, &phase)?;
     targets::check_store_admin(
         ev,
         &phase,

@@ -1,6 +1,7 @@
 // An ingest's search bounds its visibility lag and its errors: what it refuses. A batch
 // latency term (p99), a lag term without `probe visible`, a fixed `rate` beside the search,
-// and a `warmup` on an ingest that does not search.
+// a `warmup` on an ingest that does not search, a search without a step length, and a first
+// step the rows (3,600 of them) cannot fill.
 target t { null }
 
 schema s {
@@ -25,4 +26,11 @@ ingest unbounded {
   into t via null
   rows s
   find max rate from 1_000/s where errors == 0
+}
+
+ingest small {
+  into t via null
+  rows s
+  duration 10s
+  find max rate from 1_000/s up to 2_000/s where errors == 0
 }
