@@ -773,9 +773,9 @@ fn the_pod_runs_its_command_on_the_files_where_the_manifest_puts_them() {
 /// A stand-in for wlrun: records its arguments, exits with `FAKE_EXIT` at once, or (without
 /// it) waits for SIGTERM and exits 143 as wlrun does.
 const FAKE_WLRUN: &str = r#"#!/bin/sh
+trap 'echo term > "$FAKE_DIR/term"; exit 143' TERM
 echo "$@" > "$FAKE_DIR/args"
 if [ -n "$FAKE_EXIT" ]; then exit "$FAKE_EXIT"; fi
-trap 'echo term > "$FAKE_DIR/term"; exit 143' TERM
 sleep 60 &
 wait $!
 "#;
@@ -813,9 +813,10 @@ fn the_shard_script_passes_sigterm_on_keeps_the_status_and_lingers() {
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let path = path_with_wlrun(pod.path(), &fake);
     let exit_file = pod.path().join("results/exit-code");
+    // The shell's own `kill`: no procps needed.
     let kill = |pid: u32| {
-        let ok = Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
+        let ok = Command::new("sh")
+            .args(["-c", &format!("kill -TERM {pid}")])
             .status()
             .unwrap();
         assert!(ok.success());
@@ -852,7 +853,8 @@ fn the_shard_script_passes_sigterm_on_keeps_the_status_and_lingers() {
         .spawn()
         .unwrap();
     wait_for("the run's start", || pod.path().join("args").exists());
-    std::thread::sleep(Duration::from_millis(200));
+    // The script sets its trap right after starting wlrun.
+    std::thread::sleep(Duration::from_millis(500));
     let stopped = Instant::now();
     kill(sh.id());
     wait_for("the script's end", || sh.try_wait().unwrap().is_some());
