@@ -615,7 +615,7 @@ fn inputs_over_the_configmap_limit_are_refused_by_name() {
 }
 
 #[test]
-fn what_shards_cannot_coordinate_is_refused() {
+fn what_shards_cannot_coordinate_or_share_is_refused() {
     for (file, says) in [
         (
             "workloads/ksql-pull-max.wl",
@@ -623,6 +623,10 @@ fn what_shards_cannot_coordinate_is_refused() {
         ),
         ("tests/golden/plan/stages.wl", "has load stages"),
         ("tests/golden/plan/concurrent.wl", "is a `concurrent` group"),
+        (
+            "examples/quickstart.wl",
+            "`local.sqlite` is SQLite, a file in each pod",
+        ),
     ] {
         let out = wlrun(
             &repo(),

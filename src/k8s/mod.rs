@@ -76,6 +76,7 @@ fn manifests(args: &K8sArgs, style: Style) -> Result<String, Option<String>> {
     let checked = out.checked.ok_or(None)?;
     let plan = lower::lower(&checked);
     refuse::unshardable(&plan)?;
+    refuse::pod_local(&plan)?;
     let files = files::collect(&out.map, &checked, &plan, &root, &cwd)?;
 
     let mut env = Vec::new();

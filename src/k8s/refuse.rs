@@ -1,5 +1,6 @@
-//! What the plan says about running it as shards: what sharding refuses (until the shards can
-//! coordinate it), and endpoints that name this machine, which a pod cannot reach.
+//! What the plan says about running it as shards in pods: what sharding refuses (until the
+//! shards can coordinate it), SQLite (a file no two pods share), and endpoints that name this
+//! machine, which a pod cannot reach.
 
 use crate::plan::{EndpointPlan, Phase, Plan};
 
@@ -47,13 +48,38 @@ pub fn unshardable(plan: &Plan) -> Result<(), String> {
     ))
 }
 
+/// SQLite endpoints: the database is a file in each pod (under the read-only /workload, at
+/// that), so the shards would not share it and shard 0's setup and verification would see
+/// its own rows only.
+pub fn pod_local(plan: &Plan) -> Result<(), String> {
+    let mut names: Vec<String> = Vec::new();
+    for e in endpoints(plan) {
+        let name = format!("{}.{}", e.target, e.name);
+        if e.kind == "sqlite" && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    if names.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "the endpoint {} is SQLite, a file in each pod: the shards would not share the \
+         database; shard a server that all pods reach",
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
 /// Endpoints whose URL names this machine (`localhost`, `127.x`, `[::1]`): inside a pod that
 /// is the pod itself. Reported, not refused: a sidecar could be listening there.
 pub fn loopback_endpoints(plan: &Plan) -> Vec<String> {
     let mut out = Vec::new();
-    let mut note = |e: &EndpointPlan| {
+    for e in endpoints(plan) {
         let Some(url) = e.url.as_ref().map(|u| u.redacted()) else {
-            return;
+            continue;
         };
         let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
         let authority = rest.split('/').next().unwrap_or("");
@@ -64,21 +90,27 @@ pub fn loopback_endpoints(plan: &Plan) -> Vec<String> {
         if loopback && !out.contains(&line) {
             out.push(line);
         }
-    };
+    }
+    out
+}
+
+/// Every endpoint the plan connects to: the phases', their counts' and their probes'.
+fn endpoints(plan: &Plan) -> Vec<&EndpointPlan> {
+    let mut out = Vec::new();
     for cell in &plan.cells {
         for phase in &cell.phases {
             match phase {
                 Phase::Ingest(p) => {
-                    note(&p.endpoint);
+                    out.push(&p.endpoint);
                     if let Some(v) = &p.verify {
-                        note(&v.endpoint);
+                        out.push(&v.endpoint);
                     }
                     if let Some(probe) = &p.probe {
-                        note(&probe.count.endpoint);
+                        out.push(&probe.count.endpoint);
                     }
                 }
-                Phase::Queries(p) => note(&p.endpoint),
-                Phase::Requests(p) => note(&p.endpoint),
+                Phase::Queries(p) => out.push(&p.endpoint),
+                Phase::Requests(p) => out.push(&p.endpoint),
             }
         }
     }
