@@ -181,6 +181,13 @@ pub enum Command {
         #[command(flatten)]
         select: Select,
     },
+    /// Print Kubernetes manifests that run the workload as N shards of an Indexed Job.
+    ///
+    /// A ConfigMap with the workload and every file it reads, a Secret with the TLS files and
+    /// environment variables it names, a headless Service for the barrier, the Job, and (with
+    /// --results-claim) a pod to collect and merge the shards' directories from. Apply with
+    /// `kubectl apply --server-side -f -`; docs/scale-out.md is the runbook.
+    K8s(K8sArgs),
 }
 
 /// `N%` or a plain fraction: the number as a fraction, or `None` when it is not a number.
@@ -244,4 +251,53 @@ pub struct Select {
     /// Override the workload's seed.
     #[arg(long)]
     pub seed: Option<u64>,
+}
+
+/// `wlrun k8s`: what the manifests run and how.
+#[derive(Debug, Args)]
+pub struct K8sArgs {
+    /// The workload file (.wl).
+    pub file: PathBuf,
+    /// The number of shards: pods of the Indexed Job, each running `wlrun run` on its share.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub shards: u32,
+    /// The container image holding wlrun (the repository's Containerfile builds one).
+    #[arg(long)]
+    pub image: String,
+    /// The name of every object (a DNS label: lowercase letters, digits and `-`, starting with
+    /// a letter); defaults to the file's stem made into one.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The namespace of every object; without it, kubectl's current one.
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// CPU each shard requests (a Kubernetes quantity: `2`, `1500m`).
+    #[arg(long, default_value = "1")]
+    pub cpu: String,
+    /// Memory each shard requests (a Kubernetes quantity: `1Gi`, `512Mi`).
+    #[arg(long, default_value = "1Gi")]
+    pub memory: String,
+    /// The port shard 0 listens on for the barrier, reached through the headless Service.
+    #[arg(long, value_name = "PORT", default_value_t = 7471, value_parser = clap::value_parser!(u16).range(1..))]
+    pub barrier_port: u16,
+    /// A ReadWriteMany PersistentVolumeClaim the shards write their run directories to
+    /// (`<name>/shard-<i>`), read back through a collector pod; without it each shard keeps
+    /// its directory in the pod and waits --linger seconds for `kubectl cp`.
+    #[arg(long, value_name = "CLAIM")]
+    pub results_claim: Option<String>,
+    /// Without --results-claim: how long each shard's pod stays up after its run so that its
+    /// directory can be copied out, seconds.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 3600,
+        conflicts_with = "results_claim"
+    )]
+    pub linger: u32,
+    /// A PersistentVolumeClaim holding the workload's files (mounted read-only at /workload)
+    /// instead of a ConfigMap: for inputs over the ConfigMap's 1 MiB.
+    #[arg(long, value_name = "CLAIM")]
+    pub files_claim: Option<String>,
+    #[command(flatten)]
+    pub select: Select,
 }

@@ -41,6 +41,7 @@ pub mod gen;
 mod gen_cmd;
 pub mod hook;
 pub mod input;
+pub mod k8s;
 pub mod lower;
 pub mod net;
 pub mod plan;

@@ -18,7 +18,9 @@ use crate::cli::{
 use crate::diag::{self, Style};
 use crate::{compile, exec, lower, plan, report};
 
-const SUBCOMMANDS: &[&str] = &["check", "plan", "gen", "run", "report", "compare", "help"];
+const SUBCOMMANDS: &[&str] = &[
+    "check", "plan", "gen", "run", "report", "compare", "k8s", "help",
+];
 
 /// `wlrun FILE.wl` is `wlrun run FILE.wl`: when the first argument that is not an option (nor
 /// an option's value) is not a subcommand, insert `run` before the options, so `wlrun -q f.wl`
@@ -237,6 +239,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 shard.as_deref(),
             )
         }
+        Command::K8s(args) => crate::k8s::command(&args, style),
         Command::Run {
             file,
             json,

@@ -1,0 +1,162 @@
+//! `wlrun k8s`: the Kubernetes manifests that run one workload as N shards.
+//!
+//! wlrun supplies deterministic shards, barriers and an exact merge; Kubernetes schedules,
+//! places and restarts. Each shard is a pod of an Indexed Job running `wlrun run` on the same
+//! workload: Kubernetes gives it `JOB_COMPLETION_INDEX`, the manifest `WLRUN_SHARDS` and
+//! `WLRUN_BARRIER` (shard 0's stable host name through a headless Service). The workload is
+//! compiled here first, so a mistake is a diagnostic now and not N failed pods later, and the
+//! files it read go with it into a ConfigMap (TLS files and environment values into a Secret).
+//!
+//! Layers: this sits beside `run` at the top, reading the compiler's output (the checked
+//! program's files, the plan) and writing text; nothing below knows of it.
+
+mod api;
+mod files;
+mod names;
+mod objects;
+mod refuse;
+
+use std::io::Write as _;
+
+use crate::cli::{K8sArgs, EXIT_OK, EXIT_USAGE};
+use crate::diag::{self, Style};
+use crate::{compile, lower};
+
+pub use objects::{Results, Spec};
+
+/// Prints the manifests on standard output; messages and diagnostics go to standard error.
+pub fn command(args: &K8sArgs, style: Style) -> i32 {
+    match manifests(args, style) {
+        Ok(yaml) => {
+            let _ = std::io::stdout().write_all(yaml.as_bytes());
+            EXIT_OK
+        }
+        Err(None) => EXIT_USAGE,
+        Err(Some(why)) => {
+            sayln!("wlrun k8s: {why}");
+            EXIT_USAGE
+        }
+    }
+}
+
+/// `Err(None)`: diagnostics were printed already.
+fn manifests(args: &K8sArgs, style: Style) -> Result<String, Option<String>> {
+    let name = names::object_name(args.name.as_deref(), &args.file, args.shards)?;
+    if let Some(ns) = &args.namespace {
+        names::check_label("--namespace", ns)?;
+    }
+    for (flag, claim) in [
+        ("--results-claim", &args.results_claim),
+        ("--files-claim", &args.files_claim),
+    ] {
+        if let Some(c) = claim {
+            names::check_label(flag, c)?;
+        }
+    }
+    if args.image.is_empty() || args.image.contains(char::is_whitespace) {
+        return Err(Some(format!(
+            "--image `{}` is not an image reference",
+            args.image
+        )));
+    }
+    names::check_quantity("cpu", &args.cpu)?;
+    names::check_quantity("memory", &args.memory)?;
+
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let root = files::relative_root(&args.file, &cwd);
+    let opts = crate::check::Options {
+        params: args.select.params.clone(),
+        only: args.select.only.clone(),
+        seed: args.select.seed,
+        csv_may_be_missing: false,
+    };
+    let out = compile::check_file(&root, &opts);
+    say!("{}", diag::render_all(&out.map, &out.diagnostics, style));
+    let checked = out.checked.ok_or(None)?;
+    let plan = lower::lower(&checked);
+    refuse::unshardable(&plan)?;
+    refuse::pod_local(&plan)?;
+    let files = files::collect(&out.map, &checked, &plan, &root, &cwd)?;
+
+    let mut env = Vec::new();
+    for var in files::env_names(&plan) {
+        match std::env::var(&var) {
+            Ok(value) => env.push((var, value)),
+            Err(_) => sayln!(
+                "wlrun k8s: note: the workload reads ${var}, which is not set here: the pods get \
+                 none (its default applies, or the run stops)"
+            ),
+        }
+    }
+    for e in refuse::loopback_endpoints(&plan) {
+        sayln!(
+            "wlrun k8s: note: endpoint {e} names this machine; in a pod that is the pod itself: \
+             point it at the server's address (--param)"
+        );
+    }
+    let mut select_args = Vec::new();
+    for p in &args.select.params {
+        select_args.extend(["--param".to_string(), p.clone()]);
+    }
+    for o in &args.select.only {
+        select_args.extend(["--only".to_string(), o.clone()]);
+    }
+    if let Some(s) = args.select.seed {
+        select_args.extend(["--seed".to_string(), s.to_string()]);
+    }
+    let spec = Spec {
+        name,
+        namespace: args.namespace.clone(),
+        shards: args.shards,
+        image: args.image.clone(),
+        cpu: args.cpu.clone(),
+        memory: args.memory.clone(),
+        barrier_port: args.barrier_port,
+        results: match &args.results_claim {
+            Some(c) => Results::Claim(c.clone()),
+            None => Results::Linger(args.linger),
+        },
+        files_claim: args.files_claim.clone(),
+        select_args,
+        env,
+    };
+    let objects = objects::build(&spec, &files)?;
+    summary(&spec, &files);
+    Ok(api::to_yaml(&objects))
+}
+
+/// What the manifests carry, on standard error: the YAML goes to kubectl, this to the person.
+fn summary(spec: &Spec, files: &files::Files) {
+    let carried: Vec<&str> = spec.env.iter().map(|(n, _)| n.as_str()).collect();
+    if !carried.is_empty() {
+        sayln!(
+            "wlrun k8s: the Secret `{}` carries the values of {} from this environment",
+            spec.name,
+            carried.join(", ")
+        );
+    }
+    match &spec.files_claim {
+        Some(claim) => {
+            sayln!(
+                "wlrun k8s: the claim `{claim}` must hold, mounted at {}:",
+                files::MOUNT
+            );
+            for f in &files.files {
+                sayln!("  {} (from {})", f.path, f.shown);
+            }
+        }
+        None => {
+            let bytes: u64 = files.files.iter().map(|f| f.bytes.len() as u64).sum();
+            sayln!(
+                "wlrun k8s: {} shards of `{}`; {} file{} ({} bytes) mounted at {}",
+                spec.shards,
+                spec.name,
+                files.files.len(),
+                if files.files.len() == 1 { "" } else { "s" },
+                crate::plan::thousands(bytes),
+                files::MOUNT
+            );
+        }
+    }
+}
