@@ -497,7 +497,7 @@ run max {{
         "<caption>find max rate from 50/s where p99 &lt; 500ms",
         "<b>find max rate: ",
         "concurrent mixed: fill, staged ran together; ended when fill ended",
-        "· in concurrent mixed (its end ended the group)</h4>",
+        "· in concurrent mixed (its end ends the group)</h4>",
     ] {
         assert!(text.contains(needle), "no `{needle}` on the page");
     }

@@ -401,6 +401,10 @@ concurrent mixed { phases fill, reads  until fill }
     let csv = wlrun(dir.path(), &["report", "res", "--csv"]);
     let csv = String::from_utf8_lossy(&csv.stdout).to_string();
     assert_eq!(column(&csv, "concurrent"), ["mixed", "mixed"], "{csv}");
-    assert_eq!(column(&csv, "concurrent_end"), ["until", "own"], "{csv}");
+    assert_eq!(
+        column(&csv, "concurrent_end"),
+        ["until", "interrupted"],
+        "{csv}"
+    );
     assert_eq!(column(&csv, "probes_sent")[0], f["probes_sent"].to_string());
 }

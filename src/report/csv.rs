@@ -5,7 +5,7 @@
 //! of a probed ingest and the `concurrent` group (docs/report-format.md, "report.csv"), so
 //! that scripts reading them by position keep working.
 
-use super::{Latency, PhaseReport, Report, RunKind, RunReport};
+use super::{Latency, PhaseReport, Report, RunKind, RunReport, Status};
 
 const COLUMNS: &[&str] = &[
     "cell",
@@ -149,9 +149,10 @@ impl Row {
         self.set("probes_failed", f.probes_failed);
     }
 
-    /// The group columns: its name, and `until` (this phase's end ended the group), `stopped`
-    /// (the group's end stopped it) or `own` (it ended on its own terms).
-    fn concurrent(&mut self, c: Option<&super::together::ConcurrentMember>) {
+    /// The group columns: its name, and `until` (this phase's end ends the group), `stopped`
+    /// (the group's end stopped it), `interrupted` (a signal, or a killed run, stopped it
+    /// first) or `own` (it ended on its own terms).
+    fn concurrent(&mut self, c: Option<&super::together::ConcurrentMember>, status: Status) {
         let Some(c) = c else {
             return;
         };
@@ -160,6 +161,8 @@ impl Row {
             "until"
         } else if c.stopped_by_group {
             "stopped"
+        } else if status == Status::Interrupted {
+            "interrupted"
         } else {
             "own"
         };
@@ -239,7 +242,7 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             }
             row.connecting(r.connecting.as_ref());
             row.freshness(r.freshness.as_ref());
-            row.concurrent(r.concurrent.as_ref());
+            row.concurrent(r.concurrent.as_ref(), r.status);
             vec![row]
         }
         PhaseReport::Queries(r) => {
@@ -318,7 +321,7 @@ fn run_row<K: RunKind + Workers>(cell: usize, key: &str, kind: &str, r: &RunRepo
     row.opt("achieved_rate", r.accounting.achieved_rate);
     row.latency(&r.latency, r.service.as_ref());
     row.set("load", &r.load);
-    row.concurrent(r.concurrent.as_ref());
+    row.concurrent(r.concurrent.as_ref(), r.status);
     row
 }
 
@@ -377,7 +380,7 @@ impl Workers for super::RequestSetup {
 mod tests {
     use super::super::freshness::Freshness;
     use super::super::stages::StageReport;
-    use super::super::tests::{ingest_report, latency, query_report, report};
+    use super::super::tests::{ingest_report, latency, query_report, report, request_report};
     use super::super::together::ConcurrentMember;
     use super::super::{Accounting, CellReport, PhaseReport, Status};
     use super::*;
@@ -473,12 +476,20 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
             stage(1, "open 5/s fixed", Some(5.0)),
             stage(2, "closed", None),
         ];
+        // A third member, stopped by Ctrl-C before the group ended.
+        let mut hits = request_report();
+        hits.status = Status::Interrupted;
+        hits.concurrent = load.concurrent.clone().map(|c| ConcurrentMember {
+            set_end: false,
+            ..c
+        });
         r.cells.push(CellReport {
             index: 2,
             key: String::new(),
             phases: vec![
                 PhaseReport::Ingest(Box::new(load)),
                 PhaseReport::Queries(Box::new(q)),
+                PhaseReport::Requests(Box::new(hits)),
             ],
         });
         let (header, rows) = table(&r);
@@ -520,8 +531,11 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
         assert_eq!(get(q, "lag_p50_us"), "", "no probe on a run");
         // The phase row stays the whole run's; then its query types and labels; then a row per
         // stage, each with its own figures.
+        let hits = cell2.last().unwrap();
+        assert_eq!(get(hits, "concurrent_end"), "interrupted");
         let stages: Vec<_> = cell2.iter().filter(|r| get(r, "row") == "stage").collect();
         assert_eq!(stages.len(), 2);
+        assert_eq!(get(cell2[cell2.len() - 3], "row"), "stage");
         assert_eq!(get(cell2[cell2.len() - 2], "row"), "stage");
         let (s1, s2) = (stages[0], stages[1]);
         assert_eq!(

@@ -501,7 +501,7 @@ fn cell_section(out: &mut String, cell: &CellReport, dir: Option<&Path>) {
             format!(
                 " · in concurrent {} ({})",
                 esc(&c.group),
-                esc(tables::member_end(c))
+                esc(tables::member_end(c, p.status()))
             )
         })
         .unwrap_or_default();

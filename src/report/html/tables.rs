@@ -8,7 +8,7 @@ use super::svg::{micros, num};
 use crate::report::findmax::{answer_line, FindMaxReport};
 use crate::report::stages::StageReport;
 use crate::report::together::ConcurrentMember;
-use crate::report::{CellReport, PhaseReport};
+use crate::report::{CellReport, PhaseReport, Status};
 
 /// A cell of a table: its text, and whether it is a figure (right-aligned).
 struct Td(String, bool);
@@ -191,11 +191,13 @@ fn member(p: &PhaseReport) -> Option<(&str, &ConcurrentMember)> {
 }
 
 /// How a member ended in its group, in words.
-pub fn member_end(c: &ConcurrentMember) -> &'static str {
+pub fn member_end(c: &ConcurrentMember, status: Status) -> &'static str {
     if c.set_end {
-        "its end ended the group"
+        "its end ends the group"
     } else if c.stopped_by_group {
         "stopped by the group's end"
+    } else if status == Status::Interrupted {
+        "interrupted"
     } else {
         "ended on its own terms"
     }
@@ -214,14 +216,14 @@ pub fn group(out: &mut String, cell: &CellReport, phase: &PhaseReport) {
     let rows: Vec<Vec<Td>> = cell
         .phases
         .iter()
-        .filter_map(member)
-        .filter(|(_, c)| c.group == me.group)
-        .map(|(name, c)| {
+        .filter_map(|p| member(p).map(|(name, c)| (name, c, p.status())))
+        .filter(|(_, c, _)| c.group == me.group)
+        .map(|(name, c, status)| {
             vec![
                 text(name),
                 ms(c.started_at_offset_ms),
                 ms(c.ended_at_offset_ms),
-                text(member_end(c)),
+                text(member_end(c, status)),
             ]
         })
         .collect();

@@ -478,7 +478,7 @@ fn freshness_stages_find_max_and_a_group_are_on_the_page() {
         1
     );
     assert!(page.contains("<caption>concurrent mixed</caption>"));
-    assert!(page.contains("· in concurrent mixed (its end ended the group)</h4>"));
+    assert!(page.contains("· in concurrent mixed (its end ends the group)</h4>"));
     assert!(page.contains("· in concurrent mixed (stopped by the group&#39;s end)</h4>"));
 }
 
