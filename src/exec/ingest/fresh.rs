@@ -323,7 +323,9 @@ async fn one_probe(
     // In the series the probe counts where its answer arrived, as a query's answer does; a
     // warm-up's lag is left out there as in `lag`.
     let measured = lag.filter(|_| at >= tally.warm_until);
-    tally.series.probe_answered(Instant::now(), visible, measured);
+    tally
+        .series
+        .probe_answered(Instant::now(), visible, measured);
     fresh.keep(
         tally.answered,
         FreshSample {

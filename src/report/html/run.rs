@@ -578,6 +578,11 @@ fn cell_section(out: &mut String, cell: &CellReport, dir: Option<&Path>) {
             let _ = write!(out, "<div class=\"grid\">{}</div>", charts.concat());
         }
         match p {
+            PhaseReport::Ingest(r) => {
+                if let Some(f) = &r.findmax {
+                    tables::findmax(out, f);
+                }
+            }
             PhaseReport::Queries(r) => {
                 tables::stages(out, &r.stages, "q/s");
                 if let Some(f) = &r.findmax {

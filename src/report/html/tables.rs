@@ -121,9 +121,10 @@ pub fn stages(out: &mut String, stages: &[StageReport], unit: &str) {
     );
 }
 
-/// A `find max rate` search's steps, in the order they ran, and its answer.
+/// A `find max rate` search's steps, in the order they ran, and its answer. An ingest's steps
+/// (`probes`) give their batch p99 and visibility lag where a run's give its latency.
 pub fn findmax(out: &mut String, f: &FindMaxReport) {
-    let header = [
+    let mut header = vec![
         "step",
         "phase",
         "rate",
@@ -134,13 +135,14 @@ pub fn findmax(out: &mut String, f: &FindMaxReport) {
         "cut off",
         "unsent",
         "achieved/s",
-        "p50",
-        "p90",
-        "p99",
-        "p99.9",
-        "errors",
-        "verdict",
     ];
+    header.extend(if f.probes {
+        ["batch p99", "lag p50", "lag p99", "lag max", "all seen"]
+    } else {
+        ["p50", "p90", "p99", "p99.9", "errors"]
+    });
+    header.push("verdict");
+    let lag = |us: Option<u64>| opt(us.map(|us| micros(us as f64)));
     let rows: Vec<Vec<Td>> = f
         .steps
         .iter()
@@ -150,7 +152,7 @@ pub fn findmax(out: &mut String, f: &FindMaxReport) {
             } else {
                 format!("{}: {}", s.verdict, s.broke.join("; "))
             };
-            vec![
+            let mut row = vec![
                 count(s.step),
                 text(&s.phase),
                 fig(format!("{}/s", num(s.rate_per_s))),
@@ -161,20 +163,34 @@ pub fn findmax(out: &mut String, f: &FindMaxReport) {
                 count(s.cut_off),
                 count(s.unsent),
                 opt(s.achieved_per_s.map(num)),
-                fig(micros(s.p50_us as f64)),
-                fig(micros(s.p90_us as f64)),
-                fig(micros(s.p99_us as f64)),
-                fig(micros(s.p999_us as f64)),
-                fig(pct(s.error_rate)),
-                text(verdict),
-            ]
+            ];
+            row.extend(if f.probes {
+                [
+                    fig(micros(s.p99_us as f64)),
+                    lag(s.lag_p50_us),
+                    lag(s.lag_p99_us),
+                    lag(s.lag_max_us),
+                    opt(s.visible_after_s.map(|v| format!("{}s", num(v)))),
+                ]
+            } else {
+                [
+                    fig(micros(s.p50_us as f64)),
+                    fig(micros(s.p90_us as f64)),
+                    fig(micros(s.p99_us as f64)),
+                    fig(micros(s.p999_us as f64)),
+                    fig(pct(s.error_rate)),
+                ]
+            });
+            row.push(text(verdict));
+            row
         })
         .collect();
     let caption = format!(
-        "find max rate from {}/s where {}: steps of at least {} samples ({})",
+        "find max rate from {}/s where {}: steps of at least {} {} ({})",
         num(f.from_per_s),
         f.sla,
         crate::plan::thousands(f.samples),
+        if f.probes { "probes" } else { "samples" },
         f.samples_from
     );
     table(out, &caption, &header, &rows);

@@ -407,6 +407,10 @@ fn mixed(dir: &Path, with_series: bool) -> Report {
         p999_us: 40_000,
         max_us: 50_000,
         error_rate: 0.0,
+        lag_p50_us: None,
+        lag_p99_us: None,
+        lag_max_us: None,
+        visible_after_s: None,
         verdict: verdict.into(),
         broke: if verdict == "met" {
             vec![]
@@ -422,6 +426,7 @@ fn mixed(dir: &Path, with_series: bool) -> Report {
         resolution: 0.05,
         samples: 1000,
         samples_from: "p99".into(),
+        probes: false,
         answer_per_s: Some(100.0),
         outcome: "bracketed".into(),
         why: "bracketed".into(),
@@ -496,4 +501,55 @@ fn without_series_the_lag_is_drawn_from_the_samples() {
     assert!(lag.contains("<title>lag: 300ms to 300ms</title>"), "{lag}");
     assert!(page.contains("one point per probe answered"));
     assert!(page.contains("aria-label=\"Rows sent and seen visible\""));
+}
+
+/// An ingest's search lists each step's batch p99 and visibility lag where a run's lists its
+/// latency percentiles.
+#[test]
+fn an_ingest_search_lists_each_steps_lag() {
+    use crate::report::findmax::{FindMaxReport, FindMaxStep};
+    let step = FindMaxStep {
+        step: 1,
+        phase: "grow".into(),
+        rate_per_s: 10_000.0,
+        elapsed_s: 5.0,
+        scheduled: 50_000,
+        ok: 50_000,
+        failed: 0,
+        cut_off: 0,
+        unsent: 0,
+        achieved: Some(1.0),
+        achieved_per_s: Some(10_000.0),
+        p50_us: 900,
+        p90_us: 1_000,
+        p99_us: 2_500,
+        p999_us: 3_000,
+        max_us: 4_000,
+        error_rate: 0.0,
+        lag_p50_us: Some(120_000),
+        lag_p99_us: Some(300_000),
+        lag_max_us: None,
+        visible_after_s: Some(0.4),
+        verdict: "met".into(),
+        broke: vec![],
+    };
+    let f = FindMaxReport {
+        sla: "lag_p99 < 1s".into(),
+        from_per_s: 10_000.0,
+        up_to_per_s: Some(10_000.0),
+        growth: 2.0,
+        resolution: 0.05,
+        samples: 50,
+        samples_from: "given".into(),
+        probes: true,
+        answer_per_s: Some(10_000.0),
+        outcome: "cap".into(),
+        why: "the cap met the SLA".into(),
+        steps: vec![step],
+    };
+    let mut out = String::new();
+    tables::findmax(&mut out, &f);
+    assert!(out.contains("steps of at least 50 probes (given)"), "{out}");
+    assert!(out.contains("<th>batch p99</th><th>lag p50</th><th>lag p99</th><th>lag max</th><th>all seen</th><th>verdict</th>"), "{out}");
+    assert!(out.contains("<td class=\"n\">2.5ms</td><td class=\"n\">120ms</td><td class=\"n\">300ms</td><td class=\"n\">-</td><td class=\"n\">0.4s</td><td>met</td>"), "{out}");
 }
