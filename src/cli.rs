@@ -113,7 +113,7 @@ pub enum Command {
         /// Print the report as JSON instead of the table.
         #[arg(long, conflicts_with_all = ["csv", "html"])]
         json: bool,
-        /// Print report.csv's table instead: one row per phase, query type and label.
+        /// Print report.csv's table instead: one row per phase, query type, label and stage.
         #[arg(long, conflicts_with = "html")]
         csv: bool,
         /// Print the report's page (report.html: charts, parameters, sources) instead of the

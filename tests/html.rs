@@ -434,3 +434,94 @@ fn every_chart_of_a_real_runs_page_renders_in_chromium_without_console_errors() 
     }
     drop(browser);
 }
+
+/// The sections of issue 19's load shapes, in the browser: a probed ingest beside a staged
+/// request run in a `concurrent` group (its end ends the group), then a `find max rate`
+/// search. Every chart drawn, the lag over time among them, the stage boundaries on the staged
+/// run's charts, the stages' and the steps' tables, and the group said once.
+#[test]
+fn a_probe_stages_a_search_and_a_group_render_in_chromium() {
+    let Some(program) = chromium() else {
+        return servers::missing(MISSING);
+    };
+    let server = http_server::start(http_server::Behaviour::ok());
+    let work = tempfile::tempdir().unwrap();
+    let workload = format!(
+        r#"
+workload shapes {{ seed 5 }}
+target local {{ sqlite "db.sqlite" {{ journal wal }} }}
+target svc {{ http "{url}" }}
+schema cpu {{ rows 100000  field v: long = uniform(0, 100) }}
+ingest fill {{
+  into local via sqlite  rows cpu  batch 50 rows  rate 2000/s  duration 1500ms
+  probe visible every 25ms
+}}
+run staged {{
+  against svc.http
+  request GET "/s"
+  connections 2
+  stage 700ms rate 40/s
+  stage 5s rate 80/s
+}}
+concurrent mixed {{ phases fill, staged  until fill }}
+run max {{
+  against svc.http
+  request GET "/m"
+  connections 2
+  duration 300ms
+  find max rate from 50/s where p99 < 500ms up to 200/s samples 20
+}}
+"#,
+        url = server.url()
+    );
+    std::fs::write(work.path().join("w.wl"), workload).unwrap();
+    let out = wlrun(
+        work.path(),
+        &["run", "w.wl", "--out", "out", "-q", "--interval", "0.05"],
+    );
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "the run: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = work.path().join("out/report.html");
+    let text = std::fs::read_to_string(&page).unwrap();
+    for needle in [
+        "aria-label=\"Visibility lag over time\"",
+        "aria-label=\"Rows sent and seen visible\"",
+        "aria-label=\"Visibility lag distribution\"",
+        "<b>Freshness</b> · lag p50 ",
+        "<caption>Stages (each after its warm-up",
+        "class=\"sb\"",
+        ">stage 2</text>",
+        "<caption>find max rate from 50/s where p99 &lt; 500ms",
+        "<b>find max rate: ",
+        "concurrent mixed: fill, staged ran together; ended when fill ended",
+        "· in concurrent mixed (its end ends the group)</h4>",
+    ] {
+        assert!(text.contains(needle), "no `{needle}` on the page");
+    }
+    let browser = Browser::start(&program);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // Per phase: fill 3 over time, 2 of its lag over time, the lag's and the batches'
+    // distributions; staged and max 3 over time and a distribution each. The matrix: at least
+    // a latency chart per phase and fill's lag.
+    let png = runtime.block_on(check_page(
+        browser.port,
+        &browser.path,
+        &page,
+        7 + 4 + 4 + 3 + 1,
+    ));
+    if let Some(dir) = std::env::var_os("WLRUN_SCREENSHOT_DIR") {
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("shapes.png"), &png[0]).unwrap();
+        for (i, screen) in png[1..].iter().enumerate() {
+            std::fs::write(dir.join(format!("shapes-screen-{}.png", i + 1)), screen).unwrap();
+        }
+    }
+    drop(browser);
+}

@@ -23,6 +23,7 @@ mod vm_process;
 use cli::wlrun;
 use fresh_server::FreshServer;
 use vm_process::Victoria;
+use wlrun::report::series::{self, IngestInterval, LoggedHistogram, Series, SeriesRef};
 
 /// What a loaded machine may add to a lag on top of the probe's interval.
 const ALLOWANCE_MS: f64 = 150.0;
@@ -78,6 +79,17 @@ fn run(dir: &Path, text: &str) -> (i32, Value, String) {
         report["cells"][0]["phases"][0].clone(),
         printed,
     )
+}
+
+/// The phase's time series in the run directory `res`: its intervals and its interval log.
+fn series_of(dir: &Path, p: &Value) -> (Vec<IngestInterval>, Vec<LoggedHistogram>) {
+    let r: SeriesRef = serde_json::from_value(p["series"].clone()).unwrap();
+    let res = dir.join("res");
+    let Series::Ingest(rows) = series::read(&res, &r, true).unwrap() else {
+        panic!("an ingest series")
+    };
+    assert_eq!(rows.len() as u64, r.intervals);
+    (rows, series::read_hlog(&res.join(&r.hlog)).unwrap())
 }
 
 #[test]
@@ -140,6 +152,45 @@ ingest steady {{
             && printed.contains("after sending ended"),
         "{printed}"
     );
+
+    // The series: every probe in the interval its answer came in, the lag of each well-filled
+    // interval about D, and the intervals' lag histograms merge to the report's.
+    let (rows, logged) = series_of(dir.path(), &p);
+    let answered: u64 = rows.iter().map(|r| r.probes).sum();
+    assert_eq!(answered, u(&f["probes_sent"]), "{rows:?}");
+    assert_eq!(rows.iter().map(|r| r.probes_failed).sum::<u64>(), 0);
+    let full: Vec<&IngestInterval> = rows.iter().filter(|r| r.probes >= 5).collect();
+    assert!(full.len() >= 3, "3 s of sending in 1 s intervals: {rows:?}");
+    for r in &full {
+        let p50 = r.lag_p50_us.expect("a lag") as f64 / 1000.0;
+        assert!(
+            (D_MS - EVERY_MS..=D_MS + EVERY_MS + ALLOWANCE_MS).contains(&p50),
+            "interval at {} lag p50 {p50} ms, D {D_MS} ms: {rows:?}",
+            r.start_ms
+        );
+        eprintln!(
+            "D {D_MS} ms: interval {} ms: {} probes, lag p50 {p50} ms max {} ms, visible {:?}",
+            r.start_ms,
+            r.probes,
+            r.lag_max_us.unwrap() as f64 / 1000.0,
+            r.visible
+        );
+    }
+    // The last count, after sending ended (in an interval of no measured time), saw every row.
+    let last = rows.iter().rev().find(|r| r.visible.is_some()).unwrap();
+    assert_eq!(last.visible, Some(u(&p["rows_sent"])), "{rows:?}");
+    let lag = series::merged(&logged, series::TAG_LAG).expect("lag histograms");
+    assert_eq!(lag.len(), u(&f["lag"]["count"]));
+    assert_eq!(lag.value_at_quantile(0.5), u(&f["lag"]["p50_us"]));
+    assert_eq!(lag.max(), u(&f["lag"]["max_us"]));
+    let tagged = |tag: &str| {
+        logged
+            .iter()
+            .filter(|l| l.tag.as_deref() == Some(tag))
+            .count()
+    };
+    assert_eq!(tagged(series::TAG_LAG), rows.len());
+    assert_eq!(tagged(series::TAG_BATCH), rows.len());
 }
 
 #[test]
@@ -167,6 +218,13 @@ ingest steady {{
     assert_eq!(u(&f["probes_failed"]), failed, "{f:#}");
     assert!(failed >= 10, "{f:#}");
     assert!(f["first_error"].as_str().unwrap().contains("500"), "{f:#}");
+    // The series counts them where they failed.
+    let (rows, _) = series_of(dir.path(), &p);
+    assert_eq!(rows.iter().map(|r| r.probes_failed).sum::<u64>(), failed);
+    assert_eq!(
+        rows.iter().map(|r| r.probes + r.probes_failed).sum::<u64>(),
+        u(&f["probes_sent"])
+    );
     // Half the probes failed, not more: a warning, and the phase stands on its rows.
     assert_eq!(code, 0, "{printed}\n{p:#}");
     assert_eq!(p["status"], "ok");

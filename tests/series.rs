@@ -16,13 +16,17 @@ use std::process::Command;
 use cli::wlrun;
 use serde_json::Value;
 
-/// An ingest into SQLite, then an open-loop query run over a little more than 2 s: several
-/// quarter-second intervals, with latency and service time.
+/// An ingest into SQLite at 4,000 rows/s with a probe of its visibility, then an open-loop
+/// query run over a little more than 2 s: several quarter-second intervals, with latency and
+/// service time, batch latency and visibility lag.
 const RUN: &str = r#"
 workload w { seed 7 }
 target local { sqlite "db.sqlite" }
 schema cpu { rows 2000  field v: long = uniform(0, 100) }
-ingest make { into local via sqlite  rows cpu  batch 100 rows  teardown keep }
+ingest make {
+  into local via sqlite  rows cpu  batch 100 rows  rate 4000/s  teardown keep
+  probe visible every 20ms
+}
 query q { sql "SELECT count(*) FROM cpu WHERE v > $1"  bind $1 = uniform(0, 100) }
 run probe { against local.sqlite  queries q  duration 2100ms  rate 300/s }
 "#;
@@ -110,6 +114,25 @@ fn the_counts_add_up_to_the_report_and_the_intervals_are_aligned() {
         ingest["rows_acked"].as_u64().unwrap()
     );
     assert_eq!(sum(&counts, "batches"), 20);
+    // Every probe counts once, answered or failed, where its answer came; each interval with
+    // an answer has the count it saw, and the last is every row.
+    let fresh = &ingest["freshness"];
+    assert_eq!(
+        sum(&counts, "probes") + sum(&counts, "probes_failed"),
+        fresh["probes_sent"].as_u64().unwrap(),
+        "{counts}"
+    );
+    assert_eq!(
+        sum(&counts, "probes_failed"),
+        fresh["probes_failed"].as_u64().unwrap()
+    );
+    assert!(sum(&counts, "probes") >= 10, "{counts}");
+    let visible: Vec<String> = column(&counts, "visible");
+    for (v, n) in visible.iter().zip(column(&counts, "probes")) {
+        assert_eq!(v.is_empty(), n == "0", "{counts}");
+    }
+    let last = visible.iter().rev().find(|v| !v.is_empty()).unwrap();
+    assert_eq!(last, &fresh["last_visible"].as_u64().unwrap().to_string());
 
     let series = &run["series"];
     let counts = std::fs::read_to_string(
@@ -211,10 +234,15 @@ fn hdrhistograms_own_log_reader_reads_the_histograms_the_report_holds() {
     same(&logged["latency"], &run["latency"], "latency");
     same(&logged["service"], &run["service"], "service time");
     let ingest = &phases[0];
+    let logged = read(ingest);
+    same(&logged["batch"], &ingest["batch_latency"], "batch latency");
+    // The probes' lag: one histogram per interval, merging to the report's.
+    let intervals = ingest["series"]["intervals"].as_u64().unwrap();
+    assert_eq!(logged["lag"]["intervals"], intervals, "{logged}");
     same(
-        &read(ingest)["batch"],
-        &ingest["batch_latency"],
-        "batch latency",
+        &logged["lag"],
+        &ingest["freshness"]["lag"],
+        "visibility lag",
     );
 }
 
@@ -266,4 +294,117 @@ fn a_request_runs_series_counts_its_failures_where_they_happened() {
             .any(|v| !v.is_empty()),
         "{counts}"
     );
+}
+
+/// A run killed (SIGKILL) while a `concurrent` group of a probed ingest and a query run goes:
+/// `wlrun report` rebuilds each member's group from `phases.jsonl`, and the ingest's probe
+/// figures from its columns and its lag histograms.
+#[test]
+fn a_killed_groups_report_rebuilds_its_members_and_the_probes_lag() {
+    const GROUP: &str = r#"
+workload w { seed 7 }
+target local { sqlite "db.sqlite" { journal wal } }
+schema cpu { rows 1000000  field v: long = uniform(0, 100) }
+ingest fill {
+  into local via sqlite  rows cpu  batch 50 rows  rate 2000/s  duration 1h
+  probe visible every 25ms
+}
+query q { sql "SELECT count(*) FROM cpu" }
+run reads { against local.sqlite  queries q  rate 20/s  duration 1h }
+concurrent mixed { phases fill, reads  until fill }
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.wl"), GROUP).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .current_dir(dir.path())
+        .args(["run", "w.wl", "--out", "res", "--interval", "0.2", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let res = dir.path().join("res");
+    let counts_path = res.join("series/1-fill.csv");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    // Five closed intervals of the ingest, with probes answered.
+    while std::fs::read_to_string(&counts_path).map_or(0, |t| t.lines().count()) < 6 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the group wrote no intervals"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL: nothing runs after it
+    child.wait().unwrap();
+    assert!(!res.join("report.json").exists());
+
+    let out = wlrun(dir.path(), &["report", "res", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let phases = r["cells"][0]["phases"].as_array().unwrap();
+    let (fill, reads) = (&phases[0], &phases[1]);
+    assert_eq!(
+        (fill["name"].as_str(), reads["name"].as_str()),
+        (Some("fill"), Some("reads"))
+    );
+    for (p, until) in [(fill, true), (reads, false)] {
+        let c = &p["concurrent"];
+        assert_eq!(c["group"], "mixed", "{p:#}");
+        assert_eq!(c["phases"], serde_json::json!(["fill", "reads"]));
+        assert_eq!(c["until"], "fill");
+        assert_eq!(c["set_end"], until);
+        assert_eq!(p["status"], "interrupted");
+    }
+
+    // The probe's figures are the counts the killed run had written, and its lag the
+    // histograms of its log (which may hold one interval more than the counts).
+    let text = std::fs::read_to_string(&counts_path).unwrap();
+    let whole = &text[..=text.rfind('\n').unwrap()];
+    let f = &fill["freshness"];
+    assert_eq!(
+        f["probes_sent"].as_u64().unwrap(),
+        sum(whole, "probes") + sum(whole, "probes_failed"),
+        "{f:#}\n{whole}"
+    );
+    assert!(sum(whole, "probes") >= 5, "{whole}");
+    assert_eq!(f["every_s"], 0.025);
+    assert_eq!(f["language"], "sql");
+    assert!(f["all_visible_after_s"].is_null());
+    // Probes that saw no row yet have no lag; the log may be an interval ahead.
+    let lag = f["lag"]["count"].as_u64().unwrap();
+    assert!(
+        lag > 0 && lag <= sum(whole, "probes") + 20,
+        "{f:#}\n{whole}"
+    );
+    let last_visible = column(whole, "visible")
+        .into_iter()
+        .rev()
+        .find(|v| !v.is_empty())
+        .unwrap();
+    assert_eq!(f["last_visible"].to_string(), last_visible);
+
+    // The table says which phases ran together; the CSV names the group on each row.
+    let table = wlrun(dir.path(), &["report", "res"]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.contains("concurrent mixed: fill, reads ran together"),
+        "{table}"
+    );
+    assert!(
+        table.contains("stopped before all were seen visible"),
+        "{table}"
+    );
+    let csv = wlrun(dir.path(), &["report", "res", "--csv"]);
+    let csv = String::from_utf8_lossy(&csv.stdout).to_string();
+    assert_eq!(column(&csv, "concurrent"), ["mixed", "mixed"], "{csv}");
+    assert_eq!(
+        column(&csv, "concurrent_end"),
+        ["until", "interrupted"],
+        "{csv}"
+    );
+    assert_eq!(column(&csv, "probes_sent")[0], f["probes_sent"].to_string());
 }

@@ -206,6 +206,7 @@ fn ingest_phase(
             batch_p50_us: Some(h.value_at_quantile(0.5)),
             batch_p99_us: Some(h.value_at_quantile(0.99)),
             batch_max_us: Some(h.max()),
+            ..IngestInterval::default()
         };
         f.csv.serialize(row).expect("a CSV row");
         hists.push(h);

@@ -215,7 +215,7 @@ pub async fn run(
         }
     };
     member.setup.pass().await;
-    let (timeline, probe, unprepared) = fresh::prepare(env, phase, schema).await;
+    let (timeline, probe, unprepared) = fresh::prepare(env, phase, schema, series.slot()).await;
     let (sent, workers) = send_all(
         env,
         label,

@@ -222,6 +222,7 @@ fn start_series(
             &p.endpoint,
             series::Kind::Ingest {
                 acks: crate::driver::Driver::acknowledges(&p.endpoint.kind),
+                probe: p.probe.is_some(),
             },
             p.workers,
             None,
@@ -251,6 +252,23 @@ fn start_series(
         endpoint: format!("{}.{} ({})", endpoint.target, endpoint.name, endpoint.kind),
         workers,
         load,
+        // What a killed run's report is rebuilt with: its group and its probe.
+        concurrent: cell
+            .groups
+            .iter()
+            .find(|g| g.phases.iter().any(|m| m == name))
+            .map(|g| crate::report::series::AnnouncedGroup {
+                group: g.name.clone(),
+                phases: g.phases.clone(),
+                until: g.until.clone(),
+            }),
+        probe: match phase {
+            Phase::Ingest(p) => p
+                .probe
+                .as_ref()
+                .map(|probe| crate::report::freshness::Freshness::planned(probe).announced()),
+            _ => None,
+        },
     };
     let (recorder, warning) = match series::Recorder::start(env.series.as_ref(), &id, series_kind) {
         Ok(r) => (r, None),

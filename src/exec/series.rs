@@ -23,8 +23,12 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
 
 use crate::report::series::{
-    IngestInterval, RunInterval, SeriesRef, TAG_BATCH, TAG_LATENCY, TAG_SERVICE,
+    AnnouncedGroup, AnnouncedProbe, RunInterval, SeriesRef, TAG_BATCH, TAG_LAG, TAG_LATENCY,
+    TAG_SERVICE,
 };
+
+mod rows;
+use rows::{ingest_row, run_row, stage_at};
 
 /// `--out DIR` and `--interval`: where and how finely a run's series are written.
 #[derive(Clone, Debug)]
@@ -36,8 +40,9 @@ pub struct SeriesOut {
 /// What a phase's series holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    /// `acks`: the protocol acknowledges rows (not ILP over TCP, not null).
-    Ingest { acks: bool },
+    /// `acks`: the protocol acknowledges rows (not ILP over TCP, not null); `probe`: the phase
+    /// has `probe visible`, whose lag gets a tag of its own in the interval log.
+    Ingest { acks: bool, probe: bool },
     /// A query or request run; `service`: open loop, where service time is kept apart.
     Run { service: bool },
 }
@@ -55,10 +60,14 @@ pub struct PhaseId<'a> {
     pub workers: u64,
     /// A query or request run's load (`closed`, `open 200/s poisson`); `None` for ingest.
     pub load: Option<String>,
+    /// The `concurrent` group the phase runs in, if any.
+    pub concurrent: Option<AnnouncedGroup>,
+    /// An ingest's `probe visible`, if any.
+    pub probe: Option<AnnouncedProbe>,
 }
 
 // Counter positions of an interval. Run: ok, failed, cut off, unsent. Ingest: rows sent,
-// rows acked, payload bytes, socket bytes, batches, errors.
+// rows acked, payload bytes, socket bytes, batches, errors, probes answered, probes failed.
 const OK: usize = 0;
 const FAILED: usize = 1;
 const CUT_OFF: usize = 2;
@@ -69,7 +78,9 @@ const PAYLOAD: usize = 2;
 const SOCKET: usize = 3;
 const BATCHES: usize = 4;
 const ERRORS: usize = 5;
-const COUNTERS: usize = 6;
+const PROBES: usize = 6;
+const PROBES_FAILED: usize = 7;
+const COUNTERS: usize = 8;
 
 /// Unix time of `Instant`s, from one reading of both clocks at the phase's start: intervals
 /// follow the monotonic clock (no jumps), aligned to the wall clock's boundaries.
@@ -97,6 +108,10 @@ struct Acc {
     /// Runs: latency. Ingest: batch latency.
     latency: Histogram<u64>,
     service: Histogram<u64>,
+    /// Ingest with `probe visible`: the lag of the probes answered.
+    lag: Histogram<u64>,
+    /// The highest count a probe answered (counts only grow, so it is the last one's).
+    visible: Option<u64>,
 }
 
 impl Acc {
@@ -106,6 +121,8 @@ impl Acc {
             counts: [0; COUNTERS],
             latency: interval_histogram(),
             service: interval_histogram(),
+            lag: interval_histogram(),
+            visible: None,
         }
     }
 
@@ -116,6 +133,8 @@ impl Acc {
         // Auto-resizing histograms of the same precision always add.
         let _ = self.latency.add(&other.latency);
         let _ = self.service.add(&other.service);
+        let _ = self.lag.add(&other.lag);
+        self.visible = self.visible.max(other.visible);
     }
 
     fn reset(&mut self, index: u64) {
@@ -123,6 +142,13 @@ impl Acc {
         self.counts = [0; COUNTERS];
         self.latency.reset();
         self.service.reset();
+        self.lag.reset();
+        self.visible = None;
+    }
+
+    /// A probe answered or failed in this interval.
+    fn probed(&self) -> bool {
+        self.counts[PROBES] + self.counts[PROBES_FAILED] > 0
     }
 }
 
@@ -235,6 +261,23 @@ impl Slot {
 
     pub fn error(&self, at: Instant) {
         self.with(at, |a| a.counts[ERRORS] += 1);
+    }
+
+    /// A `probe visible` count answered at `at`: it saw `visible` of the phase's rows, and
+    /// gave `lag` when it saw any.
+    pub fn probe_answered(&self, at: Instant, visible: u64, lag: Option<Duration>) {
+        self.with(at, |a| {
+            a.counts[PROBES] += 1;
+            a.visible = a.visible.max(Some(visible));
+            if let Some(l) = lag {
+                put(&mut a.lag, l);
+            }
+        });
+    }
+
+    /// A `probe visible` count failed at `at`.
+    pub fn probe_failed(&self, at: Instant) {
+        self.with(at, |a| a.counts[PROBES_FAILED] += 1);
     }
 }
 
@@ -454,13 +497,15 @@ fn announce(
         endpoint: id.endpoint.clone(),
         workers: id.workers,
         load: id.load.clone(),
-        acks: !matches!(kind, Kind::Ingest { acks: false }),
+        acks: !matches!(kind, Kind::Ingest { acks: false, .. }),
         open_loop: matches!(kind, Kind::Run { service: true }),
         started_ms: now
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
             .as_millis() as u64,
         series: r.clone(),
+        concurrent: id.concurrent.clone(),
+        probe: id.probe.clone(),
     };
     let line = serde_json::to_string(&line).map_err(|e| e.to_string())?;
     let path = dir.join(crate::report::series::DIR).join("phases.jsonl");
@@ -559,7 +604,7 @@ fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String>
             (c.finished, c.windows.clone(), c.stages.clone())
         };
         // Intervals before `limit` are closed.
-        let limit = if finished {
+        let mut limit = if finished {
             match windows.last() {
                 // The interval holding the end, unless the end is its first instant.
                 Some((_, Some(end))) => end.div_ceil(interval_ns) as u64,
@@ -569,6 +614,13 @@ fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String>
             ((clock.unix_ns(Instant::now()).saturating_sub(grace)) / interval_ns) as u64
         };
         collect(shared, limit, finished, next, &mut pending, &mut written);
+        if finished {
+            // A probe goes on after sending ended, until every row shows: its last answers
+            // fall after the measured span, in intervals of span 0.
+            if let Some(last) = pending.iter().rev().find(|(_, a)| a.probed()) {
+                limit = limit.max(last.0 + 1);
+            }
+        }
         if next.is_none() {
             next = windows
                 .first()
@@ -598,11 +650,14 @@ fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String>
                 let start = Duration::from_millis(start_ms);
                 let length = Duration::from_nanos(interval_ns as u64);
                 let (row, histograms) = match shared.kind {
-                    Kind::Ingest { acks } => (
+                    Kind::Ingest { acks, probe } => (
                         files
                             .counts
                             .serialize(ingest_row(&acc, start_ms, span_ms, acks)),
-                        [Some((&acc.latency, TAG_BATCH)), None],
+                        [
+                            Some((&acc.latency, TAG_BATCH)),
+                            probe.then_some((&acc.lag, TAG_LAG)),
+                        ],
                     ),
                     Kind::Run { service } => (
                         files.counts.serialize(RunInterval {
@@ -689,65 +744,6 @@ fn span_ns(windows: &[(u128, Option<u128>)], i: u64, interval_ns: u128) -> u128 
         .sum()
 }
 
-/// The stage whose span holds `ns` (a stage runs until the next begins; before the first,
-/// the first); `None` without stages.
-fn stage_at(stages: &[(u128, u64)], ns: u128) -> Option<u64> {
-    let first = stages.first()?.1;
-    Some(
-        stages
-            .iter()
-            .rev()
-            .find(|(at, _)| *at <= ns)
-            .map_or(first, |s| s.1),
-    )
-}
-
-fn quantile(h: &Histogram<u64>, q: f64) -> Option<u64> {
-    (!h.is_empty()).then(|| h.value_at_quantile(q))
-}
-
-fn ingest_row(a: &Acc, start_ms: u64, span_ms: u64, acks: bool) -> IngestInterval {
-    IngestInterval {
-        start_ms,
-        span_ms,
-        rows_sent: a.counts[ROWS_SENT],
-        rows_acked: acks.then_some(a.counts[ROWS_ACKED]),
-        payload_bytes: a.counts[PAYLOAD],
-        socket_bytes: a.counts[SOCKET],
-        batches: a.counts[BATCHES],
-        errors: a.counts[ERRORS],
-        batch_p50_us: quantile(&a.latency, 0.5),
-        batch_p99_us: quantile(&a.latency, 0.99),
-        batch_max_us: (!a.latency.is_empty()).then(|| a.latency.max()),
-    }
-}
-
-fn run_row(a: &Acc, start_ms: u64, span_ms: u64, service: bool) -> RunInterval {
-    let s = |q| {
-        if service {
-            quantile(&a.service, q)
-        } else {
-            None
-        }
-    };
-    RunInterval {
-        start_ms,
-        span_ms,
-        ok: a.counts[OK],
-        failed: a.counts[FAILED],
-        cut_off: a.counts[CUT_OFF],
-        unsent: a.counts[UNSENT],
-        p50_us: quantile(&a.latency, 0.5),
-        p90_us: quantile(&a.latency, 0.9),
-        p99_us: quantile(&a.latency, 0.99),
-        p999_us: quantile(&a.latency, 0.999),
-        max_us: (!a.latency.is_empty()).then(|| a.latency.max()),
-        service_p50_us: s(0.5),
-        service_p99_us: s(0.99),
-        stage: None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -762,6 +758,8 @@ mod tests {
             endpoint: "db.sql (pg)".into(),
             workers: 2,
             load: Some("closed".into()),
+            concurrent: None,
+            probe: None,
         }
     }
 
@@ -843,7 +841,15 @@ mod tests {
             dir: dir.path().to_path_buf(),
             interval: Duration::from_millis(20),
         };
-        let rec = Recorder::start(Some(&out), &id(), Kind::Ingest { acks: false }).unwrap();
+        let rec = Recorder::start(
+            Some(&out),
+            &id(),
+            Kind::Ingest {
+                acks: false,
+                probe: false,
+            },
+        )
+        .unwrap();
         let s = rec.slot();
         rec.measure(Instant::now());
         s.sent(Instant::now(), 10, 100, 120);
@@ -863,6 +869,84 @@ mod tests {
         };
         assert_eq!(rows.iter().map(|r| r.rows_sent).sum::<u64>(), 10);
         assert!(rows.iter().all(|r| r.rows_acked.is_none()));
+    }
+
+    #[test]
+    fn probes_land_where_they_were_answered_also_after_sending_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = SeriesOut {
+            dir: dir.path().to_path_buf(),
+            interval: Duration::from_millis(20),
+        };
+        let id = PhaseId {
+            kind: "ingest",
+            load: None,
+            concurrent: Some(AnnouncedGroup {
+                group: "mixed".into(),
+                phases: vec!["q".into(), "reads".into()],
+                until: Some("q".into()),
+            }),
+            probe: Some(AnnouncedProbe {
+                endpoint: "db.sql (pg)".into(),
+                language: "sql".into(),
+                query: "SELECT count(*) FROM t".into(),
+                every_s: 0.02,
+                within_s: 60.0,
+            }),
+            ..id()
+        };
+        let kind = Kind::Ingest {
+            acks: true,
+            probe: true,
+        };
+        let rec = Recorder::start(Some(&out), &id, kind).unwrap();
+        let (worker, probe) = (rec.slot(), rec.slot());
+        rec.measure(Instant::now());
+        worker.sent(Instant::now(), 100, 1000, 1100);
+        worker.acked(Instant::now(), 100, Some(Duration::from_micros(900)));
+        std::thread::sleep(Duration::from_millis(30));
+        probe.probe_answered(Instant::now(), 0, None);
+        probe.probe_failed(Instant::now());
+        std::thread::sleep(Duration::from_millis(30));
+        probe.probe_answered(Instant::now(), 40, Some(Duration::from_millis(300)));
+        rec.pause(Instant::now());
+        // Sending is over; the probe goes on until the rows show, intervals later.
+        std::thread::sleep(Duration::from_millis(70));
+        probe.probe_answered(Instant::now(), 100, Some(Duration::from_millis(310)));
+        let r = rec.finish().0.unwrap();
+        let Series::Ingest(rows) = read(dir.path(), &r, true).unwrap() else {
+            panic!("an ingest series")
+        };
+        assert_eq!(rows.iter().map(|r| r.probes).sum::<u64>(), 3, "{rows:?}");
+        assert_eq!(rows.iter().map(|r| r.probes_failed).sum::<u64>(), 1);
+        let last = rows.last().unwrap();
+        assert_eq!(last.span_ms, 0, "after the measured span: {rows:?}");
+        assert_eq!(last.probes, 1);
+        assert_eq!(last.visible, Some(100));
+        assert!(
+            (310_000..=310_500).contains(&last.lag_max_us.unwrap()),
+            "{last:?}"
+        );
+        // An interval without an answered probe leaves the probe's figures empty, its counts 0.
+        assert!(rows
+            .iter()
+            .filter(|r| r.probes == 0)
+            .all(|r| r.visible.is_none() && r.lag_p50_us.is_none() && r.lag_max_us.is_none()));
+        let with_lag = rows.iter().filter(|r| r.lag_p50_us.is_some()).count();
+        assert_eq!(with_lag, 2, "{rows:?}");
+        let logged = read_hlog(&dir.path().join(&r.hlog)).unwrap();
+        // Every interval has its batch and its lag histogram, empty or not.
+        assert_eq!(logged.len(), rows.len() * 2);
+        assert_eq!(merged(&logged, TAG_LAG).unwrap().len(), 2);
+        assert_eq!(merged(&logged, TAG_BATCH).unwrap().len(), 1);
+        let line: crate::report::series::Announced = serde_json::from_str(
+            std::fs::read_to_string(dir.path().join("series/phases.jsonl"))
+                .unwrap()
+                .trim(),
+        )
+        .unwrap();
+        assert_eq!(line.concurrent, id.concurrent);
+        assert_eq!(line.probe, id.probe);
     }
 
     #[test]

@@ -1,9 +1,11 @@
-//! report.csv, and `wlrun report --csv`: one row per phase, and for a query run one more per
-//! query type and per label, with the figures people chart. The first 29 columns are those of
-//! earlier wlrun versions, in their order, so that scripts reading them keep working; the
-//! columns after them are the query and request figures (docs/report-format.md, "report.csv").
+//! report.csv, and `wlrun report --csv`: one row per phase, for a query run one more per
+//! query type and per label, and for a staged run one more per stage, with the figures people
+//! chart. Columns are only ever appended: the first 29 are those of the first wlrun versions,
+//! then the query and request figures, the connections, and last the stages, the freshness
+//! of a probed ingest and the `concurrent` group (docs/report-format.md, "report.csv"), so
+//! that scripts reading them by position keep working.
 
-use super::{Latency, PhaseReport, Report, RunKind, RunReport};
+use super::{Latency, PhaseReport, Report, RunKind, RunReport, Status};
 
 const COLUMNS: &[&str] = &[
     "cell",
@@ -67,6 +69,21 @@ const COLUMNS: &[&str] = &[
     "handshakes_resumed",
     "handshake_p50_us",
     "handshake_max_us",
+    // A staged run's `stage` rows: the stage, its start and its load (`load` also on the run's
+    // phase row).
+    "stage",
+    "stage_start_s",
+    "load",
+    // `probe visible` (`freshness`), on an ingest's phase row.
+    "lag_p50_us",
+    "lag_p99_us",
+    "lag_max_us",
+    "all_visible_after_s",
+    "probes_sent",
+    "probes_failed",
+    // The `concurrent` group of a phase row, and how the phase ended in it.
+    "concurrent",
+    "concurrent_end",
 ];
 
 /// A row being filled, column by name.
@@ -115,6 +132,41 @@ impl Row {
             self.set("handshake_p50_us", h.p50_us);
             self.set("handshake_max_us", h.max_us);
         }
+    }
+
+    /// The freshness columns of a probed ingest; the lag's empty when no probe saw rows.
+    fn freshness(&mut self, f: Option<&super::freshness::Freshness>) {
+        let Some(f) = f else {
+            return;
+        };
+        if f.lag.count > 0 {
+            self.set("lag_p50_us", f.lag.p50_us);
+            self.set("lag_p99_us", f.lag.p99_us);
+            self.set("lag_max_us", f.lag.max_us);
+        }
+        self.opt("all_visible_after_s", f.all_visible_after_s);
+        self.set("probes_sent", f.probes_sent);
+        self.set("probes_failed", f.probes_failed);
+    }
+
+    /// The group columns: its name, and `until` (this phase's end ends the group), `stopped`
+    /// (the group's end stopped it), `interrupted` (a signal, or a killed run, stopped it
+    /// first) or `own` (it ended on its own terms).
+    fn concurrent(&mut self, c: Option<&super::together::ConcurrentMember>, status: Status) {
+        let Some(c) = c else {
+            return;
+        };
+        self.set("concurrent", &c.group);
+        let end = if c.set_end {
+            "until"
+        } else if c.stopped_by_group {
+            "stopped"
+        } else if status == Status::Interrupted {
+            "interrupted"
+        } else {
+            "own"
+        };
+        self.set("concurrent_end", end);
     }
 
     /// The percentile columns, from `latency` (left empty when nothing was measured).
@@ -189,6 +241,8 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
                 row.set("achieved_rate", s.achieved_rate);
             }
             row.connecting(r.connecting.as_ref());
+            row.freshness(r.freshness.as_ref());
+            row.concurrent(r.concurrent.as_ref(), r.status);
             vec![row]
         }
         PhaseReport::Queries(r) => {
@@ -210,6 +264,7 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
                 row.latency(&l.latency, l.service.as_ref());
                 rows.push(row);
             }
+            rows.extend(stage_rows(cell, key, "queries", r, "qps"));
             rows
         }
         PhaseReport::Requests(r) => {
@@ -217,7 +272,9 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.connecting(r.connecting.as_ref());
             row.set("result_rows", r.output.rows);
             row.opt("rps", r.output.rps);
-            vec![row]
+            let mut rows = vec![row];
+            rows.extend(stage_rows(cell, key, "requests", r, "rps"));
+            rows
         }
         PhaseReport::NotRun { name, .. } => {
             let mut row = Row::new(cell, key, name, "", "phase");
@@ -263,7 +320,43 @@ fn run_row<K: RunKind + Workers>(cell: usize, key: &str, kind: &str, r: &RunRepo
     row.set("unsent", r.accounting.unsent);
     row.opt("achieved_rate", r.accounting.achieved_rate);
     row.latency(&r.latency, r.service.as_ref());
+    row.set("load", &r.load);
+    row.concurrent(r.concurrent.as_ref(), r.status);
     row
+}
+
+/// A staged run's rows, one per stage: its measured part (after its warm-up), `elapsed_s` its
+/// span, `workers` its connections; the rate of successes goes to `rate` (`qps` or `rps`).
+fn stage_rows<K: RunKind>(
+    cell: usize,
+    key: &str,
+    kind: &str,
+    r: &RunReport<K>,
+    rate: &str,
+) -> Vec<Row> {
+    r.stages
+        .iter()
+        .map(|s| {
+            let mut row = Row::new(cell, key, &r.name, kind, "stage");
+            row.set("endpoint", &r.endpoint);
+            row.set("workers", s.workers);
+            row.set("elapsed_s", s.span_s);
+            row.set("errors", s.failed);
+            row.set("ok", s.ok);
+            row.set("failed", s.failed);
+            row.set("error_rate", s.error_rate);
+            row.opt(rate, s.ok_per_s);
+            row.set("scheduled", s.accounting.scheduled);
+            row.set("cut_off", s.accounting.cut_off);
+            row.set("unsent", s.accounting.unsent);
+            row.opt("achieved_rate", s.accounting.achieved_rate);
+            row.latency(&s.latency, s.service.as_ref());
+            row.set("stage", s.stage);
+            row.set("stage_start_s", s.start_s);
+            row.set("load", &s.load);
+            row
+        })
+        .collect()
 }
 
 /// Workers of a query run, connections of a request run: the `workers` column.
@@ -280,5 +373,222 @@ impl Workers for super::QuerySetup {
 impl Workers for super::RequestSetup {
     fn workers(&self) -> u64 {
         self.connections
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::freshness::Freshness;
+    use super::super::stages::StageReport;
+    use super::super::tests::{ingest_report, latency, query_report, report, request_report};
+    use super::super::together::ConcurrentMember;
+    use super::super::{Accounting, CellReport, PhaseReport, Status};
+    use super::*;
+
+    /// The columns of the wlrun versions before stages, freshness and groups, in their places:
+    /// a script reading report.csv by position keeps reading the same figures.
+    const EARLIER: &str = "cell,key,phase,kind,endpoint,status,workers,batch_rows,rows_expected,\
+rows_generated,rows_sent,rows_acked,rows_cut_off,rows_visible,visible_after_s,elapsed_s,\
+rows_per_s,rate_counts,send_rows_per_s,ack_rows_per_s,payload_bytes,socket_bytes,\
+payload_bytes_per_row,socket_bytes_per_row,batch_p50_us,batch_p99_us,batch_max_us,client_cpu_s,\
+errors,row,query,label,ok,failed,error_rate,result_rows,qps,rps,scheduled,cut_off,unsent,\
+achieved_rate,p50_us,p90_us,p99_us,p999_us,max_us,mean_us,service_p50_us,service_p99_us,\
+connections,connect_p50_us,first_byte_p50_us,tls,tls_verification,handshakes_full,\
+handshakes_resumed,handshake_p50_us,handshake_max_us";
+
+    fn stage(n: u64, load: &str, rate: Option<f64>) -> StageReport {
+        StageReport {
+            stage: n,
+            start_s: (n - 1) as f64 * 2.5,
+            gap_before_s: 0.0,
+            duration_s: 2.0,
+            warmup_s: 0.0,
+            span_s: 2.0,
+            load: load.into(),
+            rate_from: rate,
+            rate_to: rate,
+            workers: n,
+            ok: 10 * n,
+            failed: n,
+            accounting: Accounting {
+                scheduled: 11 * n + 1,
+                unsent: 1,
+                ..Accounting::default()
+            },
+            ok_per_s: Some(5.0 * n as f64),
+            error_rate: 1.0 / 11.0,
+            latency: latency(100 * n),
+            service: None,
+            warmup_excluded: 0,
+            kept_schedule: None,
+        }
+    }
+
+    /// Header and rows as maps, column name -> value.
+    fn table(report: &Report) -> (Vec<String>, Vec<Vec<(String, String)>>) {
+        let bytes = csv(report).unwrap();
+        let mut r = ::csv::Reader::from_reader(&bytes[..]);
+        let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+        let rows = r
+            .records()
+            .map(|rec| {
+                header
+                    .iter()
+                    .cloned()
+                    .zip(rec.unwrap().iter().map(String::from))
+                    .collect()
+            })
+            .collect();
+        (header, rows)
+    }
+
+    fn get<'a>(row: &'a [(String, String)], column: &str) -> &'a str {
+        &row.iter().find(|(c, _)| c == column).unwrap().1
+    }
+
+    #[test]
+    fn stages_freshness_and_groups_are_appended_after_the_columns_of_earlier_versions() {
+        let mut r = report();
+        let mut load = ingest_report(Status::Ok);
+        load.freshness = Some(Freshness {
+            probes_sent: 40,
+            probes_failed: 2,
+            lag: latency(300_000),
+            all_visible_after_s: Some(0.35),
+            ..Freshness::default()
+        });
+        load.concurrent = Some(ConcurrentMember {
+            group: "mixed".into(),
+            phases: vec!["load".into(), "q".into()],
+            until: Some("load".into()),
+            set_end: true,
+            stopped_by_group: false,
+            started_at_offset_ms: Some(0.0),
+            ended_at_offset_ms: Some(2000.0),
+        });
+        let mut q = query_report();
+        q.concurrent = load.concurrent.clone().map(|c| ConcurrentMember {
+            set_end: false,
+            stopped_by_group: true,
+            ..c
+        });
+        q.stages = vec![
+            stage(1, "open 5/s fixed", Some(5.0)),
+            stage(2, "closed", None),
+        ];
+        // A third member, stopped by Ctrl-C before the group ended.
+        let mut hits = request_report();
+        hits.status = Status::Interrupted;
+        hits.concurrent = load.concurrent.clone().map(|c| ConcurrentMember {
+            set_end: false,
+            ..c
+        });
+        r.cells.push(CellReport {
+            index: 2,
+            key: String::new(),
+            phases: vec![
+                PhaseReport::Ingest(Box::new(load)),
+                PhaseReport::Queries(Box::new(q)),
+                PhaseReport::Requests(Box::new(hits)),
+            ],
+        });
+        let (header, rows) = table(&r);
+        assert_eq!(header[..59].join(","), EARLIER);
+        assert_eq!(
+            header[59..],
+            [
+                "stage",
+                "stage_start_s",
+                "load",
+                "lag_p50_us",
+                "lag_p99_us",
+                "lag_max_us",
+                "all_visible_after_s",
+                "probes_sent",
+                "probes_failed",
+                "concurrent",
+                "concurrent_end"
+            ]
+        );
+        // Cell 1 is as before, but for its runs' load.
+        let cell2: Vec<_> = rows.iter().filter(|r| get(r, "cell") == "2").collect();
+        let load = cell2[0];
+        assert_eq!(get(load, "row"), "phase");
+        assert_eq!(get(load, "lag_p50_us"), "300002");
+        assert_eq!(get(load, "lag_p99_us"), "300005");
+        assert_eq!(get(load, "lag_max_us"), "300007");
+        assert_eq!(get(load, "all_visible_after_s"), "0.35");
+        assert_eq!(get(load, "probes_sent"), "40");
+        assert_eq!(get(load, "probes_failed"), "2");
+        assert_eq!(get(load, "concurrent"), "mixed");
+        assert_eq!(get(load, "concurrent_end"), "until");
+        assert_eq!(get(load, "stage"), "");
+        let q = cell2[1];
+        assert_eq!(
+            (get(q, "row"), get(q, "concurrent_end"), get(q, "load")),
+            ("phase", "stopped", "open 200/s poisson")
+        );
+        assert_eq!(get(q, "lag_p50_us"), "", "no probe on a run");
+        // The phase row stays the whole run's; then its query types and labels; then a row per
+        // stage, each with its own figures.
+        let hits = cell2.last().unwrap();
+        assert_eq!(get(hits, "concurrent_end"), "interrupted");
+        let stages: Vec<_> = cell2.iter().filter(|r| get(r, "row") == "stage").collect();
+        assert_eq!(stages.len(), 2);
+        assert_eq!(get(cell2[cell2.len() - 3], "row"), "stage");
+        assert_eq!(get(cell2[cell2.len() - 2], "row"), "stage");
+        let (s1, s2) = (stages[0], stages[1]);
+        assert_eq!(
+            [
+                get(s1, "stage"),
+                get(s1, "stage_start_s"),
+                get(s1, "load"),
+                get(s1, "workers"),
+                get(s1, "ok"),
+                get(s1, "failed"),
+                get(s1, "scheduled"),
+                get(s1, "unsent"),
+                get(s1, "qps"),
+                get(s1, "p50_us"),
+                get(s1, "elapsed_s"),
+            ],
+            [
+                "1",
+                "0",
+                "open 5/s fixed",
+                "1",
+                "10",
+                "1",
+                "12",
+                "1",
+                "5",
+                "102",
+                "2"
+            ]
+        );
+        assert_eq!(
+            (get(s2, "stage"), get(s2, "stage_start_s"), get(s2, "load")),
+            ("2", "2.5", "closed")
+        );
+        assert_eq!(get(s2, "concurrent"), "", "the group is on the phase row");
+        for s in stages {
+            assert_eq!(get(s, "phase"), "q");
+            assert_eq!(get(s, "status"), "");
+        }
+    }
+
+    #[test]
+    fn a_phase_outside_any_group_and_without_a_probe_leaves_the_new_columns_empty() {
+        let (header, rows) = table(&report());
+        for row in &rows {
+            for c in &header[59..] {
+                if c != "load" {
+                    assert_eq!(get(row, c), "", "{c}");
+                }
+            }
+        }
+        assert_eq!(get(&rows[0], "load"), "open 200/s poisson");
+        let requests = rows.iter().find(|r| get(r, "kind") == "requests").unwrap();
+        assert_eq!(get(requests, "load"), "closed");
     }
 }

@@ -5,8 +5,18 @@
 use serde::{Deserialize, Serialize};
 
 use super::render::fmt_latency;
+use super::series::AnnouncedProbe;
 use super::Latency;
-use crate::plan::thousands;
+use crate::plan::{thousands, ProbePlan};
+use crate::value::Value;
+
+/// The probe's interval: `every` of the plan (the checker keeps it at least 1 ms).
+pub fn every(plan: &ProbePlan) -> std::time::Duration {
+    match plan.every {
+        Value::Duration(ns) if ns > 0 => std::time::Duration::from_nanos(ns as u64),
+        _ => std::time::Duration::from_millis(100),
+    }
+}
 
 /// At most this many samples are kept in report.json: past it every other one is dropped and
 /// `samples_stride` doubles, so a long phase keeps evenly spaced samples over its whole span.
@@ -96,9 +106,40 @@ fn secs(s: f64) -> String {
 }
 
 impl Freshness {
+    /// The report of a probe of `plan` before it has probed: what it counts, how often, and how
+    /// long it may go on after sending ends.
+    pub fn planned(plan: &ProbePlan) -> Freshness {
+        let ep = &plan.count.endpoint;
+        Freshness {
+            endpoint: format!("{}.{} ({})", ep.target, ep.name, ep.kind),
+            language: plan.count.language.clone(),
+            query: plan.count.query.clone(),
+            every_s: every(plan).as_secs_f64(),
+            within_s: match plan.count.within {
+                Value::Duration(ns) if ns > 0 => ns as f64 / 1e9,
+                _ => 60.0,
+            },
+            samples_stride: 1,
+            ..Default::default()
+        }
+    }
+
+    /// What `series/phases.jsonl` says of the probe when its phase starts: what `wlrun report`
+    /// of a killed run names in the `freshness` it rebuilds.
+    pub fn announced(&self) -> AnnouncedProbe {
+        AnnouncedProbe {
+            endpoint: self.endpoint.clone(),
+            language: self.language.clone(),
+            query: self.query.clone(),
+            every_s: self.every_s,
+            within_s: self.within_s,
+        }
+    }
+
     /// `freshness  lag p50 212ms p99 480ms max 510ms (1,204 probes every 100ms; resolution
-    /// ±100ms + probe p50 2ms); all visible 0.8s after sending ended`
-    pub fn line(&self) -> String {
+    /// ±100ms + probe p50 2ms); all visible 0.8s after sending ended`. `interrupted`: the phase
+    /// was stopped (or killed), so probing may have ended before the rows could show.
+    pub fn line(&self, interrupted: bool) -> String {
         let mut s = String::from("freshness  ");
         if self.lag.count > 0 {
             s += &format!(
@@ -111,12 +152,15 @@ impl Freshness {
             s += "no lag sample ";
         }
         s += &format!(
-            "({} probes every {}; resolution ±{} + probe p50 {}",
+            "({} probes every {}; resolution ±{}",
             thousands(self.probes_sent),
             secs(self.every_s),
             secs(self.every_s),
-            ms(self.probe_latency.p50_us)
         );
+        // A report rebuilt from the series has no probe latency.
+        if self.probe_latency.count > 0 {
+            s += &format!(" + probe p50 {}", ms(self.probe_latency.p50_us));
+        }
         if self.probes_failed > 0 {
             s += &format!(", {} failed", thousands(self.probes_failed));
         }
@@ -132,6 +176,11 @@ impl Freshness {
         s += "); ";
         s += &match self.all_visible_after_s {
             Some(a) => format!("all visible {} after sending ended", secs(a)),
+            None if interrupted => format!(
+                "stopped before all were seen visible (last count {} of {})",
+                self.last_visible.map_or("-".into(), thousands),
+                thousands(self.rows_target)
+            ),
             None => format!(
                 "not all visible within {} after sending ended ({} of {})",
                 secs(self.within_s),

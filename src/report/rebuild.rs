@@ -5,12 +5,16 @@
 //! the same report shape, so `wlrun report` renders it as far as they go.
 //!
 //! What the series do not hold stays empty: error messages, visibility counts, per-query-type
-//! figures, thresholds and the verdict. Every phase is `interrupted` and says so.
+//! figures, thresholds and the verdict. Every phase is `interrupted` and says so. A phase's
+//! `concurrent` group and its probe's `freshness` come back from what `phases.jsonl` says of
+//! them and the probes' columns and lag histograms, without what only the phase's end knew.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::freshness::Freshness;
 use super::series::{self, Announced, Series};
+use super::together::ConcurrentMember;
 use super::{
     rate, Accounting, CellReport, ErrorCount, IngestReport, Latency, PhaseReport, QueryOutput,
     QueryReport, QuerySetup, RateCounts, Report, RequestOutput, RequestReport, RequestSetup,
@@ -87,12 +91,64 @@ pub fn rebuild(dir: &Path) -> Result<Report, String> {
 }
 
 fn warning(a: &Announced, intervals: usize) -> String {
+    let mut unknown = "error messages, visibility, per-query figures and the verdict".to_string();
+    if a.concurrent.is_some() {
+        unknown += ", whether the group's end stopped the phase and when each member started";
+    }
+    if a.probe.is_some() {
+        unknown += ", the probe's samples, its empty, caught-up and clamped probes and when \
+                    all rows were visible";
+    }
     format!(
         "rebuilt from {intervals} intervals of {} ms: the run was killed before it wrote \
-         report.json, so error messages, visibility, per-query figures and the verdict are \
-         not known",
+         report.json, so {unknown} are not known",
         a.series.interval_ms
     )
+}
+
+/// The phase's `concurrent` object as far as the announcement goes: the group, its members and
+/// whether this phase is its `until`; who was stopped, and when, only the group's end knew.
+fn concurrent(a: &Announced) -> Option<ConcurrentMember> {
+    let g = a.concurrent.as_ref()?;
+    Some(ConcurrentMember {
+        group: g.group.clone(),
+        phases: g.phases.clone(),
+        until: g.until.clone(),
+        set_end: g.until.as_deref() == Some(a.phase.as_str()),
+        stopped_by_group: false,
+        started_at_offset_ms: None,
+        ended_at_offset_ms: None,
+    })
+}
+
+/// The probe's figures from its columns (probes answered and failed, the last count) and its
+/// lag histograms; what only its end knew (all visible after, the samples) stays empty.
+fn freshness(
+    a: &Announced,
+    rows: &[series::IngestInterval],
+    logged: &[series::LoggedHistogram],
+    rows_target: u64,
+) -> Option<Freshness> {
+    let p = a.probe.as_ref()?;
+    let answered: u64 = rows.iter().map(|r| r.probes).sum();
+    let failed: u64 = rows.iter().map(|r| r.probes_failed).sum();
+    Some(Freshness {
+        endpoint: p.endpoint.clone(),
+        language: p.language.clone(),
+        query: p.query.clone(),
+        every_s: p.every_s,
+        within_s: p.within_s,
+        probes_sent: answered + failed,
+        probes_failed: failed,
+        first_error: (failed > 0).then(|| "(not kept: the run was killed)".to_string()),
+        lag: series::merged(logged, series::TAG_LAG)
+            .map(|h| Latency::of(&h))
+            .unwrap_or_default(),
+        rows_target,
+        last_visible: rows.iter().rev().find_map(|r| r.visible),
+        samples_stride: 1,
+        ..Default::default()
+    })
 }
 
 fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> PhaseReport {
@@ -174,8 +230,8 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
                 series: Some(reference),
                 connecting: None,
                 schedule: None,
-                concurrent: None,
-                freshness: None,
+                concurrent: concurrent(a),
+                freshness: freshness(a, rows, logged, rows_acked.unwrap_or(rows_sent)),
                 findmax: None,
             }))
         }
@@ -202,6 +258,7 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
                     rows: 0,
                 };
                 r.series = Some(reference);
+                r.concurrent = concurrent(a);
                 PhaseReport::Requests(Box::new(r))
             } else {
                 let setup = QuerySetup { workers: a.workers };
@@ -211,6 +268,7 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
                     qps: rate(counts.ok, counts.elapsed_s),
                 };
                 r.series = Some(reference);
+                r.concurrent = concurrent(a);
                 PhaseReport::Queries(Box::new(r))
             }
         }
@@ -275,5 +333,120 @@ fn run<K: RunKind>(
         stages: Vec::new(),
         concurrent: None,
         findmax: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::series::{AnnouncedGroup, AnnouncedProbe, IngestInterval, SeriesRef};
+
+    fn announced(phase: &str, kind: &str, probe: bool) -> Announced {
+        let (counts, hlog) = SeriesRef::paths(1, phase);
+        Announced {
+            cell: 1,
+            key: String::new(),
+            phase: phase.into(),
+            kind: kind.into(),
+            endpoint: "db.pg (pg)".into(),
+            workers: 1,
+            load: (kind != "ingest").then(|| "closed".into()),
+            acks: true,
+            open_loop: false,
+            started_ms: 1_000,
+            series: SeriesRef {
+                interval_ms: 1000,
+                counts,
+                hlog,
+                intervals: 0,
+            },
+            concurrent: Some(AnnouncedGroup {
+                group: "mixed".into(),
+                phases: vec!["load".into(), "reads".into()],
+                until: Some("load".into()),
+            }),
+            probe: probe.then(|| AnnouncedProbe {
+                endpoint: "db.pg (pg)".into(),
+                language: "sql".into(),
+                query: "SELECT count(*) FROM t".into(),
+                every_s: 0.1,
+                within_s: 60.0,
+            }),
+        }
+    }
+
+    /// A killed group: each member's `concurrent` object and the ingest's probe figures come
+    /// back from phases.jsonl and the series.
+    #[test]
+    fn a_killed_groups_members_and_probe_come_back_from_the_series() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(series::DIR)).unwrap();
+        let lines: Vec<String> = [
+            announced("load", "ingest", true),
+            announced("reads", "queries", false),
+        ]
+        .iter()
+        .map(|a| serde_json::to_string(a).unwrap())
+        .collect();
+        std::fs::write(
+            dir.path().join("series/phases.jsonl"),
+            lines.join("\n") + "\n",
+        )
+        .unwrap();
+        let mut w = ::csv::Writer::from_path(dir.path().join("series/1-load.csv")).unwrap();
+        for (i, visible) in [(0, Some(40)), (1, Some(90)), (2, None)] {
+            w.serialize(IngestInterval {
+                start_ms: 1_000 * (i + 1),
+                span_ms: 1000,
+                rows_sent: 50,
+                rows_acked: Some(50),
+                probes: 10 * u64::from(visible.is_some()),
+                probes_failed: 1,
+                visible,
+                ..IngestInterval::default()
+            })
+            .unwrap();
+        }
+        drop(w);
+        std::fs::write(
+            dir.path().join("series/1-reads.csv"),
+            "start_ms,span_ms,ok,failed,cut_off,unsent,p50_us,p90_us,p99_us,p999_us,max_us,\
+             service_p50_us,service_p99_us\n1000,1000,5,0,0,0,1,1,1,1,1,,\n",
+        )
+        .unwrap();
+        let r = rebuild(dir.path()).unwrap();
+        let [PhaseReport::Ingest(load), PhaseReport::Queries(reads)] = &r.cells[0].phases[..]
+        else {
+            panic!("an ingest and a query run: {r:?}")
+        };
+        let c = load.concurrent.as_ref().unwrap();
+        assert_eq!(
+            (c.group.as_str(), c.set_end, c.stopped_by_group),
+            ("mixed", true, false)
+        );
+        assert_eq!(c.phases, ["load", "reads"]);
+        let c = reads.concurrent.as_ref().unwrap();
+        assert!(!c.set_end && c.until.as_deref() == Some("load"));
+        let f = load.freshness.as_ref().unwrap();
+        assert_eq!((f.probes_sent, f.probes_failed), (23, 3));
+        assert_eq!(f.last_visible, Some(90));
+        assert_eq!(f.rows_target, 150);
+        assert_eq!(f.every_s, 0.1);
+        assert_eq!(f.all_visible_after_s, None);
+        assert!(
+            load.warnings[0].contains("the probe's samples"),
+            "{:?}",
+            load.warnings
+        );
+        // What the page and the table show of it: the line says the probe was stopped.
+        let text = crate::report::render::cell_lines(&r.cells[0], 1);
+        assert!(
+            text.contains("stopped before all were seen visible (last count 90 of 150)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("concurrent mixed: load, reads ran together"),
+            "{text}"
+        );
     }
 }

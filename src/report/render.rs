@@ -95,9 +95,9 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
                 format!(
                     "  {}\n{}{}",
                     ingest_summary(r),
-                    r.freshness
-                        .as_ref()
-                        .map_or(String::new(), |f| format!("  {}\n", f.line())),
+                    r.freshness.as_ref().map_or(String::new(), |f| {
+                        format!("  {}\n", f.line(r.status == Status::Interrupted))
+                    }),
                     tls_lines(&r.connecting)
                 ) + super::findmax::lines(&r.findmax).as_str(),
                 &r.warnings,

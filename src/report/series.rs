@@ -20,10 +20,12 @@ use serde::{Deserialize, Serialize};
 pub const DIR: &str = "series";
 
 /// The `.hlog` tags: a query or request run's latency (from the intended send time in open
-/// loop) and, in open loop, its service time; an ingest phase's batch latency.
+/// loop) and, in open loop, its service time; an ingest phase's batch latency and, with
+/// `probe visible`, the visibility lag of its probes.
 pub const TAG_LATENCY: &str = "latency";
 pub const TAG_SERVICE: &str = "service";
 pub const TAG_BATCH: &str = "batch";
+pub const TAG_LAG: &str = "lag";
 
 /// Where a phase's series is, in its report: paths relative to the run directory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -68,6 +70,36 @@ pub struct Announced {
     /// Unix milliseconds when the phase started.
     pub started_ms: u64,
     pub series: SeriesRef,
+    /// The `concurrent` group the phase runs in; absent when it runs on its own (and in lines
+    /// of older runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrent: Option<AnnouncedGroup>,
+    /// An ingest's `probe visible`: what its count is; absent without a probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<AnnouncedProbe>,
+}
+
+/// The group of an announced phase, as its plan has it: enough to rebuild the report's
+/// `concurrent` object but for what only the end of the group knows (who stopped whom, when).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnnouncedGroup {
+    pub group: String,
+    /// The members, in the group's order.
+    pub phases: Vec<String>,
+    /// The member whose end ends the group; absent: the group ends with its last member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+}
+
+/// An ingest's probe, as the report's `freshness` names it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnnouncedProbe {
+    /// `target.endpoint (kind)` the count runs on, its language and query.
+    pub endpoint: String,
+    pub language: String,
+    pub query: String,
+    pub every_s: f64,
+    pub within_s: f64,
 }
 
 /// One interval of an ingest phase.
@@ -91,6 +123,21 @@ pub struct IngestInterval {
     pub batch_p50_us: Option<u64>,
     pub batch_p99_us: Option<u64>,
     pub batch_max_us: Option<u64>,
+    /// `probe visible`: probes answered in this interval (a probe counts where its answer
+    /// arrived), and probes that failed in it. 0 without a probe; absent from older series.
+    #[serde(default)]
+    pub probes: u64,
+    #[serde(default)]
+    pub probes_failed: u64,
+    /// The highest count (baseline subtracted) a probe answered in this interval; empty
+    /// without an answered probe.
+    #[serde(default)]
+    pub visible: Option<u64>,
+    /// The visibility lag of this interval's answered probes that saw rows; empty without any.
+    #[serde(default)]
+    pub lag_p50_us: Option<u64>,
+    #[serde(default)]
+    pub lag_max_us: Option<u64>,
 }
 
 /// One interval of a query or request run.
@@ -220,4 +267,89 @@ pub fn merged(logged: &[LoggedHistogram], tag: &str) -> Option<Histogram<u64>> {
         let _ = total.add(&l.histogram);
     }
     Some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference() -> SeriesRef {
+        SeriesRef {
+            interval_ms: 1000,
+            counts: "series/1-load.csv".into(),
+            hlog: "series/1-load.hlog".into(),
+            intervals: 2,
+        }
+    }
+
+    /// A series written before the probe's columns existed still reads: they come back empty,
+    /// as for a phase without a probe.
+    #[test]
+    fn an_older_ingest_series_without_the_probe_columns_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(DIR)).unwrap();
+        std::fs::write(
+            dir.path().join("series/1-load.csv"),
+            "start_ms,span_ms,rows_sent,rows_acked,payload_bytes,socket_bytes,batches,errors,\
+             batch_p50_us,batch_p99_us,batch_max_us\n\
+             1000,400,10,10,100,120,1,0,50,60,70\n\
+             2000,1000,20,,200,240,2,1,,,\n",
+        )
+        .unwrap();
+        let Series::Ingest(rows) = read(dir.path(), &reference(), true).unwrap() else {
+            panic!("an ingest series")
+        };
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].rows_acked, None);
+        assert_eq!(rows[1].errors, 1);
+        for r in &rows {
+            assert_eq!((r.probes, r.probes_failed), (0, 0));
+            assert_eq!((r.visible, r.lag_p50_us, r.lag_max_us), (None, None, None));
+        }
+    }
+
+    #[test]
+    fn the_probe_columns_read_back_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(DIR)).unwrap();
+        let rows = vec![
+            IngestInterval {
+                start_ms: 1000,
+                span_ms: 1000,
+                rows_sent: 10,
+                probes: 3,
+                probes_failed: 1,
+                visible: Some(7),
+                lag_p50_us: Some(300_000),
+                lag_max_us: Some(310_000),
+                ..IngestInterval::default()
+            },
+            IngestInterval {
+                start_ms: 2000,
+                ..IngestInterval::default()
+            },
+        ];
+        let mut w = csv::Writer::from_path(dir.path().join("series/1-load.csv")).unwrap();
+        for r in &rows {
+            w.serialize(r).unwrap();
+        }
+        drop(w);
+        let text = std::fs::read_to_string(dir.path().join("series/1-load.csv")).unwrap();
+        assert!(
+            text.starts_with(
+                "start_ms,span_ms,rows_sent,rows_acked,payload_bytes,socket_bytes,batches,errors,\
+                 batch_p50_us,batch_p99_us,batch_max_us,probes,probes_failed,visible,lag_p50_us,\
+                 lag_max_us\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(",0,0,,,\n"),
+            "an interval without probes: {text}"
+        );
+        assert_eq!(
+            read(dir.path(), &reference(), true).unwrap(),
+            Series::Ingest(rows)
+        );
+    }
 }

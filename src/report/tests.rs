@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 
-fn latency(base: u64) -> Latency {
+pub(super) fn latency(base: u64) -> Latency {
     Latency {
         count: base,
         min_us: base + 1,
@@ -193,7 +193,7 @@ pub(super) fn request_report() -> RequestReport {
     }
 }
 
-fn ingest_report(status: Status) -> IngestReport {
+pub(super) fn ingest_report(status: Status) -> IngestReport {
     IngestReport {
         name: "load".into(),
         endpoint: "db.ilp (ilp)".into(),
@@ -239,7 +239,7 @@ fn ingest_report(status: Status) -> IngestReport {
     }
 }
 
-fn report() -> Report {
+pub(super) fn report() -> Report {
     Report {
         format: REPORT_FORMAT,
         workload: "w".into(),

@@ -21,6 +21,7 @@ use tokio::time::MissedTickBehavior;
 use super::feed::Rows;
 use super::new_histogram;
 use crate::exec::admin::{self, Visibility};
+use crate::exec::series::Slot;
 use crate::exec::RunEnv;
 use crate::plan::{thousands, IngestPhase};
 use crate::report::freshness::{FreshSample, Freshness};
@@ -102,40 +103,35 @@ pub(super) struct Probe {
 
 /// The phase's probe, connected with its baseline taken (after the table's setup, before
 /// anything is sent), and the timeline the workers mark; or, when its count could not be
-/// prepared, a report that says so. Nothing at all without `probe visible`.
+/// prepared, a report that says so. Nothing at all without `probe visible`. Each probe is
+/// recorded in `series`, the probe's slot of the phase's time series.
 pub(super) async fn prepare(
     env: &RunEnv,
     phase: &IngestPhase,
     rows: &Rows<'_>,
+    series: Slot,
 ) -> (Option<Arc<Timeline>>, Option<Probe>, Option<Freshness>) {
     let Some(plan) = &phase.probe else {
         return (None, None, None);
     };
-    let every = match plan.every {
-        Value::Duration(ns) if ns > 0 => Duration::from_nanos(ns as u64),
-        _ => Duration::from_millis(100),
-    };
-    let ep = &plan.count.endpoint;
+    let every = crate::report::freshness::every(plan);
     let mut fresh = Freshness {
-        endpoint: format!("{}.{} ({})", ep.target, ep.name, ep.kind),
-        language: plan.count.language.clone(),
-        query: plan.count.query.clone(),
-        every_s: every.as_secs_f64(),
-        within_s: match plan.count.within {
-            Value::Duration(ns) if ns > 0 => ns as f64 / 1e9,
-            _ => 60.0,
-        },
-        samples_stride: 1,
         warmup_s: match phase.warmup {
             Some(Value::Duration(ns)) if ns > 0 => ns as f64 / 1e9,
             _ => 0.0,
         },
-        ..Default::default()
+        ..Freshness::planned(plan)
     };
     match admin::counting(env, &plan.count, &rows.layout(), rows.end_ms()).await {
         Ok(count) => {
             let timeline = Arc::new(Timeline::new());
-            let probe = start(env, every, count.probing(), timeline.clone(), fresh);
+            let probe = start(
+                env,
+                every,
+                count.probing(),
+                (timeline.clone(), series),
+                fresh,
+            );
             (Some(timeline), Some(probe), None)
         }
         Err(e) => {
@@ -150,7 +146,7 @@ fn start(
     env: &RunEnv,
     every: Duration,
     count: Visibility,
-    timeline: Arc<Timeline>,
+    (timeline, series): (Arc<Timeline>, Slot),
     fresh: Freshness,
 ) -> Probe {
     let (end, ended) = oneshot::channel();
@@ -158,7 +154,7 @@ fn start(
         env.stop.clone(),
         count,
         every,
-        timeline,
+        (timeline, series),
         ended,
         fresh,
     ));
@@ -182,6 +178,8 @@ struct Tally {
     answered: u64,
     /// The end of a search step's warm-up: lags of probes sent before it are not recorded.
     warm_until: Instant,
+    /// The probe's slot of the phase's time series.
+    series: Slot,
 }
 
 fn micros(d: Duration) -> u64 {
@@ -192,7 +190,7 @@ async fn probe(
     stop: Arc<AtomicBool>,
     mut count: Visibility,
     every: Duration,
-    timeline: Arc<Timeline>,
+    (timeline, series): (Arc<Timeline>, Slot),
     mut ended: oneshot::Receiver<u64>,
     mut fresh: Freshness,
 ) -> Freshness {
@@ -209,6 +207,7 @@ async fn probe(
         own: new_histogram(),
         answered: 0,
         warm_until: start + Duration::from_secs_f64(fresh.warmup_s),
+        series,
     };
     let mut tick = tokio::time::interval_at((start + every).into(), every);
     // A probe slower than its interval delays the next one rather than bunching them.
@@ -293,6 +292,7 @@ async fn one_probe(
         Err(e) => {
             fresh.probes_failed += 1;
             fresh.first_error.get_or_insert_with(|| e.to_string());
+            tally.series.probe_failed(Instant::now());
             return None;
         }
     };
@@ -300,7 +300,7 @@ async fn one_probe(
     if visible > 0 && visible >= sent_then {
         fresh.probes_caught_up += 1;
     }
-    let lag_s = if visible == 0 {
+    let lag = if visible == 0 {
         fresh.probes_empty += 1;
         None
     } else {
@@ -318,15 +318,21 @@ async fn one_probe(
         } else {
             tally.lag.saturating_record(micros(lag));
         }
-        Some(lag.as_secs_f64())
+        Some(lag)
     };
+    // In the series the probe counts where its answer arrived, as a query's answer does; a
+    // warm-up's lag is left out there as in `lag`.
+    let measured = lag.filter(|_| at >= tally.warm_until);
+    tally
+        .series
+        .probe_answered(Instant::now(), visible, measured);
     fresh.keep(
         tally.answered,
         FreshSample {
             t_s: at.saturating_duration_since(start).as_secs_f64(),
             sent: sent_then,
             visible,
-            lag_s,
+            lag_s: lag.map(|l| l.as_secs_f64()),
         },
     );
     tally.answered += 1;

@@ -5,10 +5,12 @@
 //! `sources/` and `series/` of the run directory; a directory without some of them (an older
 //! run, a report.json alone) still renders what is there.
 
+mod freshness;
 mod phase;
 mod run;
 mod sources;
 pub mod svg;
+mod tables;
 
 use std::path::Path;
 
@@ -81,11 +83,12 @@ svg .g{stroke:#eceef2}svg .ax{stroke:#8a93a3}svg .tk{stroke:#8a93a3}\
 svg text{font-size:11px;fill:var(--muted)}svg .yt{text-anchor:end;dominant-baseline:middle}\
 svg .xt{text-anchor:middle}svg .at{text-anchor:middle}svg .bv{text-anchor:middle;font-size:10px;fill:var(--fg)}\
 svg path.m{fill:none;stroke-width:1.6;stroke-linejoin:round}\
+svg .sb{stroke:#8a93a3;stroke-dasharray:4 3}svg .sl{font-size:10px}\
 .legend{list-style:none;margin:2px 0 0;padding:0;display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px}\
 .legend i{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:5px;vertical-align:-1px}\
 .legend .note{color:var(--muted)}\
 table{border-collapse:collapse;font-size:12.5px;margin:6px 0}th,td{padding:3px 10px 3px 0;text-align:left;border-bottom:1px solid var(--line);vertical-align:top}\
-th{color:var(--muted);font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}\
+th{color:var(--muted);font-weight:600}caption{text-align:left;font-weight:600;font-size:12.5px;padding:2px 0}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 .scroll{overflow-x:auto}\
 details{margin:4px 0}summary{cursor:pointer}pre{background:var(--soft);padding:8px 10px;border-radius:4px;overflow-x:auto;font-size:12px;line-height:1.35;max-height:520px}\
 ul.msgs{margin:4px 0;padding-left:18px}\

@@ -1,13 +1,11 @@
 //! One phase's charts over time (throughput, latency percentiles, errors and unsent) from its
 //! series, and latency distributions from the histograms kept whole in report.json.
 
-use std::path::Path;
-
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 
-use super::svg::{self, Line, Unit};
-use crate::report::series::{self, IngestInterval, RunInterval, Series, SeriesRef};
+use super::svg::{self, Line, Mark, Unit};
+use crate::report::series::{IngestInterval, RunInterval, Series, SeriesRef};
 use crate::report::Latency;
 
 /// Points per line over time at most: 24 cells of 600 intervals stay well under 2 MB, and a
@@ -55,7 +53,7 @@ pub fn distribution_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
 }
 
 /// Consecutive intervals merged so that at most `MAX_POINTS` remain.
-fn buckets(n: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+pub(super) fn buckets(n: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
     let k = n.div_ceil(MAX_POINTS).max(1);
     (0..n.div_ceil(k)).map(move |b| b * k..((b + 1) * k).min(n))
 }
@@ -97,7 +95,7 @@ fn rate_line<T>(
 
 /// A percentile per bucket: the largest of the merged intervals', which keeps a spike a
 /// reader must see. `None` when no interval has the figure.
-fn pct_line<T>(
+pub(super) fn pct_line<T>(
     name: &str,
     rows: &[T],
     t0: u64,
@@ -121,7 +119,7 @@ fn pct_line<T>(
 }
 
 /// The note under an over-time chart: what one point is.
-fn bucket_note(r: &SeriesRef, n: usize) -> String {
+pub(super) fn bucket_note(r: &SeriesRef, n: usize) -> String {
     let k = n.div_ceil(MAX_POINTS).max(1);
     let secs = svg::num(r.interval_ms as f64 * k as f64 / 1000.0);
     if k == 1 {
@@ -131,24 +129,32 @@ fn bucket_note(r: &SeriesRef, n: usize) -> String {
     }
 }
 
-/// The over-time charts of one phase. `Err` says why the series could not be read.
-/// `unit` names what a run's throughput counts (`queries/s`, `requests/s`).
-pub fn over_time(
-    dir: &Path,
-    r: &SeriesRef,
-    ingest: bool,
-    unit: &'static str,
-) -> Result<Vec<String>, String> {
-    let s = series::read(dir, r, ingest)?;
+/// The over-time charts of one phase, from its series `s` (read from `r`). `unit` names what
+/// a run's throughput counts (`queries/s`, `requests/s`).
+pub fn over_time(r: &SeriesRef, s: &Series, unit: &'static str) -> Vec<String> {
     if s.is_empty() {
-        return Ok(Vec::new());
+        return Vec::new();
     }
-    let n = s.len();
-    let note = bucket_note(r, n);
-    Ok(match s {
-        Series::Ingest(rows) => ingest_charts(&rows, r.interval_ms, &note),
-        Series::Run(rows) => run_charts(&rows, r.interval_ms, &note, unit),
-    })
+    let note = bucket_note(r, s.len());
+    match s {
+        Series::Ingest(rows) => ingest_charts(rows, r.interval_ms, &note),
+        Series::Run(rows) => run_charts(rows, r.interval_ms, &note, unit),
+    }
+}
+
+/// Where a staged run's stages begin on its charts: at the first interval of each stage after
+/// the first (an interval holds the stage its start falls in, so a boundary shows to within
+/// an interval).
+fn stage_marks(rows: &[RunInterval], t0: u64) -> Vec<Mark> {
+    rows.windows(2)
+        .filter_map(|w| match (w[0].stage, w[1].stage) {
+            (Some(a), Some(b)) if a != b => Some(Mark {
+                x: w[1].start_ms.saturating_sub(t0) as f64 / 1000.0,
+                label: format!("stage {b}"),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 fn ingest_charts(rows: &[IngestInterval], iv: u64, note: &str) -> Vec<String> {
@@ -199,6 +205,7 @@ fn ingest_charts(rows: &[IngestInterval], iv: u64, note: &str) -> Vec<String> {
 
 fn run_charts(rows: &[RunInterval], iv: u64, note: &str, unit: &'static str) -> Vec<String> {
     let t0 = rows.first().map_or(0, |r| r.start_ms);
+    let marks = stage_marks(rows, t0);
     let mut out = Vec::new();
     let thr = [
         rate_line(iv, "ok/s", rows, t0, |r| (r.start_ms, r.span_ms, r.ok)),
@@ -206,11 +213,12 @@ fn run_charts(rows: &[RunInterval], iv: u64, note: &str, unit: &'static str) -> 
             (r.start_ms, r.span_ms, r.failed)
         }),
     ];
-    out.extend(svg::over_time(
+    out.extend(svg::over_time_marked(
         "Throughput over time",
         Unit::Per(unit),
         &thr,
         note,
+        &marks,
     ));
     type Get = fn(&RunInterval) -> Option<u64>;
     let lat: Vec<Line> = [
@@ -225,11 +233,12 @@ fn run_charts(rows: &[RunInterval], iv: u64, note: &str, unit: &'static str) -> 
     .into_iter()
     .filter_map(|(name, v)| pct_line(name, rows, t0, |r| r.start_ms, v))
     .collect();
-    out.extend(svg::over_time(
+    out.extend(svg::over_time_marked(
         "Latency percentiles over time",
         Unit::Micros,
         &lat,
         note,
+        &marks,
     ));
     let errors = [
         rate_line(iv, "failed/s", rows, t0, |r| {
@@ -242,11 +251,12 @@ fn run_charts(rows: &[RunInterval], iv: u64, note: &str, unit: &'static str) -> 
             (r.start_ms, r.span_ms, r.cut_off)
         }),
     ];
-    out.extend(svg::over_time(
+    out.extend(svg::over_time_marked(
         "Errors and unsent over time",
         Unit::Per("per second"),
         &errors,
         note,
+        &marks,
     ));
     out
 }

@@ -6,8 +6,9 @@ use std::fmt::Write;
 use std::path::Path;
 
 use super::esc;
-use super::phase;
 use super::svg::{self, Bars, Paint, Unit};
+use super::{freshness, phase, tables};
+use crate::report::series::{self, Series};
 use crate::report::{CellReport, Latency, PhaseReport, Report, Status};
 
 pub fn body(report: &Report, dir: Option<&Path>) -> String {
@@ -260,35 +261,56 @@ fn metrics(cells: &[CellReport], name: &str) -> Vec<Metric> {
                 .collect(),
         }
     };
+    let probed = cells.iter().any(|c| {
+        matches!(of(c, name), Some(PhaseReport::Ingest(r)) if r.freshness.as_ref().is_some_and(|f| f.lag.count > 0))
+    });
     match first {
-        Some(PhaseReport::Ingest(_)) => vec![
-            with(
-                format!("{name}: rows/s sent, acknowledged, visible"),
-                Unit::Per("rows/s"),
-                vec!["sent", "acked", "visible"],
-                &|p| match p {
-                    PhaseReport::Ingest(r) => {
-                        // Visible: the rows counted over the time from the first send until
-                        // the count reached them.
-                        let visible = match (r.rows_visible, r.visible_after_s) {
-                            (Some(v), Some(after)) => crate::report::rate(v, r.elapsed_s + after),
-                            _ => None,
-                        };
-                        vec![r.send_rows_per_s, r.ack_rows_per_s, visible]
-                    }
-                    _ => vec![None; 3],
-                },
-            ),
-            with(
-                format!("{name}: batch latency p50, p99"),
-                Unit::Micros,
-                vec!["p50", "p99"],
-                &|p| match p {
-                    PhaseReport::Ingest(r) => pcts(&r.batch_latency),
-                    _ => vec![None; 2],
-                },
-            ),
-        ],
+        Some(PhaseReport::Ingest(_)) => {
+            let mut m = vec![
+                with(
+                    format!("{name}: rows/s sent, acknowledged, visible"),
+                    Unit::Per("rows/s"),
+                    vec!["sent", "acked", "visible"],
+                    &|p| match p {
+                        PhaseReport::Ingest(r) => {
+                            // Visible: the rows counted over the time from the first send until
+                            // the count reached them.
+                            let visible = match (r.rows_visible, r.visible_after_s) {
+                                (Some(v), Some(after)) => {
+                                    crate::report::rate(v, r.elapsed_s + after)
+                                }
+                                _ => None,
+                            };
+                            vec![r.send_rows_per_s, r.ack_rows_per_s, visible]
+                        }
+                        _ => vec![None; 3],
+                    },
+                ),
+                with(
+                    format!("{name}: batch latency p50, p99"),
+                    Unit::Micros,
+                    vec!["p50", "p99"],
+                    &|p| match p {
+                        PhaseReport::Ingest(r) => pcts(&r.batch_latency),
+                        _ => vec![None; 2],
+                    },
+                ),
+            ];
+            if probed {
+                m.push(with(
+                    format!("{name}: visibility lag p50, p99"),
+                    Unit::Micros,
+                    vec!["p50", "p99"],
+                    &|p| match p {
+                        PhaseReport::Ingest(r) => {
+                            r.freshness.as_ref().map_or(vec![None; 2], |f| pcts(&f.lag))
+                        }
+                        _ => vec![None; 2],
+                    },
+                ));
+            }
+            m
+        }
         Some(PhaseReport::Queries(_)) | Some(PhaseReport::Requests(_)) => {
             let (unit, what) = match first {
                 Some(PhaseReport::Queries(_)) => ("queries/s", "ok queries/s"),
@@ -446,6 +468,7 @@ fn cell_section(out: &mut String, cell: &CellReport, dir: Option<&Path>) {
         cell.index, cell.index
     );
     for p in &cell.phases {
+        tables::group(out, cell, p);
         let (endpoint, series, ingest, unit, connecting) = match p {
             PhaseReport::Ingest(r) => (&r.endpoint, &r.series, true, "rows/s", &r.connecting),
             PhaseReport::Queries(r) => (&r.endpoint, &r.series, false, "queries/s", &r.connecting),
@@ -468,9 +491,23 @@ fn cell_section(out: &mut String, cell: &CellReport, dir: Option<&Path>) {
         } else {
             "bad"
         };
+        let group = match p {
+            PhaseReport::Ingest(r) => r.concurrent.as_ref(),
+            PhaseReport::Queries(r) => r.concurrent.as_ref(),
+            PhaseReport::Requests(r) => r.concurrent.as_ref(),
+            PhaseReport::NotRun { .. } => None,
+        }
+        .map(|c| {
+            format!(
+                " · in concurrent {} ({})",
+                esc(&c.group),
+                esc(tables::member_end(c, p.status()))
+            )
+        })
+        .unwrap_or_default();
         let _ = write!(
             out,
-            "<h4>{} → {} · <span class=\"{class}\">{status}</span></h4>",
+            "<h4>{} → {} · <span class=\"{class}\">{status}</span>{group}</h4>",
             esc(phase_name(p)),
             esc(endpoint)
         );
@@ -486,13 +523,27 @@ fn cell_section(out: &mut String, cell: &CellReport, dir: Option<&Path>) {
         }
         let mut charts = Vec::new();
         let mut note = None;
+        let mut read = None;
         match (series, dir) {
-            (Some(s), Some(d)) => match phase::over_time(d, s, ingest, unit) {
-                Ok(c) => charts = c,
+            (Some(s), Some(d)) => match series::read(d, s, ingest) {
+                Ok(rows) => {
+                    charts = phase::over_time(s, &rows, unit);
+                    read = Some((s, rows));
+                }
                 Err(e) => note = Some(format!("the series could not be read: {e}")),
             },
             (Some(_), None) => note = Some("no run directory: the series is not shown".into()),
             (None, _) => note = Some("this run kept no series (run with --out)".into()),
+        }
+        if let PhaseReport::Ingest(r) = p {
+            if let Some(f) = &r.freshness {
+                freshness::figures(out, f, r.status == Status::Interrupted);
+                let rows = match &read {
+                    Some((s, Series::Ingest(rows))) => Some((*s, &rows[..])),
+                    _ => None,
+                };
+                charts.extend(freshness::charts(f, rows));
+            }
         }
         let mut lat: Vec<(String, &Latency)> = Vec::new();
         match p {
@@ -525,6 +576,26 @@ fn cell_section(out: &mut String, cell: &CellReport, dir: Option<&Path>) {
         }
         if !charts.is_empty() {
             let _ = write!(out, "<div class=\"grid\">{}</div>", charts.concat());
+        }
+        match p {
+            PhaseReport::Ingest(r) => {
+                if let Some(f) = &r.findmax {
+                    tables::findmax(out, f);
+                }
+            }
+            PhaseReport::Queries(r) => {
+                tables::stages(out, &r.stages, "q/s");
+                if let Some(f) = &r.findmax {
+                    tables::findmax(out, f);
+                }
+            }
+            PhaseReport::Requests(r) => {
+                tables::stages(out, &r.stages, "req/s");
+                if let Some(f) = &r.findmax {
+                    tables::findmax(out, f);
+                }
+            }
+            _ => {}
         }
     }
 }

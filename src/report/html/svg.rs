@@ -328,8 +328,27 @@ fn max_y(lines: &[Line]) -> Option<f64> {
         .reduce(f64::max)
 }
 
+/// A vertical marker on a chart over time: a stage's start.
+pub struct Mark {
+    /// Seconds, as the chart's x.
+    pub x: f64,
+    pub label: String,
+}
+
 /// Lines over time, x in seconds from the phase's start. `None` when there is nothing to draw.
 pub fn over_time(title: &str, y_unit: Unit, lines: &[Line], note: &str) -> Option<String> {
+    over_time_marked(title, y_unit, lines, note, &[])
+}
+
+/// Lines over time with vertical `marks` (dashed, labelled at the top, behind the lines; not
+/// drawn marks `m` of the chart's data).
+pub fn over_time_marked(
+    title: &str,
+    y_unit: Unit,
+    lines: &[Line],
+    note: &str,
+    marks: &[Mark],
+) -> Option<String> {
     let y_max = max_y(lines)?;
     let xs = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
     let x_lo = xs.clone().fold(f64::INFINITY, f64::min).min(0.0);
@@ -341,6 +360,19 @@ pub fn over_time(title: &str, y_unit: Unit, lines: &[Line], note: &str) -> Optio
         .map(|t| (t, Unit::Seconds.tick(t)))
         .collect();
     let mut f = frame(title, y_unit, y_max, (x_lo, x_hi), &xt);
+    for m in marks.iter().filter(|m| m.x >= x_lo && m.x <= x_hi) {
+        let x = c(f.px(m.x));
+        let _ = write!(
+            f.out,
+            "<line class=\"sb\" x1=\"{x}\" x2=\"{x}\" y1=\"{TOP}\" y2=\"{}\"><title>{}</title></line>\
+             <text class=\"sl\" x=\"{}\" y=\"{}\">{}</text>",
+            H - BOTTOM,
+            esc(&m.label),
+            c(f.px(m.x) + 3.0),
+            TOP + 9.0,
+            esc(&m.label)
+        );
+    }
     paths(&mut f, lines, y_unit);
     f.out.push_str("</svg>");
     let names: Vec<&str> = lines.iter().map(|l| l.name.as_str()).collect();

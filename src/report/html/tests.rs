@@ -63,6 +63,7 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                     batch_p50_us: Some(800 + i % 50),
                     batch_p99_us: Some(4000 + (i * 31) % 900),
                     batch_max_us: Some(9000 + (i * 131) % 9000),
+                    ..IngestInterval::default()
                 })
                 .collect();
             let run_rows: Vec<RunInterval> = (0..intervals)
@@ -263,4 +264,292 @@ fn the_distribution_reaches_the_maximum_on_the_log_percentile_axis() {
     assert!(points
         .windows(2)
         .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+}
+
+/// One cell of a `concurrent` group: a probed ingest and a staged query run, then a
+/// `find max rate` search on its own; `with_series` writes their series under `dir`.
+fn mixed(dir: &Path, with_series: bool) -> Report {
+    use crate::report::findmax::{FindMaxReport, FindMaxStep};
+    use crate::report::freshness::{FreshSample, Freshness};
+    use crate::report::stages::StageReport;
+    use crate::report::together::ConcurrentMember;
+    use crate::report::Accounting;
+    let mut r = synthetic(dir, &["qwp"], &[10], 20);
+    let t0 = 1_796_000_000_000u64;
+    let member = |set_end, stopped| {
+        Some(ConcurrentMember {
+            group: "mixed".into(),
+            phases: vec!["load".into(), "explore".into()],
+            until: Some("load".into()),
+            set_end,
+            stopped_by_group: stopped,
+            started_at_offset_ms: Some(0.0),
+            ended_at_offset_ms: Some(20_000.0),
+        })
+    };
+    let phases = &mut r.cells[0].phases;
+    let PhaseReport::Ingest(load) = &mut phases[0] else {
+        panic!("an ingest first")
+    };
+    load.concurrent = member(true, false);
+    load.freshness = Some(Freshness {
+        endpoint: "db.pg (pg)".into(),
+        language: "sql".into(),
+        query: "SELECT count(*) FROM cpu".into(),
+        every_s: 0.1,
+        within_s: 60.0,
+        probes_sent: 200,
+        lag: crate::report::Latency::of(&histogram(3)),
+        probe_latency: crate::report::Latency::of(&histogram(4)),
+        rows_target: 2_000,
+        last_visible: Some(2_000),
+        all_visible_after_s: Some(0.3),
+        samples_stride: 1,
+        samples: (0..200)
+            .map(|i| FreshSample {
+                t_s: i as f64 * 0.1,
+                sent: i * 10,
+                visible: (i * 10).saturating_sub(3),
+                lag_s: (i > 0).then_some(0.3),
+            })
+            .collect(),
+        ..Freshness::default()
+    });
+    let probed: Vec<IngestInterval> = (0..20)
+        .map(|i| IngestInterval {
+            start_ms: t0 + i * 1000,
+            span_ms: 1000,
+            rows_sent: 100,
+            rows_acked: Some(100),
+            batches: 1,
+            batch_p50_us: Some(800),
+            batch_p99_us: Some(900),
+            batch_max_us: Some(1000),
+            probes: 10,
+            visible: Some(i * 100 + 70),
+            lag_p50_us: Some(300_000 + i * 100),
+            lag_max_us: Some(320_000),
+            ..IngestInterval::default()
+        })
+        .collect();
+    if with_series {
+        write_csv(
+            &dir.join(load.series.as_ref().unwrap().counts.clone()),
+            &probed,
+        );
+    }
+    let PhaseReport::Queries(q) = &mut phases[1] else {
+        panic!("a query run second")
+    };
+    q.concurrent = member(false, true);
+    let stage = |n: u64, load: &str| StageReport {
+        stage: n,
+        start_s: (n - 1) as f64 * 10.0,
+        gap_before_s: 0.0,
+        duration_s: 10.0,
+        warmup_s: 0.0,
+        span_s: 10.0,
+        load: load.into(),
+        rate_from: Some(100.0 * n as f64),
+        rate_to: Some(100.0 * n as f64),
+        workers: 2,
+        ok: 1000 * n,
+        failed: 0,
+        accounting: Accounting {
+            scheduled: 1000 * n,
+            achieved_rate: Some(1.0),
+            ..Accounting::default()
+        },
+        ok_per_s: Some(100.0 * n as f64),
+        error_rate: 0.0,
+        latency: crate::report::Latency::of(&histogram(n)),
+        service: None,
+        warmup_excluded: 0,
+        kept_schedule: Some(true),
+    };
+    q.stages = vec![stage(1, "open 100/s fixed"), stage(2, "open 200/s fixed")];
+    let staged: Vec<RunInterval> = (0..20)
+        .map(|i| RunInterval {
+            start_ms: t0 + (20 + i) * 1000,
+            span_ms: 1000,
+            ok: 100,
+            p50_us: Some(800),
+            stage: Some(1 + u64::from(i >= 10)),
+            ..RunInterval::default()
+        })
+        .collect();
+    if with_series {
+        write_csv(
+            &dir.join(q.series.as_ref().unwrap().counts.clone()),
+            &staged,
+        );
+    }
+    let mut max = (**q).clone();
+    max.name = "max".into();
+    max.stages.clear();
+    max.concurrent = None;
+    max.series = None;
+    let step = |n: u64, rate: f64, verdict: &str| FindMaxStep {
+        step: n,
+        phase: "grow".into(),
+        rate_per_s: rate,
+        elapsed_s: 2.0,
+        scheduled: (rate * 2.0) as u64,
+        ok: (rate * 2.0) as u64,
+        failed: 0,
+        cut_off: 0,
+        unsent: 0,
+        achieved: Some(1.0),
+        achieved_per_s: Some(rate),
+        p50_us: 800,
+        p90_us: 900,
+        p99_us: if verdict == "met" { 1_000 } else { 30_000 },
+        p999_us: 40_000,
+        max_us: 50_000,
+        error_rate: 0.0,
+        lag_p50_us: None,
+        lag_p99_us: None,
+        lag_max_us: None,
+        visible_after_s: None,
+        verdict: verdict.into(),
+        broke: if verdict == "met" {
+            vec![]
+        } else {
+            vec!["p99 30ms".into()]
+        },
+    };
+    max.findmax = Some(FindMaxReport {
+        sla: "p99 < 20ms".into(),
+        from_per_s: 100.0,
+        up_to_per_s: None,
+        growth: 2.0,
+        resolution: 0.05,
+        samples: 1000,
+        samples_from: "p99".into(),
+        probes: false,
+        answer_per_s: Some(100.0),
+        outcome: "bracketed".into(),
+        why: "bracketed".into(),
+        steps: vec![step(1, 100.0, "met"), step(2, 200.0, "broke")],
+    });
+    phases.push(PhaseReport::Queries(Box::new(max)));
+    r
+}
+
+#[test]
+fn freshness_stages_find_max_and_a_group_are_on_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = mixed(dir.path(), true);
+    write(dir.path(), &report).unwrap();
+    let page = std::fs::read_to_string(dir.path().join(FILE)).unwrap();
+    let all = charts(&page);
+    for c in &all {
+        assert!(c.contains("class=\"m\""), "a chart without marks: {c}");
+    }
+    let titled = |title: &str| {
+        all.iter()
+            .filter(|c| c.contains(&format!("aria-label=\"{title}\"")))
+            .count()
+    };
+    // The probe: lag over time and rows sent beside rows visible from the series, the lag's
+    // distribution, and a bar chart of the lag in the matrix.
+    assert_eq!(titled("Visibility lag over time"), 1, "{page}");
+    assert_eq!(titled("Rows sent and seen visible"), 1);
+    assert_eq!(titled("Visibility lag distribution"), 1);
+    assert!(page.contains("aria-label=\"load: visibility lag p50, p99 · by hosts\""));
+    assert!(page.contains("<b>Freshness</b> · lag p50 "), "{page}");
+    let lag = all
+        .iter()
+        .find(|c| c.contains("aria-label=\"Visibility lag over time\""))
+        .unwrap();
+    assert!(
+        lag.contains("<title>lag p50: 300ms to 302ms</title>"),
+        "{lag}"
+    );
+    // The stages: a table, and the boundary on each of the run's charts over time.
+    assert!(page.contains("<caption>Stages (each after its warm-up"));
+    assert!(page.contains("<td>open 200/s fixed</td>"));
+    let marked: Vec<&&str> = all.iter().filter(|c| c.contains("class=\"sb\"")).collect();
+    assert_eq!(marked.len(), 3, "throughput, latency, errors");
+    assert!(marked.iter().all(|c| c.contains(">stage 2</text>")));
+    // The search's steps and answer.
+    assert!(page.contains("<caption>find max rate from 100/s where p99 &lt; 20ms"));
+    assert!(page.contains("<td>broke: p99 30ms</td>"));
+    assert!(page.contains("<b>find max rate: 100/s meets p99 &lt; 20ms (2 steps"));
+    // The group: once, before its first member, and on each member's heading.
+    assert_eq!(
+        page.matches("concurrent mixed: load, explore ran together; ended when load ended (explore stopped by it)")
+            .count(),
+        1
+    );
+    assert!(page.contains("<caption>concurrent mixed</caption>"));
+    assert!(page.contains("· in concurrent mixed (its end ends the group)</h4>"));
+    assert!(page.contains("· in concurrent mixed (stopped by the group&#39;s end)</h4>"));
+}
+
+/// Without its series (a page rendered from report.json alone), the probe's charts come from
+/// the samples report.json keeps.
+#[test]
+fn without_series_the_lag_is_drawn_from_the_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = mixed(dir.path(), false);
+    let page = page(&report, None);
+    let lag = charts(&page)
+        .into_iter()
+        .find(|c| c.contains("aria-label=\"Visibility lag over time\""))
+        .expect("a lag chart");
+    assert!(lag.contains("<title>lag: 300ms to 300ms</title>"), "{lag}");
+    assert!(page.contains("one point per probe answered"));
+    assert!(page.contains("aria-label=\"Rows sent and seen visible\""));
+}
+
+/// An ingest's search lists each step's batch p99 and visibility lag where a run's lists its
+/// latency percentiles.
+#[test]
+fn an_ingest_search_lists_each_steps_lag() {
+    use crate::report::findmax::{FindMaxReport, FindMaxStep};
+    let step = FindMaxStep {
+        step: 1,
+        phase: "grow".into(),
+        rate_per_s: 10_000.0,
+        elapsed_s: 5.0,
+        scheduled: 50_000,
+        ok: 50_000,
+        failed: 0,
+        cut_off: 0,
+        unsent: 0,
+        achieved: Some(1.0),
+        achieved_per_s: Some(10_000.0),
+        p50_us: 900,
+        p90_us: 1_000,
+        p99_us: 2_500,
+        p999_us: 3_000,
+        max_us: 4_000,
+        error_rate: 0.0,
+        lag_p50_us: Some(120_000),
+        lag_p99_us: Some(300_000),
+        lag_max_us: None,
+        visible_after_s: Some(0.4),
+        verdict: "met".into(),
+        broke: vec![],
+    };
+    let f = FindMaxReport {
+        sla: "lag_p99 < 1s".into(),
+        from_per_s: 10_000.0,
+        up_to_per_s: Some(10_000.0),
+        growth: 2.0,
+        resolution: 0.05,
+        samples: 50,
+        samples_from: "given".into(),
+        probes: true,
+        answer_per_s: Some(10_000.0),
+        outcome: "cap".into(),
+        why: "the cap met the SLA".into(),
+        steps: vec![step],
+    };
+    let mut out = String::new();
+    tables::findmax(&mut out, &f);
+    assert!(out.contains("steps of at least 50 probes (given)"), "{out}");
+    assert!(out.contains("<th>batch p99</th><th>lag p50</th><th>lag p99</th><th>lag max</th><th>all seen</th><th>verdict</th>"), "{out}");
+    assert!(out.contains("<td class=\"n\">2.5ms</td><td class=\"n\">120ms</td><td class=\"n\">300ms</td><td class=\"n\">-</td><td class=\"n\">0.4s</td><td>met</td>"), "{out}");
 }
