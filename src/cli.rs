@@ -179,6 +179,8 @@ pub enum Command {
         #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
         interval: f64,
         #[command(flatten)]
+        shards: Shards,
+        #[command(flatten)]
         select: Select,
     },
 }
@@ -229,6 +231,26 @@ pub enum GenFormat {
 pub enum TimestampText {
     Rfc3339,
     Sql,
+}
+
+/// `wlrun run`'s shards: one run split over processes that meet at barriers
+/// (docs/language.md, "Shards").
+#[derive(Clone, Debug, Default, Args)]
+pub struct Shards {
+    /// Run shard I of N (0-based) of every phase, together with the other shards. Without it,
+    /// JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's) and WLRUN_SHARDS say it; the flag
+    /// wins over them.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Where shard 0 listens and the others connect: HOST:PORT (port 7471 if left out);
+    /// WLRUN_BARRIER when absent. Shard 0 binds every interface, or HOST when it is a
+    /// loopback address.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub barrier: Option<String>,
+    /// How long shards wait for each other (to join, at a barrier) before the run fails
+    /// naming the missing ones: `120s`, `2m`, `500ms`.
+    #[arg(long, value_name = "TIME", default_value = "120s")]
+    pub barrier_timeout: String,
 }
 
 /// The options that choose values and cells; applied before lowering and checked like values

@@ -256,6 +256,7 @@ fn report() -> Report {
                 PhaseReport::Requests(Box::new(request_report())),
             ],
         }],
+        shard: None,
     }
 }
 
