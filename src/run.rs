@@ -294,10 +294,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                     }
                 }
             }
+            let stop = Arc::new(AtomicBool::new(false));
             let env = exec::RunEnv {
                 seed: checked.seed,
                 base_dir: file.parent().unwrap_or(Path::new("")).to_path_buf(),
-                stop: Arc::new(AtomicBool::new(false)),
+                stop: stop.clone(),
                 progress_every: Duration::from_secs_f64(progress_every),
                 quiet,
                 max_error_rate,
@@ -312,6 +313,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                         address,
                         plan_identity(&plan),
                         timeout,
+                        stop,
                     ))
                 }),
             };
@@ -417,8 +419,9 @@ fn shard_line(s: &report::shard::ShardReport) -> String {
         .reduce(|a, b| (a.0.max(b.0), a.1.max(b.1)))
     {
         Some((skew, err)) => format!(
-            "{who}: {} phases started together, start skew at most {skew:.2} ms (each within {err:.2} ms)",
-            skews.len()
+            "{who}: start skew at most {skew:.2} ms over {} phase start{} (each figure within {err:.2} ms)",
+            skews.len(),
+            plural(skews.len())
         ),
         None => format!("{who}: every barrier passed"),
     }

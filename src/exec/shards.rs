@@ -14,8 +14,9 @@
 //! same of its open-loop arrivals, so the union of the shards' schedules is the single one).
 
 use std::borrow::Cow;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use super::RunEnv;
 use crate::plan::{Cell, IngestPhase, Phase, Require, Setup, Teardown};
@@ -31,6 +32,8 @@ pub struct ShardRun {
     pub plan: String,
     address: Address,
     timeout: Duration,
+    /// The run's stop (Ctrl-C, SIGTERM): a shard waiting at a barrier leaves at once.
+    stop: Arc<AtomicBool>,
     barrier: tokio::sync::Mutex<Option<Barrier>>,
     state: Mutex<State>,
 }
@@ -44,6 +47,8 @@ struct State {
     current: Option<Current>,
     /// A barrier failed: the run cannot go on.
     failure: Option<String>,
+    /// This shard was stopped (a signal) and left the others: no barrier is passed after.
+    left: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -54,12 +59,19 @@ struct Current {
 }
 
 impl ShardRun {
-    pub fn new(spec: Spec, address: Address, plan: String, timeout: Duration) -> ShardRun {
+    pub fn new(
+        spec: Spec,
+        address: Address,
+        plan: String,
+        timeout: Duration,
+        stop: Arc<AtomicBool>,
+    ) -> ShardRun {
         ShardRun {
             spec,
             plan,
             address,
             timeout,
+            stop,
             barrier: tokio::sync::Mutex::new(None),
             state: Mutex::default(),
         }
@@ -88,9 +100,21 @@ impl ShardRun {
                 self.spec.count
             );
         }
-        match Barrier::join(self.spec, &self.address, &self.plan, self.timeout).await {
+        let t0 = Instant::now();
+        let joined = tokio::select! {
+            j = Barrier::join(self.spec, &self.address, &self.plan, self.timeout) => j,
+            _ = stopped(&self.stop) => Err("stopped by a signal while joining the other shards".into()),
+        };
+        match joined {
             Ok(b) => {
                 *self.barrier.lock().await = Some(b);
+                if self.spec.leads() && self.spec.count > 1 {
+                    sayln!(
+                        "wlrun: shard 0 of {}: every shard joined after {:.1} s",
+                        self.spec.count,
+                        t0.elapsed().as_secs_f64()
+                    );
+                }
                 Ok(())
             }
             Err(e) => {
@@ -100,9 +124,10 @@ impl ShardRun {
         }
     }
 
-    /// The run cannot go on: a barrier failed.
+    /// The run cannot go on: a barrier failed, or this shard left.
     pub fn broken(&self) -> bool {
-        self.state().failure.is_some()
+        let s = self.state();
+        s.failure.is_some() || s.left
     }
 
     /// `phase` of `cell` begins.
@@ -139,6 +164,9 @@ impl ShardRun {
             if let Some(f) = &s.failure {
                 return Err(f.clone());
             }
+            if s.left {
+                return Err("this shard left the run".into());
+            }
             s.seq += 1;
             let point = match s.current.and_then(|c| s.phases.get(c.at)) {
                 Some(p) => format!("cell {} {}: {what}", p.cell, p.phase),
@@ -150,7 +178,22 @@ impl ShardRun {
         let Some(barrier) = guard.as_mut() else {
             return Err("the shards never joined".into());
         };
-        let result = barrier.pass(seq, &point, arrival).await;
+        // A stopped shard does not wait for the others (they may have a long phase left): it
+        // leaves, and they fail at their next barrier naming it.
+        let result = if self.stop.load(Ordering::Relaxed) {
+            None
+        } else {
+            tokio::select! {
+                r = barrier.pass(seq, &point, arrival) => Some(r),
+                _ = stopped(&self.stop) => None,
+            }
+        };
+        let Some(result) = result else {
+            barrier.leave("stopped by a signal").await;
+            drop(guard);
+            self.state().left = true;
+            return Err(format!("stopped by a signal before `{point}`"));
+        };
         drop(guard);
         let mut s = self.state();
         match result {
@@ -280,6 +323,7 @@ impl ShardRun {
                     if let Some(b) = self.barrier.lock().await.as_mut() {
                         b.leave(&format!("stopped by {sig}")).await;
                     }
+                    self.state().left = true;
                 }
                 None => {
                     let _ = self.pass("the end of the run", Arrival::default()).await;
@@ -296,6 +340,13 @@ impl ShardRun {
             phases: s.phases.clone(),
             failure: s.failure.clone(),
         }
+    }
+}
+
+/// Returns once the run is stopped (checked every 50 ms: a barrier wait is not a send).
+async fn stopped(stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
