@@ -23,6 +23,7 @@ Examples:
   wlrun plan workloads/questdb-ingest.wl       list the cells with resolved values and row counts
   wlrun plan w.wl --param hosts=100 --only protocol=qwp --json
   wlrun gen workloads/questdb-ingest.wl --param hosts=100 --format ilp -o cpu.ilp
+  wlrun run w.wl --shard 1/4 --barrier s0:7471  shard 1 of 4; shard 0 listens on s0
   wlrun report runs/monday                     re-render a finished `wlrun run --out runs/monday`
   wlrun compare runs/monday runs/tuesday --threshold 5%
 

@@ -603,6 +603,22 @@ run reqs {
     }
 }
 
+/// Every clause a sharded run cannot coordinate, refused at once with its position (golden).
+#[test]
+fn refusals_name_each_clause_a_sharded_run_cannot_coordinate() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/shards_refused.wl"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let out = wlrun::compile::check_text("shards_refused.wl", &text, &Default::default());
+    assert!(out.diagnostics.is_empty(), "the file checks without shards");
+    let refused = wlrun::lower::shards::refusals(out.checked.as_ref().unwrap());
+    assert_eq!(refused.len(), 4);
+    let rendered = wlrun::diag::render_all(&out.map, &refused, wlrun::diag::Style::Plain);
+    insta::assert_snapshot!("refusals", rendered);
+}
+
 #[test]
 fn a_shard_with_another_plan_is_refused_by_name() {
     let server = ServerHandle::start(Behaviour::ok());

@@ -5,7 +5,7 @@
 //! This file runs the phase and its workers' send loop; `feed` is what the workers send and
 //! where their chunks come from, `verdict` the visibility count and the judging at the end.
 
-mod empty;
+pub(super) mod empty;
 mod feed;
 mod fresh;
 mod rate;

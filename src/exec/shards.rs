@@ -489,15 +489,23 @@ pub fn judge_union(
     let (Some(s), Some(t)) = (&env.shard, totals) else {
         return;
     };
-    // A duration is a stop, not a shortfall: each shard is judged on what its span allowed.
-    if !s.spec.leads() || phase.duration.is_some() {
+    if !s.spec.leads() {
         return;
     }
-    let Some(expected) = phase.rows_expected else {
+    let n = s.spec.count;
+    if let Some(visible) = report.rows_visible {
+        report.warnings.push(format!(
+            "shard 0 of {n}: the {} rows visible are every shard's, counted against the {} all {n} shards {}",
+            crate::plan::thousands(visible),
+            crate::plan::thousands(t.acked.unwrap_or(t.sent)),
+            if t.acked.is_some() { "acknowledged" } else { "sent" }
+        ));
+    }
+    // A duration is a stop, not a shortfall: each shard is judged on what its span allowed.
+    let (Some(expected), None) = (phase.rows_expected, &phase.duration) else {
         return;
     };
     let carried = t.sent + t.dropped;
-    let n = s.spec.count;
     if carried < expected {
         report.failures.push(format!(
             "the {n} shards sent {} of the {} rows expected",
@@ -530,5 +538,146 @@ pub fn hook_worker(env: &RunEnv, id: u64, n: u64) -> (u64, u64) {
     match stride(env) {
         Some((i, shards)) => (i * n + id, shards * n),
         None => (id, n),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::route::shard_of;
+
+    fn env(spec: Option<Spec>) -> RunEnv {
+        let stop = Arc::new(AtomicBool::new(false));
+        RunEnv {
+            seed: 1,
+            base_dir: ".".into(),
+            stop: stop.clone(),
+            progress_every: Duration::ZERO,
+            quiet: true,
+            max_error_rate: None,
+            fail_fast: false,
+            series: None,
+            shard: spec.map(|spec| {
+                let addr = Address {
+                    host: None,
+                    port: 1,
+                };
+                Arc::new(ShardRun::new(
+                    spec,
+                    addr,
+                    "p".into(),
+                    Duration::from_secs(1),
+                    stop,
+                ))
+            }),
+        }
+    }
+
+    /// 2 shards of 4 workers: a shard's workers together send exactly the series of
+    /// `gen --shard`, and every worker has some, where `h mod 4` would leave half idle.
+    #[test]
+    fn a_shards_workers_split_its_series_and_none_idles() {
+        let keys: Vec<String> = (0..2000).map(|n| format!("host_{n}")).collect();
+        for i in 0..2u64 {
+            let e = env(Some(Spec { index: i, count: 2 }));
+            let mine: Vec<&String> = keys.iter().filter(|k| shard_of(k, 2) == i).collect();
+            let mut union = Vec::new();
+            for w in 0..4 {
+                let (part, parts) = worker_part(&e, w, 4);
+                let got: Vec<&String> =
+                    keys.iter().filter(|k| shard_of(k, parts) == part).collect();
+                assert!(
+                    got.len() > 150,
+                    "shard {i} worker {w}: {} series",
+                    got.len()
+                );
+                union.extend(got);
+                // The plain split inside the shard: two of its four workers get nothing.
+                let plain = mine.iter().filter(|k| shard_of(k, 4) == w).count();
+                assert_eq!(plain == 0, w % 2 != i, "worker {w} of shard {i}");
+            }
+            union.sort();
+            let mut mine = mine;
+            mine.sort();
+            assert_eq!(union, mine);
+        }
+        assert_eq!(worker_part(&env(None), 3, 4), (3, 4));
+        assert_eq!(stride(&env(Some(Spec { index: 0, count: 1 }))), None);
+    }
+
+    fn ingest(rows: u64) -> (IngestPhase, IngestReport) {
+        let phase = IngestPhase {
+            name: "load".into(),
+            endpoint: crate::plan::EndpointPlan {
+                target: "t".into(),
+                name: "null".into(),
+                kind: "null".into(),
+                dialect: "generic".into(),
+                url: None,
+                options: Default::default(),
+            },
+            table: "cpu".into(),
+            source: crate::plan::RowSource::File {
+                path: "rows.ilp".into(),
+                format: "ilp".into(),
+                bytes: None,
+            },
+            rows_expected: Some(rows),
+            bytes_expected: None,
+            batch_rows: 10,
+            workers: 1,
+            routing: "fnv1a64".into(),
+            ack: crate::plan::Ack::None,
+            setup: Setup::Recreate,
+            teardown: Teardown::Drop,
+            verify: None,
+            calibrate: false,
+            replay_budget: None,
+            duration: None,
+            rate: Some(Value::Rate(900.0)),
+            probe: None,
+        };
+        let report = super::super::ingest::empty::empty_report(&phase);
+        (phase, report)
+    }
+
+    #[test]
+    fn shard_0_judges_the_union_of_the_rows_against_the_plan() {
+        let lead = env(Some(Spec { index: 0, count: 3 }));
+        let sent = |n| Figures {
+            sent: n,
+            acked: None,
+            ok: None,
+            dropped: 0,
+        };
+        let (phase, mut r) = ingest(100);
+        judge_union(&lead, &mut r, &phase, Some(&sent(100)));
+        assert!(r.failures.is_empty(), "{:?}", r.failures);
+        assert_eq!(r.rows_expected, None);
+        let (phase, mut r) = ingest(100);
+        judge_union(&lead, &mut r, &phase, Some(&sent(90)));
+        assert_eq!(
+            r.failures,
+            ["the 3 shards sent 90 of the 100 rows expected"]
+        );
+        let (phase, mut r) = ingest(100);
+        judge_union(&lead, &mut r, &phase, Some(&sent(101)));
+        assert!(r.failures[0].contains("more than the 100 expected"));
+        // Another shard judges nothing but its own report's completeness.
+        let other = env(Some(Spec { index: 2, count: 3 }));
+        let (phase, mut r) = ingest(100);
+        judge_union(&other, &mut r, &phase, Some(&sent(90)));
+        assert!(r.failures.is_empty());
+        // Its part: a third of the rate, no setup, teardown or count.
+        let part = ingest_part(&other, &phase);
+        assert_eq!(part.rate, Some(Value::Rate(300.0)));
+        assert_eq!((part.setup, part.teardown), (Setup::Shared, Teardown::Keep));
+        let part = ingest_part(&lead, &phase);
+        assert_eq!(
+            (part.setup, part.teardown),
+            (Setup::Recreate, Teardown::Drop)
+        );
+        assert!(matches!(ingest_part(&env(None), &phase), Cow::Borrowed(_)));
+        assert_eq!(hook_worker(&other, 1, 4), (9, 12));
     }
 }

@@ -418,17 +418,16 @@ async fn accept_loop(listener: TcpListener, tx: mpsc::UnboundedSender<Event>) {
         tokio::spawn(async move {
             let (r, writer) = sock.into_split();
             let mut lines = Lines::new(r);
-            match tokio::time::timeout(HELLO_WAIT, lines.next()).await {
-                Ok(Ok(Some((msg @ Msg::Hello { .. }, _)))) => {
-                    let _ = tx.send(Event::Hello {
-                        msg,
-                        lines,
-                        writer,
-                        from,
-                    });
-                }
-                // Not a shard: dropped without a word.
-                _ => {}
+            // Anything but a hello in time is not a shard: dropped without a word.
+            if let Ok(Ok(Some((msg @ Msg::Hello { .. }, _)))) =
+                tokio::time::timeout(HELLO_WAIT, lines.next()).await
+            {
+                let _ = tx.send(Event::Hello {
+                    msg,
+                    lines,
+                    writer,
+                    from,
+                });
             }
         });
     }

@@ -7,7 +7,7 @@ use crate::driver::Driver;
 use crate::plan::IngestPhase;
 use crate::report::{IngestReport, RateCounts, Status};
 
-pub(super) fn empty_report(phase: &IngestPhase) -> IngestReport {
+pub(in crate::exec) fn empty_report(phase: &IngestPhase) -> IngestReport {
     IngestReport {
         name: phase.name.clone(),
         endpoint: format!(
