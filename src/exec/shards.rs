@@ -489,7 +489,8 @@ pub fn judge_union(
     let (Some(s), Some(t)) = (&env.shard, totals) else {
         return;
     };
-    if !s.spec.leads() {
+    // A run of one shard is judged as an unsharded one already is.
+    if !s.spec.leads() || s.spec.count == 1 {
         return;
     }
     let n = s.spec.count;
