@@ -23,6 +23,7 @@ Examples:
   wlrun plan workloads/questdb-ingest.wl       list the cells with resolved values and row counts
   wlrun plan w.wl --param hosts=100 --only protocol=qwp --json
   wlrun gen workloads/questdb-ingest.wl --param hosts=100 --format ilp -o cpu.ilp
+  wlrun run w.wl --shard 1/4 --barrier s0:7471  shard 1 of 4; shard 0 listens on s0
   wlrun report runs/monday                     re-render a finished `wlrun run --out runs/monday`
   wlrun compare runs/monday runs/tuesday --threshold 5%
 
@@ -179,6 +180,8 @@ pub enum Command {
         #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
         interval: f64,
         #[command(flatten)]
+        shards: Shards,
+        #[command(flatten)]
         select: Select,
     },
     /// Print Kubernetes manifests that run the workload as N shards of an Indexed Job.
@@ -236,6 +239,26 @@ pub enum GenFormat {
 pub enum TimestampText {
     Rfc3339,
     Sql,
+}
+
+/// `wlrun run`'s shards: one run split over processes that meet at barriers
+/// (docs/language.md, "Shards").
+#[derive(Clone, Debug, Default, Args)]
+pub struct Shards {
+    /// Run shard I of N (0-based) of every phase, together with the other shards. Without it,
+    /// JOB_COMPLETION_INDEX (a Kubernetes Indexed Job's) and WLRUN_SHARDS say it; the flag
+    /// wins over them.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Where shard 0 listens and the others connect: HOST:PORT (port 7471 if left out);
+    /// WLRUN_BARRIER when absent. Shard 0 binds every interface, or HOST when it is a
+    /// loopback address.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub barrier: Option<String>,
+    /// How long shards wait for each other (to join, at a barrier) before the run fails
+    /// naming the missing ones: `120s`, `2m`, `500ms`.
+    #[arg(long, value_name = "TIME", default_value = "120s")]
+    pub barrier_timeout: String,
 }
 
 /// The options that choose values and cells; applied before lowering and checked like values

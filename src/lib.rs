@@ -7,7 +7,8 @@
 //!   (every cell lowered through the diagnostics sink into [`plan::Plan`]); [`compile`] runs them;
 //! - run side: [`gen`] (column batches) -> [`encode`] (bytes) -> [`net`] (connections, HTTP,
 //!   errors) -> [`driver`] (ingest), [`client`] (single statements), [`query`] (query runs) ->
-//!   [`exec`] (cells, phases, schedules) -> [`report`];
+//!   [`exec`] (cells, phases, schedules) -> [`report`]; [`shard`] (a run split over processes,
+//!   and their barriers) below [`exec`];
 //! - [`cli`]: the `wlrun` command line.
 //!
 //! The library API exists for the binary and the tests; it makes no stability promise.
@@ -49,6 +50,7 @@ pub mod query;
 pub mod qwp;
 pub mod report;
 mod run;
+pub mod shard;
 pub mod source;
 pub mod span;
 pub mod syntax;

@@ -16,7 +16,7 @@ use crate::cli::{
     EXIT_USAGE,
 };
 use crate::diag::{self, Style};
-use crate::{compile, exec, lower, plan, report};
+use crate::{compile, exec, lower, plan, report, shard};
 
 const SUBCOMMANDS: &[&str] = &[
     "check", "plan", "gen", "run", "report", "compare", "k8s", "help",
@@ -250,8 +250,16 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             max_error_rate,
             fail_fast,
             interval,
+            shards,
             select,
         } => {
+            let sharding = match shard_flags(&shards) {
+                Ok(s) => s,
+                Err(e) => {
+                    sayln!("wlrun: {e}");
+                    return EXIT_USAGE;
+                }
+            };
             let outcome = compile::check_file(&file, &options(&select));
             say!(
                 "{}",
@@ -260,6 +268,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             let Some(checked) = outcome.checked else {
                 return EXIT_USAGE;
             };
+            if sharding.is_some() {
+                let refused = lower::shards::refusals(&checked);
+                if !refused.is_empty() {
+                    say!("{}", diag::render_all(&outcome.map, &refused, style));
+                    return EXIT_USAGE;
+                }
+            }
             if !progress_every.is_finite() || progress_every < 0.0 {
                 sayln!("wlrun: --progress-every takes a number of seconds, 0 or more");
                 return EXIT_USAGE;
@@ -282,10 +297,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                     }
                 }
             }
+            let stop = Arc::new(AtomicBool::new(false));
             let env = exec::RunEnv {
                 seed: checked.seed,
                 base_dir: file.parent().unwrap_or(Path::new("")).to_path_buf(),
-                stop: Arc::new(AtomicBool::new(false)),
+                stop: stop.clone(),
                 progress_every: Duration::from_secs_f64(progress_every),
                 quiet,
                 max_error_rate,
@@ -293,6 +309,15 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 series: out.as_ref().map(|dir| exec::series::SeriesOut {
                     dir: dir.clone(),
                     interval,
+                }),
+                shard: sharding.map(|(spec, address, timeout)| {
+                    Arc::new(exec::shards::ShardRun::new(
+                        spec,
+                        address,
+                        plan_identity(&plan),
+                        timeout,
+                        stop,
+                    ))
                 }),
             };
             let total = plan.cells.len();
@@ -305,6 +330,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 report::render::table(&report)
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
+            if let Some(s) = &report.shard {
+                sayln!("{}", shard_line(s));
+            }
             let mut code = if report.signal.as_deref() == Some("SIGTERM") {
                 EXIT_TERMINATED
             } else if report.interrupted {
@@ -338,6 +366,67 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             }
             code
         }
+    }
+}
+
+/// `--shard`, `--barrier` and `--barrier-timeout`, or the environment they stand for: the
+/// shard this process runs, where shard 0 listens, how long to wait; `None` unsharded.
+fn shard_flags(
+    flags: &crate::cli::Shards,
+) -> Result<Option<(shard::Spec, shard::Address, Duration)>, String> {
+    let env = |name: &str| std::env::var(name).ok();
+    let (spec, note) = shard::Spec::resolve(flags.shard.as_deref(), env)?;
+    if let Some(note) = note {
+        sayln!("wlrun: {note}");
+    }
+    let Some(spec) = spec else {
+        return Ok(None);
+    };
+    let address = shard::Address::resolve(flags.barrier.as_deref(), env)?;
+    if !spec.leads() && spec.count > 1 && address.host.is_none() {
+        return Err(format!(
+            "shard {} of {} needs to know where shard 0 listens: --barrier HOST:PORT or {}",
+            spec.index,
+            spec.count,
+            shard::BARRIER_VAR
+        ));
+    }
+    let timeout = shard::parse_timeout(&flags.barrier_timeout)
+        .map_err(|e| format!("--barrier-timeout {e}"))?;
+    Ok(Some((spec, address, timeout)))
+}
+
+/// The identity every shard of a run shares: the plan without the workload's path (each
+/// machine may keep the file elsewhere).
+fn plan_identity(plan: &plan::Plan) -> String {
+    let mut p = plan.clone();
+    p.workload.file = String::new();
+    shard::identity(&serde_json::to_vec(&p).expect("plan serializes"))
+}
+
+/// The shard's last line: which shard, and the start skew the barriers measured, or why the
+/// run could not go on.
+fn shard_line(s: &report::shard::ShardReport) -> String {
+    let who = format!("wlrun: shard {} of {}", s.index, s.count);
+    if let Some(f) = &s.failure {
+        return format!("{who}: failed: {f}");
+    }
+    let skews: Vec<(f64, f64)> = s
+        .phases
+        .iter()
+        .filter_map(|p| p.start_skew_ms.zip(p.skew_error_ms))
+        .collect();
+    match skews
+        .iter()
+        .copied()
+        .reduce(|a, b| (a.0.max(b.0), a.1.max(b.1)))
+    {
+        Some((skew, err)) => format!(
+            "{who}: start skew at most {skew:.2} ms over {} phase start{} (each figure within {err:.2} ms)",
+            skews.len(),
+            plural(skews.len())
+        ),
+        None => format!("{who}: every barrier passed"),
     }
 }
 

@@ -582,7 +582,7 @@ const COMPILER: &[&str] = &["syntax", "check", "lower", "compile"];
 /// The runtime's layers: Plan to sockets to reports. `hook` is shared: the checker compiles a
 /// hook script to check it, the runtime runs it.
 const RUNTIME: &[&str] = &[
-    "gen", "encode", "net", "qwp", "driver", "client", "query", "input", "exec", "report",
+    "gen", "encode", "net", "qwp", "driver", "client", "query", "input", "shard", "exec", "report",
     "compare",
 ];
 

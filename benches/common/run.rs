@@ -70,6 +70,7 @@ fn run_checked(
         max_error_rate: None,
         fail_fast: false,
         series,
+        shard: None,
     };
     run_plan(&plan, &env, |_| {})
 }

@@ -117,6 +117,7 @@ pub fn write_run(dir: &Path, s: &Synthetic) -> Report {
         interrupted: false,
         signal: None,
         cells,
+        shard: None,
     };
     let text = serde_json::to_string_pretty(&report).expect("the report serializes") + "\n";
     std::fs::write(dir.join("report.json"), text).expect("report.json");

@@ -78,6 +78,8 @@ pub(super) fn step_env(env: &RunEnv, seed: u64) -> RunEnv {
         fail_fast: env.fail_fast,
         // The phase's recorder is handed to each step; nothing else reads this.
         series: None,
+        // A search is refused under shards.
+        shard: None,
     }
 }
 

@@ -5,7 +5,7 @@
 //! This file runs the phase and its workers' send loop; `feed` is what the workers send and
 //! where their chunks come from, `verdict` the visibility count and the judging at the end.
 
-mod empty;
+pub(super) mod empty;
 mod feed;
 mod fresh;
 mod rate;
@@ -146,6 +146,10 @@ pub async fn run(
     series: &Recorder,
     mut member: Member,
 ) -> IngestReport {
+    // A shard's part: its share of a rate; setup, teardown and the count on shard 0 only.
+    let whole = phase;
+    let part = super::shards::ingest_part(env, phase);
+    let phase: &IngestPhase = &part;
     let mut report = empty_report(phase);
     if !Driver::can_ingest(&phase.endpoint.kind) {
         report.status = Status::NotRun;
@@ -239,7 +243,12 @@ pub async fn run(
         report.calibration = Some(c);
     }
     let interrupted = env.stop.load(Ordering::Relaxed);
-    let target = report.rows_acked.unwrap_or(report.rows_sent);
+    // Sharded: every shard's rows, summed at the end barrier; shard 0 counts against them.
+    let totals = super::shards::ingest_end(env, &report).await;
+    let target = match &totals {
+        Ok(Some(t)) => t.acked.unwrap_or(t.sent),
+        _ => report.rows_acked.unwrap_or(report.rows_sent),
+    };
     // The probe goes on beside verify, which keeps its own timing.
     let probing = async {
         match probe {
@@ -249,8 +258,8 @@ pub async fn run(
     };
     let verifying = async {
         if let Some(v) = visibility.as_mut() {
-            if !interrupted {
-                verify(env, v, &mut report).await;
+            if !interrupted && totals.is_ok() {
+                verify(env, v, &mut report, target).await;
             }
         }
     };
@@ -259,7 +268,11 @@ pub async fn run(
     if let Err(e) = admin::teardown(env, phase, &schema.layout(), visibility.as_mut()).await {
         report.failures.push(format!("teardown: {e}"));
     }
-    judge(&mut report, phase, workers, interrupted);
+    if let Err(e) = &totals {
+        report.failures.push(format!("shards: {e}"));
+    }
+    super::shards::judge_union(env, &mut report, whole, totals.ok().flatten().as_ref());
+    judge(&mut report, phase, workers, interrupted, target);
     fresh::judge(&mut report, interrupted);
     report
 }
@@ -322,7 +335,8 @@ async fn send_all(
     });
     let mut sources = Vec::new();
     for w in 0..n {
-        match schema.source(env, phase, w, n) {
+        let (part, parts) = super::shards::worker_part(env, w, n);
+        match schema.source(env, phase, part, parts) {
             Ok(s) => sources.push(s),
             Err(e) => {
                 report.failures.push(e);
@@ -362,6 +376,10 @@ async fn send_all(
     // Nothing is timed before this: with `replay`, the encoding is done; in a group, every
     // member is ready.
     member.start.pass().await;
+    if let Err(e) = super::shards::start(env).await {
+        report.failures.push(e);
+        return (report, WorkersDone::default());
+    }
     let started = Instant::now();
     let limit = Limit::of(phase, started);
     let rows_per_s = match phase.rate {
@@ -396,7 +414,8 @@ async fn send_all(
         )));
     }
     let acks = Driver::acknowledges(&phase.endpoint.kind);
-    let ticker = progress::start(env, label.to_string(), phase.rows_expected, "rows", {
+    let total = super::shards::progress_total(env, phase.rows_expected);
+    let ticker = progress::start(env, label.to_string(), total, "rows", {
         let live = live.clone();
         Box::new(move || {
             let mut extra = String::new();

@@ -19,6 +19,7 @@ pub mod queries;
 pub mod requests;
 mod require;
 pub mod series;
+pub mod shards;
 mod slots;
 mod spans;
 mod stages;
@@ -48,6 +49,8 @@ pub struct RunEnv {
     pub fail_fast: bool,
     /// `--out DIR` and `--interval`: each phase's time series is written there as it runs.
     pub series: Option<series::SeriesOut>,
+    /// `--shard I/N`: this process runs one shard of every phase (`shards`).
+    pub shard: Option<Arc<shards::ShardRun>>,
 }
 
 /// How long work still in flight when a phase ends (its duration, the end of its open-loop
@@ -112,14 +115,20 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
                 interrupted: false,
                 signal: None,
                 cells: Vec::new(),
+                shard: None,
             };
         }
     };
     let signal = watch_signals(&runtime, env.stop.clone());
+    if let Some(s) = &env.shard {
+        if let Err(e) = runtime.block_on(s.join()) {
+            sayln!("wlrun: shard {} of {}: {e}", s.spec.index, s.spec.count);
+        }
+    }
     let total = plan.cells.len();
     let mut cells = Vec::new();
     for cell in &plan.cells {
-        if env.stop.load(Ordering::Relaxed) {
+        if env.stop.load(Ordering::Relaxed) || env.shard.as_ref().is_some_and(|s| s.broken()) {
             break;
         }
         let label = if cell.key.is_empty() {
@@ -138,7 +147,7 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
                 }
                 together::Place::Later => continue,
             }
-            if env.stop.load(Ordering::Relaxed) {
+            if env.stop.load(Ordering::Relaxed) || env.shard.as_ref().is_some_and(|s| s.broken()) {
                 break;
             }
         }
@@ -173,6 +182,11 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
         on_cell(&report);
         cells.push(report);
     }
+    let signal = signal.get().map(|s| s.to_string());
+    let shard = env
+        .shard
+        .as_ref()
+        .map(|s| runtime.block_on(s.close(signal.as_deref())));
     // Workers may still hold sockets being closed: give them a moment, not forever.
     runtime.shutdown_timeout(Duration::from_secs(2));
     Report {
@@ -183,8 +197,9 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
         started: rfc3339(started_wall),
         elapsed_s: started.elapsed().as_secs_f64(),
         interrupted: env.stop.load(Ordering::Relaxed),
-        signal: signal.get().map(|s| s.to_string()),
+        signal,
         cells,
+        shard,
     }
 }
 
@@ -197,13 +212,19 @@ fn run_phase(
     label: &str,
 ) -> PhaseReport {
     let (recorder, warning, label) = start_series(env, cell, phase, label);
-    let report = runtime.block_on(phase_future(
+    if let Some(s) = &env.shard {
+        s.begin(cell, phase);
+    }
+    let mut report = runtime.block_on(phase_future(
         env,
         cell,
         phase,
         (&label, &recorder),
         end::Member::alone(),
     ));
+    if let Some(s) = &env.shard {
+        runtime.block_on(s.finish(&mut report));
+    }
     finish_series(report, recorder, warning)
 }
 

@@ -215,7 +215,9 @@ pub async fn run(
     let programs = Arc::new(programs);
     // In a group, guards read the tables once every ingest beside this run has set its up.
     member.setup.pass().await;
-    if let Err(e) = requirements(env, &phase.run.require, &phase.endpoint, &url).await {
+    // Sharded, shard 0 reads the guards for all (a failed one stops every shard at the start).
+    let guards = super::shards::guards(env, &phase.run.require);
+    if let Err(e) = requirements(env, guards, &phase.endpoint, &url).await {
         return refused(phase, Status::Failed, e);
     }
 
@@ -246,6 +248,8 @@ pub async fn run(
         })
         .collect();
     let routed = phase.queries.iter().any(|q| q.route.is_some());
+    // Sharded: this shard's instances and arrivals, every n-th of the whole's.
+    let part = super::shards::stride(env);
     let counts = Arc::new(RunCounts::default());
     let mut report = QueryReport::empty(phase);
     let (warm_count, warm_time) = spans::warmup(&phase.run.warmup);
@@ -254,6 +258,7 @@ pub async fn run(
         env,
         label.to_string(),
         Mix::measured(phase, env.seed)
+            .sharded(part)
             .bound()
             .map(|n| n * phase.run.repeat.max(1)),
         "queries",
@@ -264,6 +269,10 @@ pub async fn run(
     let abort = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut last_end = None;
     member.start.pass().await;
+    if let Err(e) = super::shards::start(env).await {
+        ticker.finish().await;
+        return refused(phase, Status::Failed, e);
+    }
     let group = member.end.clone();
     for rep in 0..phase.run.repeat.max(1) {
         if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) || group.ended() {
@@ -273,9 +282,9 @@ pub async fn run(
             counts.warmup.store(true, Ordering::Relaxed);
             let r = Round {
                 programs: programs.clone(),
-                mix: Mix::warmup(phase, env.seed, warm_count),
+                mix: Mix::warmup(phase, env.seed, warm_count).sharded(part),
                 arrivals: if phase.run.warmup_at_rate {
-                    Arrivals::new(&phase.run.load, env.seed)
+                    Arrivals::new(&phase.run.load, env.seed).map(|a| a.sharded(part))
                 } else {
                     None
                 },
@@ -303,7 +312,7 @@ pub async fn run(
         // A measured round; the stages and the plain run each give it their load and span.
         let base = || Round {
             programs: programs.clone(),
-            mix: Mix::measured(phase, env.seed),
+            mix: Mix::measured(phase, env.seed).sharded(part),
             arrivals: None,
             span: None,
             env,
@@ -326,7 +335,7 @@ pub async fn run(
             break;
         }
         let r = Round {
-            arrivals: Arrivals::new(&phase.run.load, env.seed),
+            arrivals: Arrivals::new(&phase.run.load, env.seed).map(|a| a.sharded(part)),
             span: measured_for,
             ..base()
         };

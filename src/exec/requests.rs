@@ -43,7 +43,7 @@ use crate::net::http::HttpUrl;
 use crate::net::http1;
 use crate::net::tls::Connector;
 use crate::plan::{RequestPhase, RequestPlan, Stop};
-use crate::query::schedule::{Arrivals, WARMUP_BASE};
+use crate::query::schedule::{share, Arrivals, WARMUP_BASE};
 use crate::query::stats::TypeStats;
 use crate::report::{RequestOutput, RequestReport, Status};
 use crate::value::Value;
@@ -159,7 +159,9 @@ pub async fn run(
     };
     // In a group, guards read the tables once every ingest beside this run has set its up.
     member.setup.pass().await;
-    if let Err(e) = requirements(env, &phase.run.require, &phase.endpoint, &url).await {
+    // Sharded, shard 0 reads the guards for all (a failed one stops every shard at the start).
+    let guards = super::shards::guards(env, &phase.run.require);
+    if let Err(e) = requirements(env, guards, &phase.endpoint, &url).await {
         return refused(phase, e);
     }
     let connector = match &target {
@@ -186,11 +188,12 @@ pub async fn run(
     for id in 0..n {
         let hook = match &shared.source {
             Source::Hook { script, hook, .. } => {
+                let (worker, workers) = super::shards::hook_worker(env, id as u64, n as u64);
                 let spec = WorkerSpec {
                     seed: shared.seed,
                     hook: hook.clone(),
-                    worker: id as u64,
-                    workers: n as u64,
+                    worker,
+                    workers,
                     params: params.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 };
                 match script.worker(spec) {
@@ -220,8 +223,12 @@ pub async fn run(
     }
 
     let counts = Arc::new(RunCounts::default());
+    // Sharded: this shard's requests, indices i, i + n, ... of the whole run's (and of its
+    // open-loop arrivals), and so its share of a count.
+    let part = super::shards::stride(env);
+    let stride = part.unwrap_or((0, 1));
     let count = match phase.run.stop {
-        Stop::Count { count, .. } => Some(count),
+        Stop::Count { count, .. } => Some(share(stride, count)),
         Stop::Duration { .. } => None,
     };
     let measured_for = spans::measured(&phase.run.stop);
@@ -244,6 +251,7 @@ pub async fn run(
     let max_errors = super::max_errors(env, phase.run.stop_after_errors);
     let limited = Arc::new(AtomicBool::new(false));
     let (warm_count, warm_time) = spans::warmup(&phase.run.warmup);
+    let warm_count = warm_count.map(|c| share(stride, c));
     // A measured round from `start` until `end`; a warm-up is one that records nothing.
     let measured = |start: Instant, end: Option<Instant>| RoundCtl {
         start,
@@ -264,6 +272,11 @@ pub async fn run(
     let mut workers_end = None;
     let stages = Stage::all(&phase.run.stages);
     member.start.pass().await;
+    if let Err(e) = super::shards::start(env).await {
+        let _ = pool.finish();
+        ticker.finish().await;
+        return refused(phase, e);
+    }
     for rep in 0..phase.run.repeat.max(1) {
         if env.stop.load(Ordering::Relaxed) || abort.load(Ordering::Relaxed) || member.end.ended() {
             break;
@@ -284,13 +297,19 @@ pub async fn run(
             // Warm-up requests have indices of their own: they never repeat measured ones. A
             // warm-up at the run's rate takes its slots' indices (the round's first requests).
             let feed = match Arrivals::new(&phase.run.load, env.seed) {
-                Some(a) if phase.run.warmup_at_rate => Feed::Slots(Arc::new(
-                    std::sync::Mutex::new(Schedule::new(a, start, warm_time, warm_count)),
-                )),
+                Some(a) if phase.run.warmup_at_rate => {
+                    Feed::Slots(Arc::new(std::sync::Mutex::new(Schedule::new(
+                        a.sharded(part),
+                        start,
+                        warm_time,
+                        warm_count,
+                    ))))
+                }
                 _ => Feed::Counter {
                     next: Arc::new(AtomicU64::new(0)),
                     base: WARMUP_BASE,
                     end: warm_count,
+                    stride,
                 },
             };
             pool.round(feed, warm_count, ctl).await;
@@ -315,7 +334,7 @@ pub async fn run(
         }
         let start = Instant::now();
         let schedule = Arrivals::new(&phase.run.load, env.seed)
-            .map(|a| Schedule::new(a, start, measured_for, count));
+            .map(|a| Schedule::new(a.sharded(part), start, measured_for, count));
         let end = match &schedule {
             Some(s) => s.end(),
             None => measured_for.map(|d| start + d),
@@ -332,6 +351,7 @@ pub async fn run(
                 next: Arc::new(AtomicU64::new(0)),
                 base: 0,
                 end: count,
+                stride,
             },
         };
         let round_scheduled = pool.round(feed, count, ctl).await;

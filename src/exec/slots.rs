@@ -25,7 +25,8 @@ pub struct Schedule {
     closed_at: Option<Instant>,
 }
 
-/// One send of the schedule: its index in the round and when it is meant to go.
+/// One send of the schedule: its index in the round (in the whole round, for a shard) and
+/// when it is meant to go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slot {
     pub index: u64,
@@ -78,8 +79,10 @@ impl Schedule {
         if self.end.is_some_and(|e| at >= e) {
             return None;
         }
+        // A shard's slot carries its index in the whole schedule: a request hook builds
+        // request number `index` whichever shard sends it.
         let slot = Slot {
-            index: self.taken,
+            index: self.origin.whole_index(self.taken),
             at,
         };
         self.taken += 1;

@@ -74,8 +74,13 @@ fn manifests(args: &K8sArgs, style: Style) -> Result<String, Option<String>> {
     let out = compile::check_file(&root, &opts);
     say!("{}", diag::render_all(&out.map, &out.diagnostics, style));
     let checked = out.checked.ok_or(None)?;
+    // What `wlrun run --shard` would refuse, refused now with the same diagnostics.
+    let refused = lower::shards::refusals(&checked);
+    if !refused.is_empty() {
+        say!("{}", diag::render_all(&out.map, &refused, style));
+        return Err(None);
+    }
     let plan = lower::lower(&checked);
-    refuse::unshardable(&plan)?;
     refuse::pod_local(&plan)?;
     let files = files::collect(&out.map, &checked, &plan, &root, &cwd)?;
 

@@ -1,52 +1,8 @@
-//! What the plan says about running it as shards in pods: what sharding refuses (until the
-//! shards can coordinate it), SQLite (a file no two pods share), and endpoints that name this
-//! machine, which a pod cannot reach.
+//! What the plan says about running it as shards in pods, beyond what sharding itself refuses
+//! (`lower::shards`): SQLite (a file no two pods share), and endpoints that name this machine,
+//! which a pod cannot reach.
 
 use crate::plan::{EndpointPlan, Phase, Plan};
-
-/// Load stages, `find max rate` and `concurrent` groups: each needs the shards to agree on
-/// something while they run (a stage's start, the next step's rate, when a group ends) that
-/// the barriers do not carry yet. `Err` names every case, by cell and phase.
-pub fn unshardable(plan: &Plan) -> Result<(), String> {
-    let mut why: Vec<String> = Vec::new();
-    for cell in &plan.cells {
-        let at = |phase: &str| {
-            if cell.key.is_empty() {
-                format!("`{phase}`")
-            } else {
-                format!("`{phase}` (cell {})", cell.key)
-            }
-        };
-        for phase in &cell.phases {
-            let run = match phase {
-                Phase::Queries(p) => &p.run,
-                Phase::Requests(p) => &p.run,
-                Phase::Ingest(_) => continue,
-            };
-            if !run.stages.is_empty() {
-                why.push(format!("{} has load stages", at(phase.name())));
-            }
-            if run.findmax.is_some() {
-                why.push(format!(
-                    "{} searches with `find max rate`",
-                    at(phase.name())
-                ));
-            }
-        }
-        for g in &cell.groups {
-            why.push(format!("{} is a `concurrent` group", at(&g.name)));
-        }
-    }
-    why.dedup();
-    if why.is_empty() {
-        return Ok(());
-    }
-    Err(format!(
-        "cannot run as shards: {}; shards cannot coordinate these yet, run this workload as \
-         one process (`wlrun run`)",
-        why.join(", ")
-    ))
-}
 
 /// SQLite endpoints: the database is a file in each pod (under the read-only /workload, at
 /// that), so the shards would not share it and shard 0's setup and verification would see

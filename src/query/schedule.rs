@@ -30,6 +30,14 @@ pub struct Mix {
     per_type: Option<u64>,
     total: Option<u64>,
     next: u64,
+    /// `(i, n)`: a shard's part, the instances at positions i, i + n, i + 2n, ... of the
+    /// order; `(0, 1)` is the whole order.
+    part: (u64, u64),
+}
+
+/// A shard's part of `total` units taken as positions i, i + n, ... of 0..total.
+pub fn share((i, n): (u64, u64), total: u64) -> u64 {
+    total.saturating_sub(i).div_ceil(n.max(1))
 }
 
 impl Mix {
@@ -77,20 +85,42 @@ impl Mix {
             per_type,
             total,
             next: 0,
+            part: (0, 1),
         }
     }
 
-    /// The instances this order holds, when it is bounded.
+    /// Only shard `part`'s instances (`None`: all): every n-th of the whole order from the
+    /// i-th, so the shards' orders together are exactly the whole.
+    pub fn sharded(mut self, part: Option<(u64, u64)>) -> Mix {
+        self.part = part.unwrap_or((0, 1));
+        self
+    }
+
+    /// The instances this order holds, when it is bounded (a shard's: its part of them).
     pub fn bound(&self) -> Option<u64> {
-        match (self.per_type, self.total) {
+        let whole = match (self.per_type, self.total) {
             (Some(n), _) => Some(n * self.issued.len() as u64),
             (None, Some(n)) => Some(n),
             _ => None,
+        };
+        whole.map(|w| share(self.part, w))
+    }
+
+    /// The next instance: (query type, instance index), or `None` at the end. A shard walks
+    /// the whole order (which type comes next depends on every instance before it) and keeps
+    /// its own.
+    pub fn next_instance(&mut self) -> Option<(usize, u64)> {
+        let (i, n) = self.part;
+        loop {
+            let position = self.next;
+            let instance = self.next_whole()?;
+            if position % n.max(1) == i {
+                return Some(instance);
+            }
         }
     }
 
-    /// The next instance: (query type, instance index), or `None` at the end.
-    pub fn next_instance(&mut self) -> Option<(usize, u64)> {
+    fn next_whole(&mut self) -> Option<(usize, u64)> {
         let types = self.issued.len();
         if types == 0 || self.total.is_some_and(|t| self.next >= t) {
             return None;
@@ -148,6 +178,8 @@ pub struct Arrivals {
     n: u64,
     /// A stage's linear ramp: the times follow it instead of `rate`.
     ramp: Option<crate::query::ramp::Ramp>,
+    /// `(i, n)`: a shard's arrivals, i, i + n, i + 2n, ... of the whole schedule.
+    part: (u64, u64),
 }
 
 impl Arrivals {
@@ -168,7 +200,21 @@ impl Arrivals {
             at: 0.0,
             n: 0,
             ramp: None,
+            part: (0, 1),
         })
+    }
+
+    /// Only shard `part`'s arrivals (`None`: all): every n-th of the whole schedule from the
+    /// i-th, at the times the whole schedule has them, so the shards' schedules merged are the
+    /// whole one (Poisson too: each shard draws every gap and keeps its own arrivals).
+    pub fn sharded(mut self, part: Option<(u64, u64)>) -> Arrivals {
+        self.part = part.unwrap_or((0, 1));
+        self
+    }
+
+    /// The index in the whole schedule of this schedule's `k`-th arrival.
+    pub fn whole_index(&self, k: u64) -> u64 {
+        self.part.0 + self.part.1 * k
     }
 
     /// Fixed arrivals along a linear ramp of the rate (a stage's `rate R to R2`).
@@ -181,6 +227,7 @@ impl Arrivals {
             at: 0.0,
             n: 0,
             ramp: Some(ramp),
+            part: (0, 1),
         }
     }
 
@@ -188,7 +235,19 @@ impl Arrivals {
         self.rate
     }
 
+    /// The next arrival's offset from the start.
     pub fn next_offset(&mut self) -> Duration {
+        let (i, n) = self.part;
+        loop {
+            let position = self.n;
+            let at = self.next_whole();
+            if position % n.max(1) == i {
+                return at;
+            }
+        }
+    }
+
+    fn next_whole(&mut self) -> Duration {
         let at = if let Some(r) = &self.ramp {
             r.offset(self.n)
         } else if self.poisson {
@@ -367,5 +426,50 @@ pub(crate) mod tests {
         let long = gaps.iter().filter(|&&g| g > 0.001).count() as f64 / gaps.len() as f64;
         assert!((long - (-1.0f64).exp()).abs() < 0.02, "{long}");
         assert!(Arrivals::new(&Load::Closed, 1).is_none());
+    }
+
+    /// The shards' orders and arrivals, put back together by position, are the whole's: a
+    /// weighted mix counted per query, and Poisson arrivals, for 1 to 5 shards.
+    #[test]
+    fn shards_together_are_the_whole_order_and_schedule() {
+        let stop = Stop::Count {
+            count: 7,
+            per_query: true,
+        };
+        let phase = phase(&[1.0, 3.0, 0.5], "weighted", stop);
+        let whole = all(Mix::measured(&phase, 9));
+        assert_eq!(whole.len(), 21);
+        let load = Load::Open {
+            rate: Value::Rate(1000.0),
+            arrival: "poisson".into(),
+        };
+        let mut a = Arrivals::new(&load, 9).unwrap();
+        let times: Vec<Duration> = (0..40).map(|_| a.next_offset()).collect();
+        for n in 1..=5u64 {
+            let mut merged = vec![None; whole.len()];
+            let mut merged_times = vec![None; times.len()];
+            for i in 0..n {
+                let m = Mix::measured(&phase, 9).sharded(Some((i, n)));
+                assert_eq!(m.bound(), Some(share((i, n), 21)));
+                let mine = all(m);
+                assert_eq!(mine.len() as u64, share((i, n), 21), "shard {i}/{n}");
+                for (k, inst) in mine.into_iter().enumerate() {
+                    merged[(i + n * k as u64) as usize] = Some(inst);
+                }
+                let mut a = Arrivals::new(&load, 9).unwrap().sharded(Some((i, n)));
+                for k in 0..(times.len() as u64 - i).div_ceil(n) {
+                    assert_eq!(a.whole_index(k), i + n * k);
+                    merged_times[(i + n * k) as usize] = Some(a.next_offset());
+                }
+            }
+            let merged: Vec<(usize, u64)> = merged.into_iter().map(Option::unwrap).collect();
+            assert_eq!(merged, whole, "{n} shards");
+            let merged_times: Vec<Duration> =
+                merged_times.into_iter().map(Option::unwrap).collect();
+            assert_eq!(merged_times, times, "{n} shards");
+        }
+        assert_eq!(share((2, 3), 2), 0);
+        assert_eq!(share((0, 3), 0), 0);
+        assert_eq!(share((1, 3), 7), 2);
     }
 }

@@ -12,6 +12,7 @@ pub mod read;
 pub mod rebuild;
 pub mod render;
 pub mod series;
+pub mod shard;
 pub mod stages;
 pub mod together;
 
@@ -67,11 +68,17 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<String>,
     pub cells: Vec<CellReport>,
+    /// `wlrun run --shard I/N`: this shard of the run and what its barriers measured; absent
+    /// from a run that was not sharded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<shard::ShardReport>,
 }
 
 impl Report {
     pub fn ok(&self) -> bool {
-        !self.interrupted && self.cells.iter().all(CellReport::ok)
+        !self.interrupted
+            && self.cells.iter().all(CellReport::ok)
+            && self.shard.as_ref().is_none_or(|s| s.failure.is_none())
     }
 }
 

@@ -87,6 +87,7 @@ pub fn rebuild(dir: &Path) -> Result<Report, String> {
         interrupted: true,
         signal: None,
         cells,
+        shard: None,
     })
 }
 

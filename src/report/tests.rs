@@ -257,6 +257,7 @@ pub(super) fn report() -> Report {
                 PhaseReport::Requests(Box::new(request_report())),
             ],
         }],
+        shard: None,
     }
 }
 

@@ -11,10 +11,14 @@ use crate::exec::{RunEnv, STOP_GRACE};
 use crate::plan::{thousands, IngestPhase};
 use crate::report::{IngestReport, Status};
 
-/// Polls the count until it reaches what the server confirmed (or, without acks, what was
-/// sent), or the phase's `within` runs out.
-pub(super) async fn verify(env: &RunEnv, v: &mut Visibility, report: &mut IngestReport) {
-    let target = report.rows_acked.unwrap_or(report.rows_sent);
+/// Polls the count until it reaches `target`, what the server confirmed (or, without acks,
+/// what was sent; under shards, by every shard), or the phase's `within` runs out.
+pub(super) async fn verify(
+    env: &RunEnv,
+    v: &mut Visibility,
+    report: &mut IngestReport,
+    target: u64,
+) {
     let started = Instant::now();
     let mut wait = Duration::from_millis(50);
     let mut last = None;
@@ -48,12 +52,14 @@ pub(super) async fn verify(env: &RunEnv, v: &mut Visibility, report: &mut Ingest
     report.visible_baseline = Some(v.baseline);
 }
 
-/// The verdict: any error, missing rows or rows that never became visible fail the phase.
+/// The verdict: any error, missing rows or rows that never became visible (of `target`, the
+/// count `verify` waited for) fail the phase.
 pub(super) fn judge(
     report: &mut IngestReport,
     phase: &IngestPhase,
     workers: WorkersDone,
     interrupted: bool,
+    target: u64,
 ) {
     if interrupted {
         report.status = Status::Interrupted;
@@ -171,7 +177,6 @@ pub(super) fn judge(
         ));
     }
     if let Some(visible) = report.rows_visible {
-        let target = report.rows_acked.unwrap_or(report.rows_sent);
         if visible < target {
             let what = if report.rows_acked.is_some() {
                 "acknowledged"
@@ -257,7 +262,7 @@ mod tests {
             complete: true,
             ..WorkersDone::default()
         };
-        judge(&mut r, &p, done, false);
+        judge(&mut r, &p, done, false, sent);
         r
     }
 

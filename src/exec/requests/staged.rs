@@ -65,6 +65,8 @@ pub(super) async fn run(
                 next: Arc::new(AtomicU64::new(0)),
                 base: 0,
                 end: None,
+                // Stages are refused under shards.
+                stride: (0, 1),
             },
         };
         let round_ctl = RoundCtl {

@@ -65,11 +65,14 @@ pub(super) struct Worker {
 /// Where a round's request indices come from.
 #[derive(Clone)]
 pub(super) enum Feed {
-    /// Closed loop: the next index of a shared counter, up to `end` (exclusive) if set.
+    /// Closed loop: the next index of a shared counter, up to `end` (exclusive) if set. A
+    /// shard `(i, n)` (`stride`) counts its own requests and numbers the k-th `i + n k`, as
+    /// the whole run numbers it; `(0, 1)` unsharded.
     Counter {
         next: Arc<AtomicU64>,
         base: u64,
         end: Option<u64>,
+        stride: (u64, u64),
     },
     /// Open loop: the next slot of the round's schedule.
     Slots(Arc<std::sync::Mutex<Schedule>>),
@@ -237,12 +240,17 @@ impl Worker {
     /// round.
     async fn next_index(feed: &Feed, ctl: &RoundCtl) -> Option<(u64, Option<Instant>)> {
         match feed {
-            Feed::Counter { next, base, end } => {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if end.is_some_and(|e| i >= e) {
+            Feed::Counter {
+                next,
+                base,
+                end,
+                stride: (first, step),
+            } => {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                if end.is_some_and(|e| k >= e) {
                     return None;
                 }
-                Some((base + i, None))
+                Some((base + first + step * k, None))
             }
             Feed::Slots(schedule) => {
                 let mut schedule = schedule.lock().ok()?;
