@@ -637,6 +637,8 @@ mod tests {
             duration: None,
             rate: Some(Value::Rate(900.0)),
             probe: None,
+            findmax: None,
+            warmup: None,
         };
         let report = super::super::ingest::empty::empty_report(&phase);
         (phase, report)
