@@ -3,12 +3,14 @@
 //! server shows and tear down. Everything measured is kept, whatever fails.
 //!
 //! This file runs the phase and its workers' send loop; `feed` is what the workers send and
-//! where their chunks come from, `verdict` the visibility count and the judging at the end.
+//! where their chunks come from, `rate` and `staged` the schedule of a rate-controlled or
+//! staged send and its accounting, `verdict` the visibility count and the judging at the end.
 
 mod empty;
 mod feed;
 mod fresh;
 mod rate;
+mod staged;
 mod verdict;
 
 use std::collections::BTreeMap;
@@ -26,12 +28,13 @@ use super::series::{Recorder, Slot};
 use super::{cpu, progress, resolve_url, timeouts, RunEnv, STOP_GRACE};
 use crate::driver::{Driver, DriverConfig, Encoding};
 use crate::net::error::{DriverError, ErrorClass};
-use crate::plan::{EndpointPlan, IngestPhase};
+use crate::plan::{Ack, EndpointPlan, IngestPhase};
 use crate::report::{rate, Calibration, ErrorCount, IngestReport, Latency, RateCounts, Status};
 use crate::value::Value;
 use empty::empty_report;
 use feed::{preencode_all, Feed, Rows};
 use rate::{Kept, Schedule};
+use staged::{Parts, Tally};
 use verdict::{judge, verify};
 
 /// Counters the progress ticker reads while the workers run.
@@ -179,6 +182,7 @@ pub async fn run(
         null.probe = None;
         // The ceiling is the client's unpaced speed: a schedule would only measure itself.
         null.rate = None;
+        null.stages.clear();
         let encoding = Driver::encoding(&phase.endpoint);
         let (ceiling, _) = send_all(
             env,
@@ -368,7 +372,14 @@ async fn send_all(
         Some(Value::Rate(r)) if r > 0.0 => Some(r),
         _ => None,
     };
-    let schedule = rows_per_s.map(|r| Schedule::new(started, r, n));
+    let stages = super::stages::Stage::all(&phase.stages);
+    let (schedule, parts) = if stages.is_empty() {
+        (rows_per_s.map(|r| Schedule::new(started, r, n)), None)
+    } else {
+        let (s, parts) = Parts::schedule(started, &stages, n);
+        parts.mark(series, started);
+        (Some(s), Some(parts))
+    };
     series.measure(started);
     if let Some(t) = &timeline {
         t.begin(started);
@@ -387,12 +398,16 @@ async fn send_all(
             ack: phase.ack,
             connector: Some(connector.clone()),
         };
+        let tally = parts
+            .as_ref()
+            .map(|p| Tally::new(p.clone(), phase.ack == Ack::Publish));
         tasks.push(tokio::spawn(worker(
             cfg,
             feed,
             (live.clone(), series.slot()),
             env.stop.clone(),
-            (limit, schedule, member.end.clone()),
+            (limit, schedule.clone(), member.end.clone()),
+            tally,
         )));
     }
     let acks = Driver::acknowledges(&phase.endpoint.kind);
@@ -461,7 +476,8 @@ async fn send_all(
         report.rows_per_worker.push(w.rows_sent);
     }
     report.rows_acked = acks.then_some(acked);
-    if let Some(r) = rows_per_s {
+    // With stages, the rate asked is their mean over the span.
+    if let Some(r) = rows_per_s.or(parts.as_ref().map(|p| p.mean_rate())) {
         let kept: Vec<Kept> = results
             .iter_mut()
             .map(|w| std::mem::take(&mut w.kept))
@@ -469,13 +485,27 @@ async fn send_all(
         let planned = report
             .rows_expected
             .map(|p| p.saturating_sub(report.rows_dropped));
-        report.schedule = Some(rate::account(
+        let schedule = rate::account(
             r,
             &kept,
             report.rows_sent + report.rows_cut_off,
             report.rows_cut_off,
             planned,
-        ));
+        );
+        if let Some(parts) = &parts {
+            report.stages = staged::reports(staged::Phase {
+                stages: &stages,
+                parts,
+                workers: kept
+                    .into_iter()
+                    .filter_map(|k| k.stages.map(Tally::counts))
+                    .collect(),
+                scheduled: schedule.scheduled_rows,
+                ended_s: last.map_or(0.0, |l| l.0.saturating_duration_since(started).as_secs_f64()),
+                acks,
+            });
+        }
+        report.schedule = Some(schedule);
     }
     let elapsed = match (first, last) {
         (Some(a), Some(b)) => b.0.duration_since(a.0),
@@ -564,8 +594,10 @@ async fn worker(
     (live, series): (Arc<Live>, Slot),
     stop: Arc<AtomicBool>,
     (limit, schedule, end): (Option<Limit>, Option<Schedule>, End),
+    tally: Option<Tally>,
 ) -> Worker {
     let mut w = Worker::new();
+    w.kept.stages = tally;
     let live = &Counters {
         live: &live,
         series: &series,
@@ -590,6 +622,8 @@ async fn worker(
     };
     // Rows put into batches so far (sent, rejected or cut off): the next batch's slot.
     let mut taken = 0u64;
+    // The producer ran out of rows: the schedule held no more than were taken.
+    let mut data_ended = false;
     if let Some(d) = driver.as_mut() {
         let mut healthy = true;
         // A batch abandoned at the hard stop leaves the connection mid-request: it is dropped,
@@ -604,7 +638,7 @@ async fn worker(
                 healthy = false;
                 break;
             }
-            let slot = schedule.map(|s| s.at(taken));
+            let slot = schedule.as_ref().map(|s| s.at(taken));
             if slot.is_some_and(|at| end.past(at) || limit.is_some_and(|l| at >= l.deadline)) {
                 // The schedule's last slot inside the span has gone.
                 w.at_duration = true;
@@ -632,6 +666,7 @@ async fn worker(
             };
             let Some(produced) = next else {
                 w.complete = healthy;
+                data_ended = true;
                 break;
             };
             let chunk = match produced {
@@ -655,21 +690,22 @@ async fn worker(
             }
             w.rows_generated += chunk.generated;
             w.rows_dropped += chunk.generated - chunk.rows;
+            w.kept.take(taken, chunk.rows, chunk.generated - chunk.rows);
             taken += chunk.rows;
             let started = Instant::now();
-            if slot.is_some() {
-                w.kept.sends.start(started, slot);
-            }
+            w.kept.start(started, slot);
             w.first_send
                 .get_or_insert_with(|| (started, cpu::process_cpu_seconds()));
             let result = within((limit, &end), d.send(&chunk)).await;
             let acked = d.take_acked();
             w.rows_acked += acked;
             live.acked(acked);
+            w.kept.acked_later(acked);
             let Some(result) = result else {
                 // Unanswered at the hard stop: neither sent nor acknowledged.
                 w.at_duration = true;
                 w.rows_cut_off += chunk.rows;
+                w.kept.cut_off();
                 abandoned = true;
                 break;
             };
@@ -689,10 +725,7 @@ async fn worker(
                     let took = now - started;
                     let us = took.as_micros().max(1) as u64;
                     let _ = w.latency.record(us.min(3_600_000_000));
-                    if let Some(at) = slot {
-                        let us = now.saturating_duration_since(at).as_micros().max(1) as u64;
-                        let _ = w.kept.intended.record(us.min(3_600_000_000));
-                    }
+                    w.kept.sent(now, took, slot, sent.acked);
                     live.series.written(now, took);
                 }
                 Err(e) => {
@@ -705,6 +738,7 @@ async fn worker(
                     // acknowledgement never came): it was sent, and not acknowledged. Its
                     // payload counts with it, so bytes per row stay the sent rows' own.
                     w.rows_sent += chunk.rows;
+                    w.kept.rejected();
                     w.payload_bytes += chunk.bytes.len() as u64;
                     w.socket_bytes += chunk.bytes.len() as u64;
                     let payload = chunk.bytes.len() as u64;
@@ -722,6 +756,7 @@ async fn worker(
             let acked = d.take_acked();
             w.rows_acked += acked;
             live.acked(acked);
+            w.kept.acked_later(acked);
             match finished {
                 Some(Ok(bytes)) => w.socket_bytes += bytes,
                 Some(Err(e)) => {
@@ -739,16 +774,23 @@ async fn worker(
             w.complete = false;
         }
     }
-    if let Some(s) = schedule {
+    if let Some(s) = &schedule {
         // Stopped by the span: every slot inside it was due. Otherwise the data ended first
         // and the schedule held what was taken.
         let by_end = end.at().map(|e| e.saturating_duration_since(s.at(0)));
         let span = by_end.into_iter().chain(limit.map(|l| l.duration)).min();
+        // A staged send's span is its stages': a failure that stopped a worker inside it left
+        // its later slots unsent, and the stages they fall in say so.
+        let failed = w.kept.stages.is_some() && !data_ended && !stop.load(Ordering::Relaxed);
         w.kept.scheduled_rows = match span {
             // A worker that never connected missed its whole span too.
-            Some(d) if w.at_duration || driver.is_none() => s.rows_within(d).max(taken),
+            Some(d) if w.at_duration || driver.is_none() || failed => s.rows_within(d).max(taken),
             _ => taken,
         };
+        let held = w.kept.scheduled_rows;
+        if let Some(t) = w.kept.stages.as_mut() {
+            t.finish(taken, held);
+        }
     }
     w.done = Some((Instant::now(), cpu::process_cpu_seconds()));
     // An abandoned connection is dropped here, before the producer is joined.

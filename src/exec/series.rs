@@ -261,7 +261,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Control {
     windows: Vec<(u128, Option<u128>)>,
     finished: bool,
-    /// A staged run's stages: (Unix ns of its start, its number).
+    /// A staged run's or ingest's stages: (Unix ns of its start, its number).
     stages: Vec<(u128, u64)>,
 }
 
@@ -384,7 +384,8 @@ impl Recorder {
         }
     }
 
-    /// Stage `number` of a staged run begins at `at`: the intervals from there on say so.
+    /// Stage `number` of a staged run or ingest begins at `at`: the intervals from there on say
+    /// so.
     pub fn stage(&self, at: Instant, number: u64) {
         if let Some(r) = &self.running {
             let ns = r.shared.clock.unix_ns(at);
@@ -599,9 +600,10 @@ fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String>
                 let length = Duration::from_nanos(interval_ns as u64);
                 let (row, histograms) = match shared.kind {
                     Kind::Ingest { acks } => (
-                        files
-                            .counts
-                            .serialize(ingest_row(&acc, start_ms, span_ms, acks)),
+                        files.counts.serialize(IngestInterval {
+                            stage: stage_at(&stages, u128::from(i) * interval_ns),
+                            ..ingest_row(&acc, start_ms, span_ms, acks)
+                        }),
                         [Some((&acc.latency, TAG_BATCH)), None],
                     ),
                     Kind::Run { service } => (
@@ -719,6 +721,7 @@ fn ingest_row(a: &Acc, start_ms: u64, span_ms: u64, acks: bool) -> IngestInterva
         batch_p50_us: quantile(&a.latency, 0.5),
         batch_p99_us: quantile(&a.latency, 0.99),
         batch_max_us: (!a.latency.is_empty()).then(|| a.latency.max()),
+        stage: None,
     }
 }
 

@@ -260,6 +260,10 @@ pub struct IngestReport {
     /// `probe visible`: the visibility lag while sending; absent without a probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub freshness: Option<freshness::Freshness>,
+    /// A staged ingest's stages, each on its own (its rows with `schedule`'s totals); absent
+    /// without stages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<stages::IngestStageReport>,
 }
 
 /// A rate-controlled ingest's open-loop accounting, in rows and batches:

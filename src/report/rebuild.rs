@@ -176,6 +176,7 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
                 schedule: None,
                 concurrent: None,
                 freshness: None,
+                stages: Vec::new(),
             }))
         }
         Series::Run(rows) => {

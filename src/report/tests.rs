@@ -235,6 +235,7 @@ fn ingest_report(status: Status) -> IngestReport {
         schedule: None,
         concurrent: None,
         freshness: None,
+        stages: Vec::new(),
     }
 }
 

@@ -300,6 +300,8 @@ pub struct Ingest {
     pub rate: Vec<Clause<Rate>>,
     /// `probe visible every I [via T.E] [within D]`: the visibility lag, probed while sending.
     pub probe: Vec<Probe>,
+    /// `stage D rate R [to R2] [warmup W]`, in order: they replace `rate` and `duration`.
+    pub stages: Vec<Stage>,
     pub span: Span,
 }
 

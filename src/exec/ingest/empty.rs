@@ -55,5 +55,6 @@ pub(super) fn empty_report(phase: &IngestPhase) -> IngestReport {
         schedule: None,
         concurrent: None,
         freshness: None,
+        stages: Vec::new(),
     }
 }

@@ -77,6 +77,7 @@ impl Walker {
             duration: vec![],
             rate: vec![],
             probe: vec![],
+            stages: vec![],
             span,
         };
         for c in p.into_inner() {
@@ -167,6 +168,7 @@ impl Walker {
                         span,
                     })
                 }
+                Rule::stage_clause => ing.stages.push(self.stage(c)?),
                 Rule::findmax_clause => return Err(self.find_max_in_ingest(&c)),
                 r => unexpected(r, "ingest"),
             }
