@@ -109,7 +109,13 @@ fn series(dir: &Path, p: &Value) -> Vec<std::collections::HashMap<String, String
         .map(str::to_string)
         .collect();
     lines
-        .map(|l| header.iter().cloned().zip(l.split(',').map(str::to_string)).collect())
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(str::to_string))
+                .collect()
+        })
         .collect()
 }
 
@@ -151,13 +157,19 @@ fn a_staged_ingest_sends_each_stage_at_its_rate_and_accounts_for_every_row() {
         // 200-row batches: the stage's own batches, each with a slot and a lag.
         assert_eq!(u(&s["send_lag"]["count"]), u(&s["batches"]), "{s:#}");
         assert!(u(&s["batch_latency"]["count"]) >= u(&s["batches"]) * 9 / 10);
-        assert!(s["rows"]["acked"].is_null(), "the null sink acknowledges nothing");
+        assert!(
+            s["rows"]["acked"].is_null(),
+            "the null sink acknowledges nothing"
+        );
     }
     // The warm-up went out and counts in the phase, not in its stage's figures.
     assert!(u(&st[1]["warmup"]["sent"]) >= 9_500, "{:#}", st[1]);
     assert_eq!(st[1]["warmup_s"], 0.5);
     let (from, to) = (&st[2]["rate_from"], &st[2]["rate_to"]);
-    assert_eq!((from.as_f64(), to.as_f64()), (Some(20_000.0), Some(4_000.0)));
+    assert_eq!(
+        (from.as_f64(), to.as_f64()),
+        (Some(20_000.0), Some(4_000.0))
+    );
     assert_eq!(st[2]["load"], "20000/s to 4000/s");
     assert_eq!(st[1]["start_s"], 2.0);
     // A step's measured rate is its asked rate, give or take the machine.
@@ -167,7 +179,10 @@ fn a_staged_ingest_sends_each_stage_at_its_rate_and_accounts_for_every_row() {
     let mean = p["schedule"]["rate_rows_per_s"].as_f64().unwrap();
     assert!((mean - 74_000.0 / 6.0).abs() < 1e-6, "{mean}");
     assert!(err.contains("asked 3 stages (mean "), "{err}");
-    assert!(err.contains("stages:") && err.contains("20000/s to 4000/s"), "{err}");
+    assert!(
+        err.contains("stages:") && err.contains("20000/s to 4000/s"),
+        "{err}"
+    );
 
     // The per-interval series shows the steps: an interval wholly inside a stage (its
     // successor starts in the same stage) carries about that stage's rate.
@@ -181,11 +196,16 @@ fn a_staged_ingest_sends_each_stage_at_its_rate_and_accounts_for_every_row() {
     for w in rows.windows(2) {
         let (a, b) = (&w[0], &w[1]);
         if a["stage"] == b["stage"] && n(a, "span_ms") == 1000 {
-            seen.entry(n(a, "stage")).or_insert_with(Vec::new).push(n(a, "rows_sent"));
+            seen.entry(n(a, "stage"))
+                .or_insert_with(Vec::new)
+                .push(n(a, "rows_sent"));
         }
     }
     let stages_seen: Vec<u64> = rows.iter().map(|r| n(r, "stage")).collect();
-    assert!(stages_seen.windows(2).all(|w| w[0] <= w[1]), "{stages_seen:?}");
+    assert!(
+        stages_seen.windows(2).all(|w| w[0] <= w[1]),
+        "{stages_seen:?}"
+    );
     assert_eq!(stages_seen.first(), Some(&1));
     assert_eq!(stages_seen.last(), Some(&3));
     for (stage, (lo, hi)) in [(1u64, (3_500u64, 6_500u64)), (2, (14_000, 26_000))] {
@@ -193,7 +213,10 @@ fn a_staged_ingest_sends_each_stage_at_its_rate_and_accounts_for_every_row() {
             .get(&stage)
             .unwrap_or_else(|| panic!("no whole interval in stage {stage}: {rows:?}"));
         for r in whole {
-            assert!((lo..=hi).contains(r), "stage {stage}: {r} rows in a second: {rows:?}");
+            assert!(
+                (lo..=hi).contains(r),
+                "stage {stage}: {r} rows in a second: {rows:?}"
+            );
         }
     }
 }

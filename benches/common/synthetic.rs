@@ -206,6 +206,7 @@ fn ingest_phase(
             batch_p50_us: Some(h.value_at_quantile(0.5)),
             batch_p99_us: Some(h.value_at_quantile(0.99)),
             batch_max_us: Some(h.max()),
+            stage: None,
         };
         f.csv.serialize(row).expect("a CSV row");
         hists.push(h);
@@ -253,6 +254,7 @@ fn ingest_phase(
         schedule: None,
         concurrent: None,
         freshness: None,
+        stages: Vec::new(),
     }
 }
 

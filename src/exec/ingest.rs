@@ -9,6 +9,7 @@
 mod empty;
 mod feed;
 mod fresh;
+mod limit;
 mod rate;
 mod staged;
 mod verdict;
@@ -28,11 +29,12 @@ use super::series::{Recorder, Slot};
 use super::{cpu, progress, resolve_url, timeouts, RunEnv, STOP_GRACE};
 use crate::driver::{Driver, DriverConfig, Encoding};
 use crate::net::error::{DriverError, ErrorClass};
-use crate::plan::{Ack, EndpointPlan, IngestPhase};
+use crate::plan::{EndpointPlan, IngestPhase};
 use crate::report::{rate, Calibration, ErrorCount, IngestReport, Latency, RateCounts, Status};
 use crate::value::Value;
 use empty::empty_report;
 use feed::{preencode_all, Feed, Rows};
+use limit::{within, Limit};
 use rate::{Kept, Schedule};
 use staged::{Parts, Tally};
 use verdict::{judge, verify};
@@ -398,9 +400,7 @@ async fn send_all(
             ack: phase.ack,
             connector: Some(connector.clone()),
         };
-        let tally = parts
-            .as_ref()
-            .map(|p| Tally::new(p.clone(), phase.ack == Ack::Publish));
+        let tally = parts.as_ref().map(|p| Tally::new(p, phase.ack));
         tasks.push(tokio::spawn(worker(
             cfg,
             feed,
@@ -475,6 +475,20 @@ async fn send_all(
         report.rows_cut_off += w.rows_cut_off;
         report.rows_per_worker.push(w.rows_sent);
     }
+    // Stopped by the group's end: judged as a duration that ended then.
+    let span = member
+        .end
+        .at()
+        .map(|e| e.saturating_duration_since(started));
+    let by_group = at_duration && span.is_some_and(|s| limit.is_none_or(|l| s < l.duration));
+    let done = WorkersDone {
+        complete,
+        at_duration: at_duration
+            .then(|| span.into_iter().chain(limit.map(|l| l.duration)).min())
+            .flatten(),
+        close_cut_off,
+        by_group,
+    };
     report.rows_acked = acks.then_some(acked);
     // With stages, the rate asked is their mean over the span.
     if let Some(r) = rows_per_s.or(parts.as_ref().map(|p| p.mean_rate())) {
@@ -496,12 +510,9 @@ async fn send_all(
             report.stages = staged::reports(staged::Phase {
                 stages: &stages,
                 parts,
-                workers: kept
-                    .into_iter()
-                    .filter_map(|k| k.stages.map(Tally::counts))
-                    .collect(),
+                workers: staged::counts(kept),
                 scheduled: schedule.scheduled_rows,
-                ended_s: last.map_or(0.0, |l| l.0.saturating_duration_since(started).as_secs_f64()),
+                ended_s: staged::ended_s(done.at_duration, last.map(|l| l.0), started),
                 acks,
             });
         }
@@ -530,60 +541,7 @@ async fn send_all(
         (Some((_, Some(a))), Some((_, Some(b)))) => Some((b - a).max(0.0)),
         _ => None,
     };
-    // Stopped by the group's end: judged as a duration that ended then.
-    let span = member
-        .end
-        .at()
-        .map(|e| e.saturating_duration_since(started));
-    let by_group = at_duration && span.is_some_and(|s| limit.is_none_or(|l| s < l.duration));
-    let done = WorkersDone {
-        complete,
-        at_duration: at_duration
-            .then(|| span.into_iter().chain(limit.map(|l| l.duration)).min())
-            .flatten(),
-        close_cut_off,
-        by_group,
-    };
     (report, done)
-}
-
-/// A phase's `duration`: no batch starts after `deadline`, and whatever is still in flight at
-/// `hard` (the deadline plus `STOP_GRACE`) is abandoned.
-#[derive(Clone, Copy)]
-struct Limit {
-    duration: Duration,
-    deadline: Instant,
-    hard: Instant,
-}
-
-impl Limit {
-    fn of(phase: &IngestPhase, start: Instant) -> Option<Limit> {
-        let Some(Value::Duration(ns)) = phase.duration else {
-            return None;
-        };
-        let duration = Duration::from_nanos(ns.max(0) as u64);
-        let deadline = start + duration;
-        Some(Limit {
-            duration,
-            deadline,
-            hard: deadline + STOP_GRACE,
-        })
-    }
-}
-
-/// `f`, or `None` if a limit's or the group's hard stop comes first.
-async fn within<T>(
-    (limit, end): (Option<Limit>, &End),
-    f: impl std::future::Future<Output = T>,
-) -> Option<T> {
-    let f = end.bound(f);
-    match limit {
-        Some(l) => tokio::time::timeout_at(l.hard.into(), f)
-            .await
-            .ok()
-            .flatten(),
-        None => f.await,
-    }
 }
 
 /// One worker's sender: connects, then sends whatever its producer makes until the producer

@@ -261,7 +261,11 @@ mod tests {
     fn staged() -> Schedule {
         Schedule::staged(
             Instant::now(),
-            &[(1000.0, 1000.0, 2.0), (1000.0, 3000.0, 2.0), (500.0, 500.0, 1.0)],
+            &[
+                (1000.0, 1000.0, 2.0),
+                (1000.0, 3000.0, 2.0),
+                (500.0, 500.0, 1.0),
+            ],
             2,
         )
     }
@@ -320,7 +324,10 @@ mod tests {
             }
             for (at, before) in slots {
                 let due = s.due(at.as_secs_f64());
-                assert!((due - before as f64).abs() < 1e-6, "{batch}: {due} vs {before}");
+                assert!(
+                    (due - before as f64).abs() < 1e-6,
+                    "{batch}: {due} vs {before}"
+                );
             }
             // Rows taken into batches whose slot is inside the 5 s: the span's 3,250, rounded
             // up to a whole batch.

@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use super::new_histogram;
-use super::rate::Schedule;
+use super::rate::{Kept, Schedule};
 use crate::exec::account::{Sends, DEFAULT_FLOOR};
 use crate::exec::stages::Stage;
-use crate::plan::thousands;
+use crate::plan::{thousands, Ack};
 use crate::query::ramp::Ramp;
 use crate::report::stages::{IngestStageReport, StageRows};
 use crate::report::{rate, Latency};
@@ -56,7 +56,10 @@ impl Parts {
             starts_s,
             end_s: t,
             mean_rate: 0.0,
-            hists: stages.iter().map(|_| Mutex::new(Hists::default())).collect(),
+            hists: stages
+                .iter()
+                .map(|_| Mutex::new(Hists::default()))
+                .collect(),
         }
     }
 
@@ -178,14 +181,16 @@ pub(super) struct Tally {
 }
 
 impl Tally {
-    pub fn new(parts: Arc<Parts>, acks_later: bool) -> Tally {
+    /// A worker's tally; `ack` is the phase's: with `publish`, acknowledgements come after
+    /// the sends that carried the rows.
+    pub fn new(parts: &Arc<Parts>, ack: Ack) -> Tally {
         Tally {
             counts: vec![Counts::default(); parts.len()],
-            parts,
+            parts: parts.clone(),
             batch: 0,
             rows: 0,
             unacked: VecDeque::new(),
-            acks_later,
+            acks_later: ack == Ack::Publish,
         }
     }
 
@@ -289,7 +294,8 @@ pub(super) struct Phase<'a> {
     pub workers: Vec<Vec<Counts>>,
     /// The phase's schedule after the data's cap: the parts are trimmed to it, latest first.
     pub scheduled: u64,
-    /// Seconds from the start until the last worker was done.
+    /// Seconds from the start until the send ended: the span's end when that stopped it,
+    /// else when the last worker was done.
     pub ended_s: f64,
     /// The protocol acknowledges rows; `rows_per_s` counts acknowledged rows then.
     pub acks: bool,
@@ -330,8 +336,7 @@ pub(super) fn reports(p: Phase<'_>) -> Vec<IngestStageReport> {
                 .unwrap_or_default();
             let rows = measured.rows(p.acks);
             let carried = rows.sent + rows.cut_off;
-            let achieved =
-                (rows.scheduled > 0).then(|| carried as f64 / rows.scheduled as f64);
+            let achieved = (rows.scheduled > 0).then(|| carried as f64 / rows.scheduled as f64);
             let (from, to) = s.rate.map_or((0.0, 0.0), |r| (r.0, r.1));
             IngestStageReport {
                 stage: s.number,
@@ -344,7 +349,14 @@ pub(super) fn reports(p: Phase<'_>) -> Vec<IngestStageReport> {
                 rate_to: to,
                 reached: warm.batches + measured.batches > 0,
                 batches: measured.batches,
-                rows_per_s: rate(if p.acks { rows.acked.unwrap_or(0) } else { rows.sent }, span_s),
+                rows_per_s: rate(
+                    if p.acks {
+                        rows.acked.unwrap_or(0)
+                    } else {
+                        rows.sent
+                    },
+                    span_s,
+                ),
                 achieved_rate: achieved,
                 kept_schedule: achieved.map(|a| a >= DEFAULT_FLOOR),
                 late_batches: hists.sends.late,
@@ -358,6 +370,23 @@ pub(super) fn reports(p: Phase<'_>) -> Vec<IngestStageReport> {
             }
         })
         .collect()
+}
+
+/// Every worker's counts, part by part.
+pub(super) fn counts(kept: Vec<Kept>) -> Vec<Vec<Counts>> {
+    kept.into_iter()
+        .filter_map(|k| k.stages.map(Tally::counts))
+        .collect()
+}
+
+/// Seconds from `t0` until the send ended: at the end of the span (`span`) when that stopped it
+/// (its last slot may be a batch's interval earlier), else when the last worker was done.
+pub(super) fn ended_s(span: Option<Duration>, last: Option<Instant>, t0: Instant) -> f64 {
+    match (span, last) {
+        (Some(d), _) => d.as_secs_f64(),
+        (None, Some(l)) => l.saturating_duration_since(t0).as_secs_f64(),
+        (None, None) => 0.0,
+    }
 }
 
 /// `200/s`, or `200/s to 1000/s` for a ramp.
@@ -462,7 +491,7 @@ mod tests {
     fn every_row_falls_in_one_part_and_the_parts_add_up() {
         let st = stages(&[(1000.0, 1000.0, 1, 250), (1000.0, 3000.0, 2, 0)]);
         let parts = Arc::new(Parts::new(&schedule_of(&st, 1), &st));
-        let mut t = Tally::new(parts.clone(), true);
+        let mut t = Tally::new(&parts, Ack::Publish);
         let now = Instant::now();
         // Batches of 300 rows: slots at rows 0, 300 (measured), 600, 900 (in stage 1, its rows
         // spilling into stage 2's), 1200 ... A batch belongs where its first row is due.
@@ -473,7 +502,11 @@ mod tests {
             match i {
                 2 => t.rejected(),
                 5 => t.cut_off(),
-                _ => t.sent(Duration::from_millis(1), Some(Duration::from_millis(2)), false),
+                _ => t.sent(
+                    Duration::from_millis(1),
+                    Some(Duration::from_millis(2)),
+                    false,
+                ),
             }
             taken += 300;
         }
@@ -529,16 +562,22 @@ mod tests {
         let f = failures(&reports);
         assert_eq!(f.len(), 1);
         assert!(
-            f[0].starts_with("stage 2 (rate 1000/s to 3000/s) sent 600 of 1,300 scheduled rows (46.2%)"),
+            f[0].starts_with(
+                "stage 2 (rate 1000/s to 3000/s) sent 600 of 1,300 scheduled rows (46.2%)"
+            ),
             "{f:?}"
         );
     }
 
     #[test]
     fn the_datas_cap_trims_the_latest_unsent_rows_and_an_empty_stage_is_not_reached() {
-        let st = stages(&[(100.0, 100.0, 1, 0), (100.0, 100.0, 1, 0), (100.0, 100.0, 1, 0)]);
+        let st = stages(&[
+            (100.0, 100.0, 1, 0),
+            (100.0, 100.0, 1, 0),
+            (100.0, 100.0, 1, 0),
+        ]);
         let parts = Arc::new(Parts::new(&schedule_of(&st, 1), &st));
-        let mut t = Tally::new(parts.clone(), false);
+        let mut t = Tally::new(&parts, Ack::None);
         let now = Instant::now();
         for first in [0, 50, 100] {
             t.take(first, 50, 0);

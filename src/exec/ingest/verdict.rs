@@ -130,7 +130,9 @@ pub(super) fn judge(
         }
     }
     // With stages, each stage is judged on its own schedule (its warm-up apart).
-    report.failures.extend(super::staged::failures(&report.stages));
+    report
+        .failures
+        .extend(super::staged::failures(&report.stages));
     let why = if workers.by_group {
         "its concurrent group ended first"
     } else {
