@@ -121,11 +121,16 @@ pub(super) fn lower_ingest_stages(
             }
             Some(_) => false,
         };
-        // The stage's own values are checked whatever was refused, so every mistake shows.
+        // The stage's own values are checked whatever was refused, so every mistake shows
+        // (its refused `workers` once).
+        let own = ast::Stage {
+            workers: None,
+            ..s.clone()
+        };
         let lowered = if poisson {
             duration(ev, &s.duration, scope, false).and(None)
         } else {
-            stage(ev, s, workers, scope)
+            stage(ev, &own, workers, scope)
         };
         match lowered {
             Some(p) if fits => out.push(p),

@@ -95,12 +95,7 @@ pub fn table(stages: &[StageReport], unit: &str) -> String {
             ]
         })
         .collect();
-    let figures: Vec<usize> = (0..header.len()).filter(|&i| i != 3).collect();
-    let mut out = String::from("  stages:\n");
-    for line in super::render::grid(&header, &rows, &figures).lines() {
-        out += &format!("    {line}\n");
-    }
-    out
+    framed(&header, &rows)
 }
 
 /// One stage of a staged ingest: where it sat in the send, the rate it was asked for, and what
@@ -210,9 +205,15 @@ pub fn ingest_table(stages: &[IngestStageReport]) -> String {
             ]
         })
         .collect();
+    framed(&header, &rows)
+}
+
+/// A stages table under `  stages:`, indented; the fourth column (the load) is text, the
+/// others figures.
+fn framed(header: &[&str], rows: &[Vec<String>]) -> String {
     let figures: Vec<usize> = (0..header.len()).filter(|&i| i != 3).collect();
     let mut out = String::from("  stages:\n");
-    for line in super::render::grid(&header, &rows, &figures).lines() {
+    for line in super::render::grid(header, rows, &figures).lines() {
         out += &format!("    {line}\n");
     }
     out

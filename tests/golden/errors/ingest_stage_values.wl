@@ -13,7 +13,7 @@ ingest staged {
   into t via null
   rows s
   workers 2
-  stage 10s rate 100/s workers 4
+  stage 10s rate 100/s workers 0
   stage 10s
   stage 10s rate 100/s poisson
   stage 10s rate 100/s to 200/s poisson
