@@ -207,6 +207,7 @@ fn ingest_phase(
             batch_p50_us: Some(h.value_at_quantile(0.5)),
             batch_p99_us: Some(h.value_at_quantile(0.99)),
             batch_max_us: Some(h.max()),
+            stage: None,
             ..IngestInterval::default()
         };
         f.csv.serialize(row).expect("a CSV row");
@@ -256,6 +257,7 @@ fn ingest_phase(
         concurrent: None,
         freshness: None,
         findmax: None,
+        stages: Vec::new(),
     }
 }
 

@@ -3,12 +3,15 @@
 //! server shows and tear down. Everything measured is kept, whatever fails.
 //!
 //! This file runs the phase and its workers' send loop; `feed` is what the workers send and
-//! where their chunks come from, `verdict` the visibility count and the judging at the end.
+//! where their chunks come from, `rate` and `staged` the schedule of a rate-controlled or
+//! staged send and its accounting, `verdict` the visibility count and the judging at the end.
 
 pub(super) mod empty;
 mod feed;
 mod fresh;
+mod limit;
 mod rate;
+mod staged;
 mod verdict;
 
 use std::collections::BTreeMap;
@@ -31,7 +34,9 @@ use crate::report::{rate, Calibration, ErrorCount, IngestReport, Latency, RateCo
 use crate::value::Value;
 pub(super) use empty::empty_report;
 use feed::{preencode_all, Feed, Rows};
+use limit::{within, Limit};
 use rate::{Kept, Schedule};
+use staged::{Parts, Tally};
 use verdict::{judge, verify};
 
 /// Counters the progress ticker reads while the workers run.
@@ -183,6 +188,7 @@ pub async fn run(
         null.probe = None;
         // The ceiling is the client's unpaced speed: a schedule would only measure itself.
         null.rate = None;
+        null.stages.clear();
         let encoding = Driver::encoding(&phase.endpoint);
         let (ceiling, _) = send_all(
             env,
@@ -386,7 +392,14 @@ async fn send_all(
         Some(Value::Rate(r)) if r > 0.0 => Some(r),
         _ => None,
     };
-    let schedule = rows_per_s.map(|r| Schedule::new(started, r, n));
+    let stages = super::stages::Stage::all(&phase.stages);
+    let (schedule, parts) = if stages.is_empty() {
+        (rows_per_s.map(|r| Schedule::new(started, r, n)), None)
+    } else {
+        let (s, parts) = Parts::schedule(started, &stages, n);
+        parts.mark(series, started);
+        (Some(s), Some(parts))
+    };
     series.measure(started);
     if let Some(t) = &timeline {
         t.begin(started);
@@ -405,12 +418,14 @@ async fn send_all(
             ack: phase.ack,
             connector: Some(connector.clone()),
         };
+        let tally = parts.as_ref().map(|p| Tally::new(p, phase.ack));
         tasks.push(tokio::spawn(worker(
             cfg,
             feed,
             (live.clone(), series.slot()),
             env.stop.clone(),
-            (limit, schedule, member.end.clone()),
+            (limit, schedule.clone(), member.end.clone()),
+            tally,
         )));
     }
     let acks = Driver::acknowledges(&phase.endpoint.kind);
@@ -479,8 +494,23 @@ async fn send_all(
         report.rows_cut_off += w.rows_cut_off;
         report.rows_per_worker.push(w.rows_sent);
     }
+    // Stopped by the group's end: judged as a duration that ended then.
+    let span = member
+        .end
+        .at()
+        .map(|e| e.saturating_duration_since(started));
+    let by_group = at_duration && span.is_some_and(|s| limit.is_none_or(|l| s < l.duration));
+    let done = WorkersDone {
+        complete,
+        at_duration: at_duration
+            .then(|| span.into_iter().chain(limit.map(|l| l.duration)).min())
+            .flatten(),
+        close_cut_off,
+        by_group,
+    };
     report.rows_acked = acks.then_some(acked);
-    if let Some(r) = rows_per_s {
+    // With stages, the rate asked is their mean over the span.
+    if let Some(r) = rows_per_s.or(parts.as_ref().map(|p| p.mean_rate())) {
         let kept: Vec<Kept> = results
             .iter_mut()
             .map(|w| std::mem::take(&mut w.kept))
@@ -488,13 +518,24 @@ async fn send_all(
         let planned = report
             .rows_expected
             .map(|p| p.saturating_sub(report.rows_dropped));
-        report.schedule = Some(rate::account(
+        let schedule = rate::account(
             r,
             &kept,
             report.rows_sent + report.rows_cut_off,
             report.rows_cut_off,
             planned,
-        ));
+        );
+        if let Some(parts) = &parts {
+            report.stages = staged::reports(staged::Phase {
+                stages: &stages,
+                parts,
+                workers: staged::counts(kept),
+                scheduled: schedule.scheduled_rows,
+                ended_s: staged::ended_s(done.at_duration, last.map(|l| l.0), started),
+                acks,
+            });
+        }
+        report.schedule = Some(schedule);
     }
     let elapsed = match (first, last) {
         (Some(a), Some(b)) => b.0.duration_since(a.0),
@@ -519,60 +560,7 @@ async fn send_all(
         (Some((_, Some(a))), Some((_, Some(b)))) => Some((b - a).max(0.0)),
         _ => None,
     };
-    // Stopped by the group's end: judged as a duration that ended then.
-    let span = member
-        .end
-        .at()
-        .map(|e| e.saturating_duration_since(started));
-    let by_group = at_duration && span.is_some_and(|s| limit.is_none_or(|l| s < l.duration));
-    let done = WorkersDone {
-        complete,
-        at_duration: at_duration
-            .then(|| span.into_iter().chain(limit.map(|l| l.duration)).min())
-            .flatten(),
-        close_cut_off,
-        by_group,
-    };
     (report, done)
-}
-
-/// A phase's `duration`: no batch starts after `deadline`, and whatever is still in flight at
-/// `hard` (the deadline plus `STOP_GRACE`) is abandoned.
-#[derive(Clone, Copy)]
-struct Limit {
-    duration: Duration,
-    deadline: Instant,
-    hard: Instant,
-}
-
-impl Limit {
-    fn of(phase: &IngestPhase, start: Instant) -> Option<Limit> {
-        let Some(Value::Duration(ns)) = phase.duration else {
-            return None;
-        };
-        let duration = Duration::from_nanos(ns.max(0) as u64);
-        let deadline = start + duration;
-        Some(Limit {
-            duration,
-            deadline,
-            hard: deadline + STOP_GRACE,
-        })
-    }
-}
-
-/// `f`, or `None` if a limit's or the group's hard stop comes first.
-async fn within<T>(
-    (limit, end): (Option<Limit>, &End),
-    f: impl std::future::Future<Output = T>,
-) -> Option<T> {
-    let f = end.bound(f);
-    match limit {
-        Some(l) => tokio::time::timeout_at(l.hard.into(), f)
-            .await
-            .ok()
-            .flatten(),
-        None => f.await,
-    }
 }
 
 /// One worker's sender: connects, then sends whatever its producer makes until the producer
@@ -583,8 +571,10 @@ async fn worker(
     (live, series): (Arc<Live>, Slot),
     stop: Arc<AtomicBool>,
     (limit, schedule, end): (Option<Limit>, Option<Schedule>, End),
+    tally: Option<Tally>,
 ) -> Worker {
     let mut w = Worker::new();
+    w.kept.stages = tally;
     let live = &Counters {
         live: &live,
         series: &series,
@@ -609,6 +599,8 @@ async fn worker(
     };
     // Rows put into batches so far (sent, rejected or cut off): the next batch's slot.
     let mut taken = 0u64;
+    // The producer ran out of rows: the schedule held no more than were taken.
+    let mut data_ended = false;
     if let Some(d) = driver.as_mut() {
         let mut healthy = true;
         // A batch abandoned at the hard stop leaves the connection mid-request: it is dropped,
@@ -623,7 +615,7 @@ async fn worker(
                 healthy = false;
                 break;
             }
-            let slot = schedule.map(|s| s.at(taken));
+            let slot = schedule.as_ref().map(|s| s.at(taken));
             if slot.is_some_and(|at| end.past(at) || limit.is_some_and(|l| at >= l.deadline)) {
                 // The schedule's last slot inside the span has gone.
                 w.at_duration = true;
@@ -651,6 +643,7 @@ async fn worker(
             };
             let Some(produced) = next else {
                 w.complete = healthy;
+                data_ended = true;
                 break;
             };
             let chunk = match produced {
@@ -674,21 +667,22 @@ async fn worker(
             }
             w.rows_generated += chunk.generated;
             w.rows_dropped += chunk.generated - chunk.rows;
+            w.kept.take(taken, chunk.rows, chunk.generated - chunk.rows);
             taken += chunk.rows;
             let started = Instant::now();
-            if slot.is_some() {
-                w.kept.sends.start(started, slot);
-            }
+            w.kept.start(started, slot);
             w.first_send
                 .get_or_insert_with(|| (started, cpu::process_cpu_seconds()));
             let result = within((limit, &end), d.send(&chunk)).await;
             let acked = d.take_acked();
             w.rows_acked += acked;
             live.acked(acked);
+            w.kept.acked_later(acked);
             let Some(result) = result else {
                 // Unanswered at the hard stop: neither sent nor acknowledged.
                 w.at_duration = true;
                 w.rows_cut_off += chunk.rows;
+                w.kept.cut_off();
                 abandoned = true;
                 break;
             };
@@ -708,10 +702,7 @@ async fn worker(
                     let took = now - started;
                     let us = took.as_micros().max(1) as u64;
                     let _ = w.latency.record(us.min(3_600_000_000));
-                    if let Some(at) = slot {
-                        let us = now.saturating_duration_since(at).as_micros().max(1) as u64;
-                        let _ = w.kept.intended.record(us.min(3_600_000_000));
-                    }
+                    w.kept.sent(now, took, slot, sent.acked);
                     live.series.written(now, took);
                 }
                 Err(e) => {
@@ -724,6 +715,7 @@ async fn worker(
                     // acknowledgement never came): it was sent, and not acknowledged. Its
                     // payload counts with it, so bytes per row stay the sent rows' own.
                     w.rows_sent += chunk.rows;
+                    w.kept.rejected();
                     w.payload_bytes += chunk.bytes.len() as u64;
                     w.socket_bytes += chunk.bytes.len() as u64;
                     let payload = chunk.bytes.len() as u64;
@@ -741,6 +733,7 @@ async fn worker(
             let acked = d.take_acked();
             w.rows_acked += acked;
             live.acked(acked);
+            w.kept.acked_later(acked);
             match finished {
                 Some(Ok(bytes)) => w.socket_bytes += bytes,
                 Some(Err(e)) => {
@@ -758,16 +751,23 @@ async fn worker(
             w.complete = false;
         }
     }
-    if let Some(s) = schedule {
+    if let Some(s) = &schedule {
         // Stopped by the span: every slot inside it was due. Otherwise the data ended first
         // and the schedule held what was taken.
         let by_end = end.at().map(|e| e.saturating_duration_since(s.at(0)));
         let span = by_end.into_iter().chain(limit.map(|l| l.duration)).min();
+        // A staged send's span is its stages': a failure that stopped a worker inside it left
+        // its later slots unsent, and the stages they fall in say so.
+        let failed = w.kept.stages.is_some() && !data_ended && !stop.load(Ordering::Relaxed);
         w.kept.scheduled_rows = match span {
             // A worker that never connected missed its whole span too.
-            Some(d) if w.at_duration || driver.is_none() => s.rows_within(d).max(taken),
+            Some(d) if w.at_duration || driver.is_none() || failed => s.rows_within(d).max(taken),
             _ => taken,
         };
+        let held = w.kept.scheduled_rows;
+        if let Some(t) = w.kept.stages.as_mut() {
+            t.finish(taken, held);
+        }
     }
     w.done = Some((Instant::now(), cpu::process_cpu_seconds()));
     // An abandoned connection is dropped here, before the producer is joined.

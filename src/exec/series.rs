@@ -23,8 +23,8 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
 
 use crate::report::series::{
-    AnnouncedGroup, AnnouncedProbe, RunInterval, SeriesRef, TAG_BATCH, TAG_LAG, TAG_LATENCY,
-    TAG_SERVICE,
+    AnnouncedGroup, AnnouncedProbe, IngestInterval, RunInterval, SeriesRef, TAG_BATCH, TAG_LAG,
+    TAG_LATENCY, TAG_SERVICE,
 };
 
 mod rows;
@@ -304,7 +304,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Control {
     windows: Vec<(u128, Option<u128>)>,
     finished: bool,
-    /// A staged run's stages: (Unix ns of its start, its number).
+    /// A staged run's or ingest's stages: (Unix ns of its start, its number).
     stages: Vec<(u128, u64)>,
 }
 
@@ -427,7 +427,8 @@ impl Recorder {
         }
     }
 
-    /// Stage `number` of a staged run begins at `at`: the intervals from there on say so.
+    /// Stage `number` of a staged run or ingest begins at `at`: the intervals from there on say
+    /// so.
     pub fn stage(&self, at: Instant, number: u64) {
         if let Some(r) = &self.running {
             let ns = r.shared.clock.unix_ns(at);
@@ -651,9 +652,10 @@ fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String>
                 let length = Duration::from_nanos(interval_ns as u64);
                 let (row, histograms) = match shared.kind {
                     Kind::Ingest { acks, probe } => (
-                        files
-                            .counts
-                            .serialize(ingest_row(&acc, start_ms, span_ms, acks)),
+                        files.counts.serialize(IngestInterval {
+                            stage: stage_at(&stages, u128::from(i) * interval_ns),
+                            ..ingest_row(&acc, start_ms, span_ms, acks)
+                        }),
                         [
                             Some((&acc.latency, TAG_BATCH)),
                             probe.then_some((&acc.lag, TAG_LAG)),

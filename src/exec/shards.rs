@@ -639,6 +639,7 @@ mod tests {
             probe: None,
             findmax: None,
             warmup: None,
+            stages: Vec::new(),
         };
         let report = super::super::ingest::empty::empty_report(&phase);
         (phase, report)

@@ -67,7 +67,19 @@ pub(super) fn find_max_ingest(
         }
         return Some(None);
     };
-    let ok = ingest_conflicts(ev, i, c.span);
+    let mut ok = ingest_conflicts(ev, i, c.span);
+    if let Some(stage) = i.stages.first() {
+        ok = false;
+        ev.error(
+            Diagnostic::error(
+                Code::E0701,
+                c.span,
+                "`find max rate` and stages do not go together",
+            )
+            .label("the search sets each step's rate and length")
+            .also(stage.span, "a stage"),
+        );
+    }
     let probe = !i.probe.is_empty();
     let plan = lower(ev, c, scope, Of::Ingest { probe }, ok)?;
     if !probe && i.duration.is_empty() {

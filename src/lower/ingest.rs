@@ -83,10 +83,12 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         None => Some(None),
         Some(c) => duration(ev, &c.value, &scope, false).map(|d| Some(Value::Duration(d))),
     };
+    let stages = super::stages::lower_ingest_stages(ev, i, workers.unwrap_or(1), &scope);
     let probe =
         super::probe::lower_probe(ev, i, (tinst, target, ep, &endpoint), &table, rows.range);
     // Every clause above is checked before giving up, so all their mistakes show at once.
     let (
+        Some(stages),
         Some(probe),
         Some(ingest_rate),
         Some(batch_rows),
@@ -97,6 +99,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         Some(verify),
         Some(ingest_duration),
     ) = (
+        stages,
         probe,
         ingest_rate,
         batch_rows,
@@ -127,6 +130,22 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
             .note("use `setup recreate` or `setup truncate`"),
         );
     }
+    // With stages, the phase's span is theirs: its `duration` is their sum.
+    let ingest_duration = if stages.is_empty() {
+        ingest_duration
+    } else {
+        let total = stages
+            .iter()
+            .map(|s| match s.duration {
+                Value::Duration(d) => d,
+                _ => 0,
+            })
+            .fold(0i64, i64::saturating_add);
+        Some(Value::Duration(total))
+    };
+    if let Some(rows) = rows_expected {
+        super::stages::warn_unreached(ev, i, &stages, rows);
+    }
     let phase = IngestPhase {
         name: i.name.name.clone(),
         endpoint,
@@ -148,6 +167,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         probe,
         findmax,
         warmup,
+        stages,
     };
     super::findmax::rows_fit(ev, i, &phase)?;
     targets::check_store_admin(

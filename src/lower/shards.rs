@@ -55,6 +55,17 @@ pub fn refusals(checked: &Checked) -> Vec<Diagnostic> {
                     }
                 }
                 (Phase::Ingest(_), Some(Decl::Ingest(i))) => {
+                    if let Some(s) = i.stages.first() {
+                        out.push(
+                            Diagnostic::error(
+                                Code::E0701,
+                                s.span,
+                                format!("{why} run the stages of `{}`", i.name),
+                            )
+                            .label("stages change the rate at moments each shard would pick alone")
+                            .note("run it without --shard, or as one ingest at a fixed `rate` per stage"),
+                        );
+                    }
                     if let Some(f) = i.find_max.first() {
                         out.push(
                             Diagnostic::error(

@@ -267,6 +267,7 @@ pub fn listing(plan: &Plan) -> String {
                             }
                         );
                     }
+                    super::stages::ingest_stage_lines(&mut o, p);
                     if let Some(b) = p.replay_budget {
                         let _ = writeln!(
                             o,

@@ -265,6 +265,12 @@ pub struct IngestPhase {
     /// `warmup D` (a `Value::Duration`): each step's first `D`, sent and not judged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warmup: Option<Value>,
+    /// `stage D rate R [to R2] [warmup W]` clauses, in order: one continuous send whose
+    /// schedule follows their rates (each `Load::Open`, fixed; `workers` is the phase's). With
+    /// stages `rate` is absent and `duration` is the sum of their durations. Absent from the
+    /// plan's JSON without them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StagePlan>,
 }
 
 /// `probe visible every I [via T.E] [within D]`: the count chosen as `verify visible` chooses
@@ -378,8 +384,8 @@ pub struct RunClauses {
     pub warmup_at_rate: bool,
 }
 
-/// One stage of a staged run: its span, its load (a fixed rate, a linear ramp of the arrival
-/// rate, or closed loop) and its connections, and the first part of it not counted.
+/// One stage of a staged run or ingest: its span, its load (a fixed rate, a linear ramp of the
+/// arrival rate, or closed loop) and its connections, and the first part of it not counted.
 #[derive(Clone, Debug, Serialize)]
 pub struct StagePlan {
     /// A `Value::Duration`.

@@ -20,7 +20,17 @@ impl Ramp {
 
     /// Seconds from the ramp's start to send `k` (the first is send 0, at 0).
     pub fn offset(&self, k: u64) -> f64 {
-        let k = k as f64;
+        self.at(k as f64)
+    }
+
+    /// Seconds from the ramp's start to where `k` sends are due, for any `k` ≥ 0 (a
+    /// schedule whose ramp starts part-way through a unit, as an ingest's stage after another
+    /// does): the inverse of `due`.
+    pub fn at(&self, k: f64) -> f64 {
+        if self.from == self.to {
+            // A step: no square root to round (and a span may be endless).
+            return k / self.from;
+        }
         let total = self.total();
         if k > total {
             return self.span_s + (k - total) / self.to;
@@ -32,6 +42,18 @@ impl Ramp {
         let b = self.from;
         let disc = (b * b + 4.0 * a * k).max(0.0);
         2.0 * k / (b + disc.sqrt())
+    }
+
+    /// Sends due by `t` seconds from the ramp's start, fractional: the integral of the rate,
+    /// r0·t + (r1 − r0)·t²/(2T); past the span, the end rate held.
+    pub fn due(&self, t: f64) -> f64 {
+        if self.from == self.to {
+            return self.from * t;
+        }
+        if t >= self.span_s {
+            return self.total() + (t - self.span_s) * self.to;
+        }
+        self.from * t + (self.to - self.from) * t * t / (2.0 * self.span_s)
     }
 }
 
@@ -86,6 +108,40 @@ mod tests {
                 assert!((gaps[19] - gaps[0]).abs() < 1e-12);
             }
         }
+    }
+
+    #[test]
+    fn due_is_the_inverse_of_at_on_and_past_the_ramp() {
+        for r in [
+            Ramp {
+                from: 100.0,
+                to: 300.0,
+                span_s: 2.0,
+            },
+            Ramp {
+                from: 900.0,
+                to: 30.0,
+                span_s: 1.5,
+            },
+            Ramp {
+                from: 250.0,
+                to: 250.0,
+                span_s: f64::INFINITY,
+            },
+        ] {
+            for k in [0.0, 0.25, 1.0, 99.5, 300.0, 399.9, 777.0] {
+                let t = r.at(k);
+                assert!((r.due(t) - k).abs() < 1e-9, "{r:?} {k}: {}", r.due(t));
+            }
+        }
+        // A step's times are the plain quotient, exactly.
+        let step = Ramp {
+            from: 10_000.0,
+            to: 10_000.0,
+            span_s: f64::INFINITY,
+        };
+        assert_eq!(step.at(1000.0), 0.1);
+        assert_eq!(step.due(0.25), 2500.0);
     }
 
     #[test]

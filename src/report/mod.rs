@@ -271,6 +271,10 @@ pub struct IngestReport {
     /// an answer, its last step's). Absent without a search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub findmax: Option<findmax::FindMaxReport>,
+    /// A staged ingest's stages, each on its own (its rows with `schedule`'s totals); absent
+    /// without stages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<stages::IngestStageReport>,
 }
 
 /// A rate-controlled ingest's open-loop accounting, in rows and batches:

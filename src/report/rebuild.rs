@@ -234,6 +234,7 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
                 concurrent: concurrent(a),
                 freshness: freshness(a, rows, logged, rows_acked.unwrap_or(rows_sent)),
                 findmax: None,
+                stages: Vec::new(),
             }))
         }
         Series::Run(rows) => {

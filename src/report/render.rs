@@ -93,11 +93,12 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
             PhaseReport::Ingest(r) => phase_block(
                 head(&label, "ingest", &r.name, &r.endpoint, r.status),
                 format!(
-                    "  {}\n{}{}",
+                    "  {}\n{}{}{}",
                     ingest_summary(r),
                     r.freshness.as_ref().map_or(String::new(), |f| {
                         format!("  {}\n", f.line(r.status == Status::Interrupted))
                     }),
+                    super::stages::ingest_table(&r.stages),
                     tls_lines(&r.connecting)
                 ) + super::findmax::lines(&r.findmax).as_str(),
                 &r.warnings,
@@ -417,9 +418,15 @@ fn ingest_summary(r: &IngestReport) -> String {
     }
     let mut parts = vec![head];
     if let Some(s) = &r.schedule {
+        let asked = match r.stages.len() {
+            0 => crate::value::fmt_rate(s.rate_rows_per_s),
+            n => format!(
+                "{n} stages (mean {})",
+                fmt_rate(Some(s.rate_rows_per_s), "rows")
+            ),
+        };
         parts.push(format!(
-            "asked {}: {:.1}% of {} scheduled rows sent{}, {} late (send lag p99 {})",
-            crate::value::fmt_rate(s.rate_rows_per_s),
+            "asked {asked}: {:.1}% of {} scheduled rows sent{}, {} late (send lag p99 {})",
             100.0 * s.achieved_rate,
             thousands(s.scheduled_rows),
             if s.unsent_rows > 0 {

@@ -138,6 +138,10 @@ pub struct IngestInterval {
     pub lag_p50_us: Option<u64>,
     #[serde(default)]
     pub lag_max_us: Option<u64>,
+    /// A staged ingest: the stage the interval's start falls in (from 1; an interval that
+    /// starts before the first stage, the first). The column is absent without stages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<u64>,
 }
 
 /// One interval of a query or request run.

@@ -236,6 +236,7 @@ pub(super) fn ingest_report(status: Status) -> IngestReport {
         concurrent: None,
         freshness: None,
         findmax: None,
+        stages: Vec::new(),
     }
 }
 

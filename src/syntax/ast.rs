@@ -304,6 +304,8 @@ pub struct Ingest {
     pub find_max: Vec<Clause<FindMax>>,
     /// `warmup D`: each search step's first `D`, not judged (with `find max rate` only).
     pub warmup: Vec<Clause<Expr>>,
+    /// `stage D rate R [to R2] [warmup W]`, in order: they replace `rate` and `duration`.
+    pub stages: Vec<Stage>,
     pub span: Span,
 }
 

@@ -208,6 +208,7 @@ fn item_sexpr(o: &mut String, item: &Item) {
                 }
                 o.push(')');
             }
+            stages(o, &i.stages);
             clauses(o, "warmup", &i.warmup);
             for c in &i.find_max {
                 find_max(o, &c.value);
@@ -301,26 +302,7 @@ fn item_sexpr(o: &mut String, item: &Item) {
             for _ in &r.check_same {
                 o.push_str("\n  (check same results)");
             }
-            for st in &r.stages {
-                let _ = write!(o, "\n  (stage {}", expr(&st.duration));
-                if let Some(rt) = &st.rate {
-                    let _ = write!(o, " (rate {}", expr(&rt.from));
-                    if let Some(to) = &rt.to {
-                        let _ = write!(o, " to {}", expr(to));
-                    }
-                    if let Some(a) = rt.arrival {
-                        let _ = write!(o, " {}", arrival(a));
-                    }
-                    o.push(')');
-                }
-                if let Some(w) = &st.workers {
-                    let _ = write!(o, " (workers {})", expr(w));
-                }
-                if let Some(w) = &st.warmup {
-                    let _ = write!(o, " (warmup {})", expr(w));
-                }
-                o.push(')');
-            }
+            stages(o, &r.stages);
             for c in &r.find_max {
                 find_max(o, &c.value);
             }
@@ -359,6 +341,30 @@ fn find_max(o: &mut String, f: &FindMax) {
         }
     }
     o.push(')');
+}
+
+/// `stage` clauses, of a run or an ingest.
+fn stages(o: &mut String, stages: &[Stage]) {
+    for st in stages {
+        let _ = write!(o, "\n  (stage {}", expr(&st.duration));
+        if let Some(rt) = &st.rate {
+            let _ = write!(o, " (rate {}", expr(&rt.from));
+            if let Some(to) = &rt.to {
+                let _ = write!(o, " to {}", expr(to));
+            }
+            if let Some(a) = rt.arrival {
+                let _ = write!(o, " {}", arrival(a));
+            }
+            o.push(')');
+        }
+        if let Some(w) = &st.workers {
+            let _ = write!(o, " (workers {})", expr(w));
+        }
+        if let Some(w) = &st.warmup {
+            let _ = write!(o, " (warmup {})", expr(w));
+        }
+        o.push(')');
+    }
 }
 
 fn clauses(o: &mut String, name: &str, cs: &[Clause<Expr>]) {

@@ -56,5 +56,6 @@ pub(crate) fn empty_report(phase: &IngestPhase) -> IngestReport {
         concurrent: None,
         freshness: None,
         findmax: None,
+        stages: Vec::new(),
     }
 }

@@ -93,6 +93,8 @@ pub(super) fn judge(
         report.rows_expected = Some(allowed);
         let end = if workers.by_group {
             "stopped by its concurrent group's end, after"
+        } else if !phase.stages.is_empty() {
+            "stopped at the end of its last stage"
         } else {
             "stopped at its duration"
         };
@@ -133,7 +135,19 @@ pub(super) fn judge(
             ));
         }
     }
-    if let Some(s) = &report.schedule {
+    // With stages, each stage is judged on its own schedule (its warm-up apart).
+    report
+        .failures
+        .extend(super::staged::failures(&report.stages));
+    let why = if workers.by_group {
+        "its concurrent group ended first"
+    } else {
+        "its rows ran out first"
+    };
+    if let Some(w) = super::staged::unreached(&report.stages, why) {
+        report.warnings.push(w);
+    }
+    if let Some(s) = report.schedule.as_ref().filter(|_| phase.stages.is_empty()) {
         if s.achieved_rate < DEFAULT_FLOOR {
             report.failures.push(format!(
                 "reached {} of {} scheduled rows at {} ({:.1}%; a rate-controlled ingest needs {:.0}%): {} rows unsent, the client or the server fell behind",
@@ -250,6 +264,7 @@ mod tests {
             probe: None,
             findmax: None,
             warmup: None,
+            stages: Vec::new(),
         }
     }
 

@@ -44,6 +44,7 @@ pub(super) fn ingest_row(a: &Acc, start_ms: u64, span_ms: u64, acks: bool) -> In
         visible: a.visible,
         lag_p50_us: quantile(&a.lag, 0.5),
         lag_max_us: (!a.lag.is_empty()).then(|| a.lag.max()),
+        stage: None,
     }
 }
 

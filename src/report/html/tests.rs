@@ -63,6 +63,7 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                     batch_p50_us: Some(800 + i % 50),
                     batch_p99_us: Some(4000 + (i * 31) % 900),
                     batch_max_us: Some(9000 + (i * 131) % 9000),
+                    stage: None,
                     ..IngestInterval::default()
                 })
                 .collect();
@@ -137,6 +138,7 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                 concurrent: None,
                 freshness: None,
                 findmax: None,
+                stages: Vec::new(),
             };
             let mut q: QueryReport = (**query).clone();
             q.name = "explore".into();

@@ -79,6 +79,7 @@ impl Walker {
             probe: vec![],
             find_max: vec![],
             warmup: vec![],
+            stages: vec![],
             span,
         };
         for c in p.into_inner() {
@@ -171,6 +172,7 @@ impl Walker {
                 }
                 Rule::findmax_clause => ing.find_max.push(self.find_max(c)?),
                 Rule::warmup_clause => ing.warmup.push(self.clause_expr(c)?),
+                Rule::stage_clause => ing.stages.push(self.stage(c)?),
                 r => unexpected(r, "ingest"),
             }
         }

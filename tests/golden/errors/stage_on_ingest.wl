@@ -1,4 +1,5 @@
-// Stages belong to query and request runs: in an ingest block `stage` is a syntax error where it stands.
+// An ingest's stages set its span and rate: its own `rate` and `duration` are refused beside
+// them, each where it is written.
 target t { null }
 
 schema s {
@@ -10,5 +11,6 @@ ingest staged {
   into t via null
   rows s
   rate 1000/s
+  duration 30s
   stage 10s rate 100/s
 }
