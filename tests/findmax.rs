@@ -116,14 +116,20 @@ fn table(report: &Value) -> String {
 
 /// The server's closed-loop capacity as wlrun itself reaches it (4 connections, 3 s), so that
 /// the client's own cost on the shared cores weighs on it as on the search.
+/// The best of three closed-loop runs: a busy machine only ever takes capacity away (the
+/// server's one thread preempted), so the highest measurement is the nearest to the server's.
 fn wlrun_capacity(server: &LoadServer) -> f64 {
     let wl = format!(
-        "target svc {{\n  http \"{}\" {{ timeout 5s }}\n}}\nrun closed {{\n  against svc.http\n  request GET \"/\"\n  connections 4\n  duration 3s\n}}\n",
+        "target svc {{\n  http \"{}\" {{ timeout 5s }}\n}}\nrun closed {{\n  against svc.http\n  request GET \"/\"\n  connections 4\n  duration 2s\n}}\n",
         server.url()
     );
-    let (code, report, err) = cli::run_json(&wl, &[], &[]);
-    assert_eq!(code, 0, "{err}");
-    phase(&report)["rps"].as_f64().expect("a closed-loop rate")
+    (0..3)
+        .map(|_| {
+            let (code, report, err) = cli::run_json(&wl, &[], &[]);
+            assert_eq!(code, 0, "{err}");
+            phase(&report)["rps"].as_f64().expect("a closed-loop rate")
+        })
+        .fold(0.0, f64::max)
 }
 
 /// The test: one thread busy 2 ms per request. Fixed arrivals and a fixed service time

@@ -717,7 +717,10 @@ fn mutual_tls_sends_the_client_certificate_and_keeps_the_key_out_of_the_run() {
     r.assert_ok();
     assert_eq!(r.u("ok"), 50);
     assert_eq!(r.tls()["client_certificate"], true);
-    assert_eq!(front.full_handshakes(), 2);
+    // Two connections, each with the certificate: the second may resume the first's session
+    // when the scheduler lets the first finish its handshake before the second starts.
+    assert!(front.full_handshakes() >= 1);
+    assert_eq!(front.full_handshakes() + front.resumed_handshakes(), 2);
 
     // The key's PEM body, line by line: no file of the run directory has any of it, nor what
     // the run printed.

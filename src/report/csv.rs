@@ -243,7 +243,9 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.connecting(r.connecting.as_ref());
             row.freshness(r.freshness.as_ref());
             row.concurrent(r.concurrent.as_ref(), r.status);
-            vec![row]
+            let mut rows = vec![row];
+            rows.extend(ingest_stage_rows(cell, key, r));
+            rows
         }
         PhaseReport::Queries(r) => {
             let mut row = run_row(cell, key, "queries", r);
@@ -351,6 +353,40 @@ fn stage_rows<K: RunKind>(
             row.set("unsent", s.accounting.unsent);
             row.opt("achieved_rate", s.accounting.achieved_rate);
             row.latency(&s.latency, s.service.as_ref());
+            row.set("stage", s.stage);
+            row.set("stage_start_s", s.start_s);
+            row.set("load", &s.load);
+            row
+        })
+        .collect()
+}
+
+/// A staged ingest's rows, one per stage: its rows after its warm-up in the ingest columns and,
+/// as a rate-controlled ingest's phase row has them, in the open-loop columns; `elapsed_s` its
+/// measured span.
+fn ingest_stage_rows(cell: usize, key: &str, r: &super::IngestReport) -> Vec<Row> {
+    r.stages
+        .iter()
+        .map(|s| {
+            let mut row = Row::new(cell, key, &r.name, "ingest", "stage");
+            row.set("endpoint", &r.endpoint);
+            row.set("workers", r.workers);
+            row.set("batch_rows", r.batch_rows);
+            row.set("rows_sent", s.rows.sent);
+            row.opt("rows_acked", s.rows.acked);
+            row.set("rows_cut_off", s.rows.cut_off);
+            row.set("elapsed_s", s.span_s);
+            row.opt("rows_per_s", s.rows_per_s);
+            row.set("rate_counts", r.rate_counts.as_str());
+            row.set("batch_p50_us", s.batch_latency.p50_us);
+            row.set("batch_p99_us", s.batch_latency.p99_us);
+            row.set("batch_max_us", s.batch_latency.max_us);
+            row.set("errors", s.rows.failed);
+            row.set("failed", s.rows.failed);
+            row.set("scheduled", s.rows.scheduled);
+            row.set("cut_off", s.rows.cut_off);
+            row.set("unsent", s.rows.unsent);
+            row.opt("achieved_rate", s.achieved_rate);
             row.set("stage", s.stage);
             row.set("stage_start_s", s.start_s);
             row.set("load", &s.load);
@@ -590,5 +626,64 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
         assert_eq!(get(&rows[0], "load"), "open 200/s poisson");
         let requests = rows.iter().find(|r| get(r, "kind") == "requests").unwrap();
         assert_eq!(get(requests, "load"), "closed");
+    }
+
+    #[test]
+    fn a_staged_ingest_has_a_row_per_stage_after_its_phase_row() {
+        use super::super::stages::{IngestStageReport, StageRows};
+        let stage = |n: u64, sent: u64, unsent: u64| IngestStageReport {
+            stage: n,
+            start_s: (n - 1) as f64 * 10.0,
+            duration_s: 10.0,
+            warmup_s: 1.0,
+            span_s: 9.0,
+            load: format!("{}/s", n * 1000),
+            rate_from: (n * 1000) as f64,
+            rate_to: (n * 1000) as f64,
+            reached: true,
+            rows: StageRows {
+                scheduled: sent + unsent,
+                sent,
+                acked: Some(sent - 10),
+                failed: 10,
+                dropped: 0,
+                cut_off: 0,
+                unsent,
+            },
+            warmup: StageRows::default(),
+            batches: sent / 100,
+            rows_per_s: Some((sent - 10) as f64 / 9.0),
+            achieved_rate: Some(sent as f64 / (sent + unsent) as f64),
+            kept_schedule: Some(unsent == 0),
+            late_batches: 0,
+            late_share: None,
+            send_lag: Latency::default(),
+            batch_latency: latency(2_000),
+            batch_latency_intended: Latency::default(),
+        };
+        let mut r = report();
+        let mut load = ingest_report(Status::Ok);
+        load.stages = vec![stage(1, 9_000, 0), stage(2, 15_000, 3_000)];
+        r.cells[0]
+            .phases
+            .insert(0, PhaseReport::Ingest(Box::new(load)));
+        let (_, rows) = table(&r);
+        assert_eq!(get(&rows[0], "row"), "phase");
+        let stages: Vec<_> = rows[1..3].iter().collect();
+        for (i, s) in stages.iter().enumerate() {
+            assert_eq!(get(s, "kind"), "ingest");
+            assert_eq!(get(s, "row"), "stage");
+            assert_eq!(get(s, "stage"), (i + 1).to_string());
+            assert_eq!(get(s, "elapsed_s"), "9");
+            assert_eq!(get(s, "batch_p99_us"), latency(2_000).p99_us.to_string());
+        }
+        let s2 = stages[1];
+        assert_eq!(get(s2, "rows_sent"), "15000");
+        assert_eq!(get(s2, "rows_acked"), "14990");
+        assert_eq!(get(s2, "scheduled"), "18000");
+        assert_eq!(get(s2, "unsent"), "3000");
+        assert_eq!(get(s2, "failed"), "10");
+        assert_eq!(get(s2, "load"), "2000/s");
+        assert_eq!(get(s2, "stage_start_s"), "10");
     }
 }

@@ -579,6 +579,7 @@ fn cell_section(out: &mut String, cell: &CellReport, dir: Option<&Path>) {
         }
         match p {
             PhaseReport::Ingest(r) => {
+                tables::ingest_stages(out, &r.stages);
                 if let Some(f) = &r.findmax {
                     tables::findmax(out, f);
                 }

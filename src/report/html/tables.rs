@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::esc;
 use super::svg::{micros, num};
 use crate::report::findmax::{answer_line, FindMaxReport};
-use crate::report::stages::StageReport;
+use crate::report::stages::{IngestStageReport, StageReport};
 use crate::report::together::ConcurrentMember;
 use crate::report::{CellReport, PhaseReport, Status};
 
@@ -116,6 +116,74 @@ pub fn stages(out: &mut String, stages: &[StageReport], unit: &str) {
     table(
         out,
         "Stages (each after its warm-up; the run's figures are their sums)",
+        &header,
+        &rows,
+    );
+}
+
+/// A staged ingest's stages, each measured on its own after its warm-up, in rows.
+pub fn ingest_stages(out: &mut String, stages: &[IngestStageReport]) {
+    if stages.is_empty() {
+        return;
+    }
+    let header = [
+        "stage",
+        "start",
+        "span",
+        "load",
+        "scheduled",
+        "sent",
+        "acked",
+        "failed",
+        "cut off",
+        "unsent",
+        "achieved",
+        "rows/s",
+        "batch p50",
+        "batch p99",
+        "send lag p99",
+        "warm-up rows",
+        "kept schedule",
+    ];
+    let rows: Vec<Vec<Td>> = stages
+        .iter()
+        .map(|s| {
+            let lat = |l: &crate::report::Latency, us: u64| {
+                if l.count == 0 {
+                    fig("-")
+                } else {
+                    fig(micros(us as f64))
+                }
+            };
+            vec![
+                count(s.stage),
+                fig(format!("{}s", num(s.start_s))),
+                fig(format!("{}s", num(s.span_s))),
+                text(&s.load),
+                count(s.rows.scheduled),
+                count(s.rows.sent),
+                opt(s.rows.acked.map(crate::plan::thousands)),
+                count(s.rows.failed),
+                count(s.rows.cut_off),
+                count(s.rows.unsent),
+                opt(s.achieved_rate.map(pct)),
+                opt(s.rows_per_s.map(num)),
+                lat(&s.batch_latency, s.batch_latency.p50_us),
+                lat(&s.batch_latency, s.batch_latency.p99_us),
+                lat(&s.send_lag, s.send_lag.p99_us),
+                count(s.warmup.sent),
+                text(match (s.reached, s.kept_schedule) {
+                    (false, _) => "not reached",
+                    (_, Some(true)) => "yes",
+                    (_, Some(false)) => "no",
+                    (_, None) => "-",
+                }),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        "Stages (one continuous send; each after its warm-up, whose rows count in the phase's totals)",
         &header,
         &rows,
     );

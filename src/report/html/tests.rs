@@ -555,3 +555,57 @@ fn an_ingest_search_lists_each_steps_lag() {
     assert!(out.contains("<th>batch p99</th><th>lag p50</th><th>lag p99</th><th>lag max</th><th>all seen</th><th>verdict</th>"), "{out}");
     assert!(out.contains("<td class=\"n\">2.5ms</td><td class=\"n\">120ms</td><td class=\"n\">300ms</td><td class=\"n\">-</td><td class=\"n\">0.4s</td><td>met</td>"), "{out}");
 }
+
+#[test]
+fn a_staged_ingest_lists_its_stages_under_its_charts() {
+    use crate::report::stages::{IngestStageReport, StageRows};
+    let stage = |n: u64, reached: bool| IngestStageReport {
+        stage: n,
+        start_s: (n - 1) as f64 * 5.0,
+        duration_s: 5.0,
+        warmup_s: 0.5,
+        span_s: 4.5,
+        load: "1000/s to 4000/s".into(),
+        rate_from: 1000.0,
+        rate_to: 4000.0,
+        reached,
+        rows: StageRows {
+            scheduled: 11_250,
+            sent: if reached { 11_250 } else { 0 },
+            acked: Some(if reached { 11_250 } else { 0 }),
+            unsent: if reached { 0 } else { 11_250 },
+            ..StageRows::default()
+        },
+        warmup: StageRows {
+            sent: 1_250,
+            ..StageRows::default()
+        },
+        batches: 113,
+        rows_per_s: reached.then_some(2_500.0),
+        achieved_rate: Some(if reached { 1.0 } else { 0.0 }),
+        kept_schedule: Some(reached),
+        late_batches: 0,
+        late_share: None,
+        send_lag: crate::report::Latency::default(),
+        batch_latency: crate::report::Latency::default(),
+        batch_latency_intended: crate::report::Latency::default(),
+    };
+    let mut out = String::new();
+    tables::ingest_stages(&mut out, &[stage(1, true), stage(2, false)]);
+    assert!(
+        out.contains("<caption>Stages (one continuous send"),
+        "{out}"
+    );
+    assert!(
+        out.contains("<td>1000/s to 4000/s</td><td class=\"n\">11,250</td><td class=\"n\">11,250</td><td class=\"n\">11,250</td>"),
+        "{out}"
+    );
+    assert!(
+        out.contains("<td class=\"n\">1,250</td><td>yes</td>"),
+        "{out}"
+    );
+    assert!(out.contains("<td>not reached</td>"), "{out}");
+    let mut none = String::new();
+    tables::ingest_stages(&mut none, &[]);
+    assert!(none.is_empty());
+}
