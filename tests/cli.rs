@@ -735,3 +735,48 @@ fn pgbench_query_params_csv_is_generated_by_wlrun() {
     assert!(shipped.starts_with("hostname,start_time,end_time\n"));
     assert_eq!(shipped.lines().count(), 201);
 }
+
+/// A CSV named in an imported module is read beside that module, at check and at run alike,
+/// wherever the run is started from (the run once read it beside the root workload).
+#[test]
+fn a_csv_named_in_an_imported_module_is_read_beside_that_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::write(lib.join("names.csv"), "name,q\nalpha,1\nbeta,2\n").unwrap();
+    std::fs::write(
+        lib.join("m.wl"),
+        "schema s {\n  series n: symbol = format(\"h%d\", i) for i in 0..2\n  field site: varchar = csv(\"names.csv\", \"name\")\n  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 10s\n}\nquery q { sql \"SELECT $1\" binds from csv \"names.csv\" (q long) }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("w.wl"),
+        "import \"lib/m.wl\" as m\ntarget t { null }\ningest load {\n  into t via null\n  rows m.s\n}\n",
+    )
+    .unwrap();
+    for cwd in [dir.path().to_path_buf(), std::env::temp_dir()] {
+        let file = dir.path().join("w.wl");
+        let out = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+            .args(["run", "-q", "--json"])
+            .arg(&file)
+            .current_dir(&cwd)
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0), "from {}: {said}", cwd.display());
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["cells"][0]["phases"][0]["rows_sent"], 20, "{said}");
+    }
+    // The plan names the files as the run reads them, from the root workload's folder.
+    let out = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .args(["plan", "w.wl", "--json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert!(plan.contains("lib/names.csv"), "{plan}");
+}

@@ -17,7 +17,7 @@ mod load;
 mod matrix;
 mod program;
 
-pub(crate) use builtins::read_csv_header;
+pub(crate) use builtins::{read_csv_header, root_relative};
 pub use cells::CellEnv;
 pub(crate) use eval::{Ev, Eval, Scope};
 pub(crate) use hooks::Hooks;

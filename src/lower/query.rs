@@ -553,7 +553,7 @@ pub(super) fn lower_csv(ev: &Eval<'_>, inst: InstanceId, c: &ast::CsvBinds) -> E
         ok = false;
     }
     ok.then_some(CsvPlan {
-        path,
+        path: crate::check::root_relative(ev, inst, &path),
         columns,
         rows: table.rows,
     })

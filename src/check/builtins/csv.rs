@@ -35,10 +35,23 @@ pub(super) fn csv(c: &Call, a: &Args) -> Ev<Value> {
         );
     }
     gen(Gen::Csv {
-        path,
+        path: root_relative(ev, c.scope.inst, &path),
         column,
         rows: table.rows,
     })
+}
+
+/// A CSV path as the run reads it, relative to the root workload's folder: the checker reads
+/// `path` beside the module that names it, and an imported module may sit in another folder.
+pub fn root_relative(ev: &Eval<'_>, inst: InstanceId, path: &str) -> String {
+    let (Some(module), Some(root)) = (&ev.prog.module_of(inst).dir, &ev.prog.root().dir) else {
+        return path.to_string();
+    };
+    let full = module.join(path);
+    match full.strip_prefix(root) {
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => full.display().to_string(),
+    }
 }
 
 pub struct CsvTable {

@@ -20,7 +20,7 @@ use crate::span::{Ident, Span};
 use crate::syntax::ast::{self, CallArg};
 use crate::value::Value;
 
-pub use self::csv::read_csv_header;
+pub use self::csv::{read_csv_header, root_relative};
 
 /// Every function, its parameters (`?` marks optional ones) and a one-line summary; the
 /// language reference lists the same table.
