@@ -15,30 +15,7 @@ mod cli;
 mod fresh_server;
 
 use cli::wlrun;
-use fresh_server::FreshServer;
-
-const SCHEMA: &str = r#"
-workload t { seed 7 }
-schema s {
-  series host: symbol = format("h%d", n) for n in 0..100
-  field  v: long = uniform(0, 9)
-  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 1d
-}
-"#;
-
-fn target(server: &FreshServer) -> String {
-    format!(
-        r#"
-target fake {{
-  dialect questdb
-  ilp_http "{url}"
-  http     "{url}"
-  count rows via http sql "SELECT count(*) FROM ${{table}}"
-}}
-"#,
-        url = server.url()
-    )
-}
+use fresh_server::{FreshServer, SCHEMA};
 
 /// Runs `text` with `--out`: the exit code, report.json's first phase, and what was printed.
 fn run(dir: &Path, text: &str) -> (i32, Value, String) {
@@ -75,7 +52,7 @@ ingest load {{
   find max rate from 5_000/s where lag_p99 < 300ms samples 60 resolution 10%
 }}
 ",
-        target(&server)
+        server.target()
     );
     let (code, p, printed) = run(dir.path(), &text);
     eprintln!("{printed}");
@@ -159,7 +136,7 @@ ingest load {{
   find max rate from 100/s where errors == 0
 }}
 "#,
-        target(&server)
+        server.target()
     );
     let (code, p, printed) = run(dir.path(), &text);
     assert_eq!(code, 1, "{printed}");

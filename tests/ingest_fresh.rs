@@ -21,37 +21,12 @@ mod servers;
 mod vm_process;
 
 use cli::wlrun;
-use fresh_server::FreshServer;
+use fresh_server::{FreshServer, SCHEMA};
 use vm_process::Victoria;
 use wlrun::report::series::{self, IngestInterval, LoggedHistogram, Series, SeriesRef};
 
 /// What a loaded machine may add to a lag on top of the probe's interval.
 const ALLOWANCE_MS: f64 = 150.0;
-
-/// 100 hosts x 1 day at 1 s: more rows than any span here sends.
-const SCHEMA: &str = r#"
-workload t { seed 7 }
-schema s {
-  series host: symbol = format("h%d", n) for n in 0..100
-  field  v: long = uniform(0, 9)
-  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 1d
-}
-"#;
-
-/// A QuestDB-like target on the in-test server: ILP over HTTP in, `/exec` counts out.
-fn target(server: &FreshServer) -> String {
-    format!(
-        r#"
-target fake {{
-  dialect questdb
-  ilp_http "{url}"
-  http     "{url}"
-  count rows via http sql "SELECT count(*) FROM ${{table}}"
-}}
-"#,
-        url = server.url()
-    )
-}
 
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
@@ -109,7 +84,7 @@ ingest steady {{
   probe visible every 50ms within 10s
 }}
 ",
-        target(&server)
+        server.target()
     );
     let (code, p, printed) = run(dir.path(), &text);
     assert_eq!(code, 0, "{printed}\n{p:#}");
@@ -208,7 +183,7 @@ ingest steady {{
   probe visible every 20ms within 10s
 }}
 ",
-        target(&server)
+        server.target()
     );
     let (code, p, printed) = run(dir.path(), &text);
     let f = &p["freshness"];
@@ -256,7 +231,7 @@ ingest steady {{
   probe visible every 20ms
 }}
 ",
-        target(&server)
+        server.target()
     );
     let (code, p, printed) = run(dir.path(), &text);
     assert_eq!(code, 1, "{printed}");

@@ -173,6 +173,19 @@ pub(super) async fn search<S: Steps>(
     report
 }
 
+/// A phase's status and failures as the search ended: `Failed` puts the outcome first among
+/// the failures, `Interrupted` marks it so; `None` leaves the answer step's own.
+fn settle((status, failures): (&mut Status, &mut Vec<String>), ended: Option<Status>, why: &str) {
+    match ended {
+        Some(Status::Failed) => {
+            *status = Status::Failed;
+            failures.insert(0, why.to_string());
+        }
+        Some(Status::Interrupted) => *status = Status::Interrupted,
+        _ => {}
+    }
+}
+
 /// The outcome in words, and the status it sets (`None`: the answer step's own).
 fn outcome(
     end: End,

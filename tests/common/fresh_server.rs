@@ -18,6 +18,16 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+/// 100 hosts x 1 day at 1 s: more rows than any span of these tests sends.
+pub const SCHEMA: &str = r#"
+workload t { seed 7 }
+schema s {
+  series host: symbol = format("h%d", n) for n in 0..100
+  field  v: long = uniform(0, 9)
+  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 1d
+}
+"#;
+
 pub struct FreshServer {
     pub addr: SocketAddr,
     shared: Arc<Shared>,
@@ -73,6 +83,21 @@ impl FreshServer {
 
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// A QuestDB-like target `fake` on this server: ILP over HTTP in, `/exec` counts out.
+    pub fn target(&self) -> String {
+        format!(
+            r#"
+target fake {{
+  dialect questdb
+  ilp_http "{url}"
+  http     "{url}"
+  count rows via http sql "SELECT count(*) FROM ${{table}}"
+}}
+"#,
+            url = self.url()
+        )
     }
 
     /// Rows received so far.

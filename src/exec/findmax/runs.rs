@@ -134,14 +134,7 @@ impl<T: RunSteps> Steps for T {
     }
 
     fn conclude(r: &mut Self::Report, status: Option<Status>, why: &str, f: FindMaxReport) {
-        match status {
-            Some(Status::Failed) => {
-                r.status = Status::Failed;
-                r.failures.insert(0, why.to_string());
-            }
-            Some(Status::Interrupted) => r.status = Status::Interrupted,
-            _ => {}
-        }
+        super::settle((&mut r.status, &mut r.failures), status, why);
         r.findmax = Some(f);
     }
 }
