@@ -337,7 +337,8 @@ fn dropped_connections_are_errors_and_the_run_goes_on() {
     assert!((8..=12).contains(&lost), "{p}");
     // Each lost connection is opened again, except one lost at a connection's last request.
     assert!(u(&p["reconnects"]) + 2 >= lost, "{p}");
-    assert!(server.connections() as u64 > lost);
+    // The two first connections and every reconnect: at least one per lost connection.
+    assert!(server.connections() as u64 >= lost, "{p}");
 }
 
 #[test]
