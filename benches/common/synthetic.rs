@@ -118,6 +118,7 @@ pub fn write_run(dir: &Path, s: &Synthetic) -> Report {
         signal: None,
         cells,
         shard: None,
+        merged: None,
     };
     let text = serde_json::to_string_pretty(&report).expect("the report serializes") + "\n";
     std::fs::write(dir.join("report.json"), text).expect("report.json");

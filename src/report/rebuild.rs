@@ -83,7 +83,9 @@ pub fn rebuild(dir: &Path) -> Result<Report, String> {
         interrupted: true,
         signal: None,
         cells,
-        shard: None,
+        // A shard says which it was when it starts.
+        shard: super::files::read_shard(dir),
+        merged: None,
     })
 }
 

@@ -258,6 +258,7 @@ fn report() -> Report {
             ],
         }],
         shard: None,
+        merged: None,
     }
 }
 
