@@ -4,10 +4,14 @@
 //! samples, and series merged interval by interval; a missing, duplicated, foreign, failed or
 //! killed shard fails the merged report naming it (exit 1); what cannot be read exits 2.
 //! `wlrun report` of a directory of shards prints the merged view, and `wlrun report` and
-//! `wlrun compare` read the merged directory as any run's.
+//! `wlrun compare` read the merged directory as any run's. Last, real shards: three `wlrun run`
+//! processes as a Kubernetes Indexed Job runs them, against PostgreSQL (`WLRUN_TEST_PG`, or
+//! skipped with a note), merged: the counts one process gives.
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/servers.rs"]
+mod servers;
 #[path = "common/shard_dirs.rs"]
 mod shard_dirs;
 
@@ -474,4 +478,167 @@ fn compare_reads_a_merged_directory_against_a_single_process_run() {
     let c: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(c["only_in_base"], serde_json::json!([]));
     assert_eq!(c["only_in_new"], serde_json::json!([]));
+}
+
+/// `wlrun run w.wl --out DIR` as shard `i` of `n` of a Job, the barrier on `port`.
+fn spawn_shard(dir: &Path, i: u64, n: u64, port: u16) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .current_dir(dir)
+        .args(["run", "w.wl", "--quiet", "--out", &format!("job/shard-{i}")])
+        .env("JOB_COMPLETION_INDEX", i.to_string())
+        .env("WLRUN_SHARDS", n.to_string())
+        .env("WLRUN_BARRIER", format!("127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn count(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+#[test]
+fn three_real_shards_merge_into_what_one_process_measures() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let Some(url) = rt.block_on(servers::pg_server()) else {
+        return;
+    };
+    let table = format!("merge_cpu_{}", std::process::id());
+    let dir = tempfile::tempdir().unwrap();
+    // 37 series (no shard gets a round share) x 60 timestamps.
+    let text = format!(
+        r#"import "std/tsbs/cpu-only.wl" as tsbs (hosts = 37, end = 2016-01-01T00:10:00Z)
+workload w {{ seed 7 }}
+target db {{ pg "{url}" }}
+ingest load {{
+  into db via pg table "{table}"
+  rows tsbs.cpu
+  batch 100 rows
+  workers 2
+  verify visible within 10s
+}}
+query busy {{
+  sql "SELECT count(*) FROM {table} WHERE usage_user > $1"
+  bind $1 = uniform(0, 100)
+}}
+run q {{
+  against db.pg
+  queries busy
+  workers 2
+  count 61
+  expect p99 < 10s
+}}
+"#
+    );
+    std::fs::write(dir.path().join("w.wl"), text).unwrap();
+    let (code, _, err) = run(dir.path(), &["run", "w.wl", "--quiet", "--out", "single"]);
+    assert_eq!(code, 0, "{err}");
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let children: Vec<_> = (0..3)
+        .map(|i| spawn_shard(dir.path(), i, 3, port))
+        .collect();
+    // A watchdog: shards that hang are killed, and the test fails below.
+    let pids: Vec<u32> = children.iter().map(|c| c.id()).collect();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watchdog = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if t0.elapsed() > std::time::Duration::from_secs(90) {
+                    for pid in &pids {
+                        let _ = std::process::Command::new("kill")
+                            .args(["-9", &pid.to_string()])
+                            .status();
+                    }
+                    return true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            false
+        })
+    };
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(!watchdog.join().unwrap(), "the shards hung");
+
+    let job = dir.path().join("job");
+    let (code, r, printed) = merge(&job, &["shard-0", "shard-1", "shard-2"]);
+    assert_eq!(code, 0, "{printed}");
+    let single: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("single/report.json")).unwrap(),
+    )
+    .unwrap();
+    let shards: Vec<Value> = (0..3)
+        .map(|i| {
+            let text = std::fs::read_to_string(job.join(format!("shard-{i}/report.json")));
+            serde_json::from_str(&text.unwrap()).unwrap()
+        })
+        .collect();
+    let (load, one) = (phase(&r, "load"), phase(&single, "load"));
+    for f in ["rows_sent", "rows_acked", "rows_visible", "rows_generated"] {
+        assert_eq!(load[f], one[f], "{f}");
+    }
+    assert_eq!(count(&load["rows_sent"]), 2_220);
+    assert_eq!(load["status"], "ok", "{load}");
+    let (q, one) = (phase(&r, "q"), phase(&single, "q"));
+    assert_eq!(
+        (q["ok"].clone(), q["failed"].clone()),
+        (one["ok"].clone(), 0.into())
+    );
+    assert_eq!(count(&q["ok"]), 61);
+    assert_eq!(q["status"], "ok", "{q}");
+    assert_eq!(q["thresholds"][0]["ok"], true);
+    // Every histogram holds every shard's samples, and every shard's span is in the union.
+    let sum = |name: &str, field: &str| -> u64 {
+        shards
+            .iter()
+            .map(|s| count(&phase(s, name)[field]["count"]))
+            .sum()
+    };
+    assert_eq!(
+        count(&load["batch_latency"]["count"]),
+        sum("load", "batch_latency")
+    );
+    assert_eq!(count(&q["latency"]["count"]), sum("q", "latency"));
+    assert_eq!(count(&q["latency"]["count"]), 61);
+    let longest = shards
+        .iter()
+        .map(|s| phase(s, "q")["elapsed_s"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!(q["elapsed_s"].as_f64().unwrap() >= longest, "{q}");
+    // The series add up to the report, and the merged run compares with the single one.
+    let rows: u64 = std::fs::read_to_string(job.join("merged/series/1-load.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(2).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(rows, 2_220);
+    let (code, _, err) = run(dir.path(), &["compare", "single", "job/merged"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, text, err) = run(dir.path(), &["report", "job"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("merged 3 of 3 shards"), "{text}");
+
+    let (client, conn) = rt
+        .block_on(tokio_postgres::connect(&url, tokio_postgres::NoTls))
+        .unwrap();
+    rt.spawn(conn);
+    rt.block_on(client.execute(&format!("DROP TABLE IF EXISTS {table}"), &[]))
+        .unwrap();
 }

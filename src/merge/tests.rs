@@ -251,7 +251,11 @@ fn failures_are_said_per_shard_and_thresholds_by_the_merged_verdict() {
         "3 of 100 queries failed (no `expect error_rate` allows errors)".to_string(),
     ];
     let cut = "4 queries were still in flight".to_string();
-    let w = [cut.clone(), "only shard 1".to_string()];
+    let w = [
+        cut.clone(),
+        "only shard 1".to_string(),
+        "shard 1 of 2: names itself".to_string(),
+    ];
     let said = [
         Said {
             index: 0,
@@ -283,7 +287,14 @@ fn failures_are_said_per_shard_and_thresholds_by_the_merged_verdict() {
             "threshold not met: p99 < 20ms (measured 31.0ms, all shards)",
         ]
     );
-    assert_eq!(warnings, [cut.as_str(), "shard 1: only shard 1"]);
+    assert_eq!(
+        warnings,
+        [
+            cut.as_str(),
+            "shard 1: only shard 1",
+            "shard 1 of 2: names itself"
+        ]
+    );
     assert_eq!(verdict::status(&said, &failures), Status::Failed);
     // The shards' threshold lines alone, met on the merged figures: the phase passes.
     let only = [f0[0].clone()];

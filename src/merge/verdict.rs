@@ -72,7 +72,12 @@ fn grouped<'a>(
     order
         .into_iter()
         .map(|(line, who)| {
-            if who.len() == said.len() && said.len() > 1 {
+            // A shard's line that names the shard already (`shard 0 of 3: ...`).
+            let named =
+                matches!(who.as_slice(), [one] if line.starts_with(&format!("shard {one} ")));
+            if named {
+                line.to_string()
+            } else if who.len() == said.len() && said.len() > 1 {
                 if quiet_when_all {
                     line.to_string()
                 } else {
