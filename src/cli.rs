@@ -26,6 +26,7 @@ Examples:
   wlrun run w.wl --shard 1/4 --barrier s0:7471  shard 1 of 4; shard 0 listens on s0
   wlrun report runs/monday                     re-render a finished `wlrun run --out runs/monday`
   wlrun compare runs/monday runs/tuesday --threshold 5%
+  wlrun merge runs/shard-* --out runs/merged   put a sharded run's shards together
 
 Exit codes: 0 ok, 1 run failed or a threshold was exceeded (for `compare --threshold`: a
 significant regression beyond it), 2 usage error or workload diagnostics, 130 interrupted
@@ -144,6 +145,27 @@ pub enum Command {
         /// more than this: `5%` or `0.05`.
         #[arg(long, value_name = "CHANGE", value_parser = parse_threshold)]
         threshold: Option<f64>,
+    },
+    /// Merge the run directories of a sharded run's shards into one run directory.
+    ///
+    /// Each SHARD_DIR is one shard's `wlrun run --shard I/N --out DIR`. Counts add,
+    /// histograms and time series merge exactly, rates are over the union of the shards'
+    /// measured spans, thresholds are judged again. A shard missing, given twice, of another
+    /// run (shard count, plan, seed), killed or failed fails the merged report (exit 1),
+    /// naming it. docs/report-format.md, "Merged runs".
+    Merge {
+        /// The shards' run directories, in any order.
+        #[arg(required = true, value_name = "SHARD_DIR")]
+        dirs: Vec<PathBuf>,
+        /// The merged run directory: new or empty, as for `wlrun run --out`.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// A DIR holding an earlier run's files is emptied of them first.
+        #[arg(long)]
+        replace: bool,
+        /// Print the merged report as JSON on standard output instead of the table.
+        #[arg(long)]
+        json: bool,
     },
     /// Run every cell of the plan (`wlrun FILE.wl` is the same).
     Run {

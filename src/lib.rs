@@ -8,7 +8,8 @@
 //! - run side: [`gen`] (column batches) -> [`encode`] (bytes) -> [`net`] (connections, HTTP,
 //!   errors) -> [`driver`] (ingest), [`client`] (single statements), [`query`] (query runs) ->
 //!   [`exec`] (cells, phases, schedules) -> [`report`]; [`shard`] (a run split over processes,
-//!   and their barriers) below [`exec`];
+//!   and their barriers) below [`exec`]; [`merge`] (the shards' run directories put
+//!   together) above [`report`];
 //! - [`cli`]: the `wlrun` command line.
 //!
 //! The library API exists for the binary and the tests; it makes no stability promise.
@@ -44,6 +45,7 @@ pub mod hook;
 pub mod input;
 pub mod k8s;
 pub mod lower;
+pub mod merge;
 pub mod net;
 pub mod plan;
 pub mod query;

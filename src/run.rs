@@ -19,7 +19,7 @@ use crate::diag::{self, Style};
 use crate::{compile, exec, lower, plan, report, shard};
 
 const SUBCOMMANDS: &[&str] = &[
-    "check", "plan", "gen", "run", "report", "compare", "k8s", "help",
+    "check", "plan", "gen", "run", "report", "compare", "merge", "k8s", "help",
 ];
 
 /// `wlrun FILE.wl` is `wlrun run FILE.wl`: when the first argument that is not an option (nor
@@ -149,7 +149,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             csv,
             html,
         } => {
-            let run = match report::read::read_run(&path) {
+            let (run, merged) = match crate::merge::command::read_run(&path) {
                 Ok(r) => r,
                 Err(e) => {
                     sayln!("wlrun report: {e}");
@@ -176,7 +176,16 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 } else {
                     path.parent()
                 };
-                report::html::page(&run.report, dir)
+                match &merged {
+                    Some(m) => match crate::merge::page(m) {
+                        Ok(page) => page,
+                        Err(e) => {
+                            sayln!("wlrun report: {e}");
+                            return EXIT_FAILED;
+                        }
+                    },
+                    None => report::html::page(&run.report, dir),
+                }
             } else {
                 report::render::run_text(&run.report)
             };
@@ -211,6 +220,12 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 EXIT_FAILED
             }
         }
+        Command::Merge {
+            dirs,
+            out,
+            replace,
+            json,
+        } => crate::merge::command::run(&dirs, &out, replace, json),
         Command::Gen {
             file,
             schema,
@@ -292,6 +307,22 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 match start_out_dir(dir, replace, &outcome.map, &checked, &plan) {
                     Ok(w) => copied_workload = w,
                     Err(e) => {
+                        sayln!("wlrun: {e}");
+                        return EXIT_USAGE;
+                    }
+                }
+                // A shard killed before its report still says which shard of which run it was.
+                if let Some((spec, address, timeout)) = &sharding {
+                    let which = report::shard::ShardReport {
+                        index: spec.index,
+                        count: spec.count,
+                        plan: plan_identity(&plan),
+                        barrier: address.to_string(),
+                        timeout_s: timeout.as_secs_f64(),
+                        phases: Vec::new(),
+                        failure: None,
+                    };
+                    if let Err(e) = report::files::write_shard(dir, &which) {
                         sayln!("wlrun: {e}");
                         return EXIT_USAGE;
                     }

@@ -583,7 +583,7 @@ const COMPILER: &[&str] = &["syntax", "check", "lower", "compile"];
 /// hook script to check it, the runtime runs it.
 const RUNTIME: &[&str] = &[
     "gen", "encode", "net", "qwp", "driver", "client", "query", "input", "shard", "exec", "report",
-    "compare",
+    "compare", "merge",
 ];
 
 #[test]

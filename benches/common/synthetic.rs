@@ -10,7 +10,9 @@ use std::time::{Duration, UNIX_EPOCH};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
-use wlrun::report::series::{IngestInterval, RunInterval, SeriesRef, DIR, TAG_BATCH, TAG_LATENCY};
+use wlrun::report::series::{
+    IngestInterval, Measured, RunInterval, SeriesRef, DIR, TAG_BATCH, TAG_LATENCY,
+};
 use wlrun::report::{
     Accounting, CellReport, IngestReport, PhaseReport, QueryReport, QuerySetup, RateCounts, Report,
     RunReport, Status, REPORT_FORMAT,
@@ -118,6 +120,7 @@ pub fn write_run(dir: &Path, s: &Synthetic) -> Report {
         signal: None,
         cells,
         shard: None,
+        merged: None,
     };
     let text = serde_json::to_string_pretty(&report).expect("the report serializes") + "\n";
     std::fs::write(dir.join("report.json"), text).expect("report.json");
@@ -131,8 +134,10 @@ struct Files {
     hlog: File,
 }
 
-fn files(dir: &Path, s: &Synthetic, cell: usize, phase: &str) -> Files {
+/// The series of a phase measured from `start_ms` through its intervals.
+fn files(dir: &Path, s: &Synthetic, cell: usize, phase: &str, start_ms: u64) -> Files {
     let (counts, hlog) = SeriesRef::paths(cell, phase);
+    let end_ms = start_ms + s.intervals as u64 * s.interval_ms;
     Files {
         csv: csv::Writer::from_path(dir.join(&counts)).expect("a series CSV"),
         hlog: File::create(dir.join(&hlog)).expect("an interval log"),
@@ -141,6 +146,10 @@ fn files(dir: &Path, s: &Synthetic, cell: usize, phase: &str) -> Files {
             counts,
             hlog,
             intervals: s.intervals as u64,
+            measured: vec![Measured {
+                from_unix_ms: start_ms as f64,
+                to_unix_ms: end_ms as f64,
+            }],
         },
     }
 }
@@ -174,7 +183,7 @@ fn ingest_phase(
     cell: usize,
     start_ms: u64,
 ) -> IngestReport {
-    let mut f = files(dir, s, cell, "load");
+    let mut f = files(dir, s, cell, "load", start_ms);
     let mut wobble = Wobble {
         x: 0.0,
         phi: s.phi,
@@ -268,7 +277,9 @@ fn query_phase(
     cell: usize,
     start_ms: u64,
 ) -> QueryReport {
-    let mut f = files(dir, s, cell, "explore");
+    // The query run follows the ingest phase.
+    let start_ms = start_ms + s.intervals as u64 * s.interval_ms;
+    let mut f = files(dir, s, cell, "explore", start_ms);
     let mut wobble = Wobble {
         x: 0.0,
         phi: s.phi,
@@ -278,8 +289,6 @@ fn query_phase(
     let mut total = histogram();
     let mut hists = Vec::with_capacity(s.intervals);
     let mut ok = 0u64;
-    // The query run follows the ingest phase.
-    let start_ms = start_ms + s.intervals as u64 * s.interval_ms;
     for i in 0..s.intervals {
         let w = wobble.next(rng);
         let n = (base_qps * s.speed * w * s.interval_ms as f64 / 1000.0) as u64;

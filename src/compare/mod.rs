@@ -641,6 +641,7 @@ start_ms,span_ms,ok,failed,cut_off,unsent,p50_us,p90_us,p99_us,p999_us,max_us,se
             counts: "series/1-q.csv".into(),
             hlog: "series/1-q.hlog".into(),
             intervals: 6,
+            measured: Vec::new(),
         };
         let run = Run {
             dir: dir.path().to_path_buf(),

@@ -537,10 +537,13 @@ async fn send_all(
         }
         report.schedule = Some(schedule);
     }
-    let elapsed = match (first, last) {
-        (Some(a), Some(b)) => b.0.duration_since(a.0),
-        _ => Duration::ZERO,
+    // The series places the same span on the wall clock, for `wlrun merge`.
+    let (from, to) = match (first, last) {
+        (Some(a), Some(b)) => (a.0, b.0.max(a.0)),
+        _ => (started, started),
     };
+    series.span(from, to);
+    let elapsed = to.duration_since(from);
     report.elapsed_s = elapsed.as_secs_f64();
     report.send_rows_per_s = rate(report.rows_sent, report.elapsed_s);
     report.ack_rows_per_s = report.rows_acked.and_then(|a| rate(a, report.elapsed_s));

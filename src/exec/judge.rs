@@ -223,7 +223,7 @@ pub(super) fn errors(s: &TypeStats) -> std::collections::BTreeMap<String, ErrorC
 }
 
 /// Measures a threshold's metric and compares it.
-pub(super) fn judge(th: &Threshold, s: &TypeStats, elapsed_s: f64) -> ThresholdReport {
+pub fn judge(th: &Threshold, s: &TypeStats, elapsed_s: f64) -> ThresholdReport {
     let us = |q: f64| -> f64 {
         if s.latency.is_empty() {
             0.0

@@ -10,7 +10,7 @@ pub mod ddl;
 pub mod end;
 pub mod findmax;
 pub mod ingest;
-mod judge;
+pub mod judge;
 mod link;
 mod pace;
 mod producer;
@@ -116,6 +116,7 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
                 signal: None,
                 cells: Vec::new(),
                 shard: None,
+                merged: None,
             };
         }
     };
@@ -200,6 +201,7 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
         signal,
         cells,
         shard,
+        merged: None,
     }
 }
 

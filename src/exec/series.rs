@@ -23,8 +23,8 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
 
 use crate::report::series::{
-    AnnouncedGroup, AnnouncedProbe, IngestInterval, RunInterval, SeriesRef, TAG_BATCH, TAG_LAG,
-    TAG_LATENCY, TAG_SERVICE,
+    AnnouncedGroup, AnnouncedProbe, IngestInterval, Measured, RunInterval, SeriesRef, TAG_BATCH,
+    TAG_LAG, TAG_LATENCY, TAG_SERVICE,
 };
 
 mod rows;
@@ -306,6 +306,9 @@ struct Control {
     finished: bool,
     /// A staged run's or ingest's stages: (Unix ns of its start, its number).
     stages: Vec<(u128, u64)>,
+    /// The phase's own measured span (unix ns), where it is not the windows': an ingest's,
+    /// from its first batch sent to its last answer.
+    span: Option<(u128, u128)>,
 }
 
 struct Shared {
@@ -354,6 +357,7 @@ impl Recorder {
             counts,
             hlog,
             intervals: 0,
+            measured: Vec::new(),
         };
         let now = SystemTime::now();
         let clock = Clock {
@@ -447,6 +451,16 @@ impl Recorder {
         }
     }
 
+    /// The phase's measured span, from `from` to `to`, when it is not its measured windows
+    /// (an ingest measures from its first batch sent, after connecting, to its last answer):
+    /// what the report's `measured` says.
+    pub fn span(&self, from: Instant, to: Instant) {
+        if let Some(r) = &self.running {
+            let c = r.shared.clock;
+            lock(&r.shared.control).span = Some((c.unix_ns(from), c.unix_ns(to)));
+        }
+    }
+
     /// Ends the series at the end of its last measured window and writes what is left: the
     /// reference for the phase's report (`None` without `--out`, or when the writer failed) and
     /// a warning for it (records that came late, or why the series is missing or incomplete;
@@ -455,7 +469,7 @@ impl Recorder {
         let Some(r) = self.running else {
             return (None, None);
         };
-        {
+        let measured = {
             let now = r.shared.clock.unix_ns(Instant::now());
             let mut c = lock(&r.shared.control);
             if let Some((start, end @ None)) = c.windows.last_mut() {
@@ -463,7 +477,15 @@ impl Recorder {
             }
             c.finished = true;
             r.shared.wake.notify_all();
-        }
+            match c.span {
+                Some((from, to)) => vec![Measured::of_ns(from, to)],
+                None => c
+                    .windows
+                    .iter()
+                    .map(|&(from, to)| Measured::of_ns(from, to.unwrap_or(from)))
+                    .collect(),
+            }
+        };
         let written = match r.writer.join() {
             Ok(Ok(w)) => w,
             Ok(Err(e)) => return (None, Some(e)),
@@ -471,6 +493,7 @@ impl Recorder {
         };
         let mut reference = r.reference;
         reference.intervals = written.intervals;
+        reference.measured = measured;
         let late = (written.late_records > 0).then(|| {
             format!(
                 "{} records of the time series arrived after their interval was written and \
@@ -999,6 +1022,61 @@ mod tests {
         let s = rec.slot();
         s.ok(Instant::now(), Duration::from_millis(1), None);
         assert_eq!(rec.finish(), (None, None));
+    }
+
+    #[test]
+    fn the_reference_places_each_measured_round_on_the_wall_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = SeriesOut {
+            dir: dir.path().to_path_buf(),
+            interval: Duration::from_millis(10),
+        };
+        let unix_ms = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap().as_secs_f64() * 1e3;
+        let before = unix_ms(SystemTime::now());
+        let rec = Recorder::start(Some(&out), &id(), Kind::Run { service: false }).unwrap();
+        let t0 = Instant::now();
+        rec.measure(t0);
+        rec.pause(t0 + Duration::from_millis(30));
+        rec.measure(t0 + Duration::from_millis(50));
+        rec.pause(t0 + Duration::from_millis(70));
+        std::thread::sleep(Duration::from_millis(80));
+        let r = rec.finish().0.unwrap();
+        assert_eq!(r.measured.len(), 2, "{:?}", r.measured);
+        let (a, b) = (r.measured[0], r.measured[1]);
+        assert!((a.span_s() - 0.030).abs() < 1e-6, "{a:?}");
+        assert!((b.span_s() - 0.020).abs() < 1e-6, "{b:?}");
+        assert!(
+            (b.from_unix_ms - a.from_unix_ms - 50.0).abs() < 1e-3,
+            "{a:?} {b:?}"
+        );
+        assert!(a.from_unix_ms >= before - 1.0 && a.from_unix_ms < before + 1000.0);
+        // Kept to the microsecond.
+        assert_eq!(a.from_unix_ms * 1000.0, (a.from_unix_ms * 1000.0).round());
+
+        // An ingest says its own span: first batch sent to last answer.
+        let rec = Recorder::start(
+            Some(&out),
+            &id(),
+            Kind::Ingest {
+                acks: true,
+                probe: false,
+            },
+        )
+        .unwrap();
+        let t0 = Instant::now();
+        rec.measure(t0);
+        rec.span(
+            t0 + Duration::from_millis(5),
+            t0 + Duration::from_millis(25),
+        );
+        rec.pause(t0 + Duration::from_millis(30));
+        let r = rec.finish().0.unwrap();
+        assert_eq!(r.measured.len(), 1);
+        assert!(
+            (r.measured[0].span_s() - 0.020).abs() < 1e-6,
+            "{:?}",
+            r.measured
+        );
     }
 
     #[test]

@@ -18,9 +18,14 @@ const WRITTEN: &[&str] = &[
     "report.csv",
     "report.html",
     "plan.json",
+    SHARD_FILE,
     "sources",
     super::series::DIR,
 ];
+
+/// A shard's run directory: which shard of which run it is, written when the run starts, so
+/// that a shard killed before its report.json is still known by `wlrun merge`.
+pub const SHARD_FILE: &str = "shard.json";
 
 /// Makes `dir` ready for this run before anything is sent: created if missing; an empty
 /// directory is fine; one that holds anything is refused unless `replace`, and then only when
@@ -69,7 +74,8 @@ pub fn prepare(dir: &Path, replace: bool, reads: &[PathBuf]) -> Result<(), Strin
     if !foreign.is_empty() {
         return Err(format!(
             "`--out {shown}` holds {}, which no run wrote: --replace removes only report.json, \
-             report.csv, report.html, plan.json, sources/ and series/; name another directory",
+             report.csv, report.html, plan.json, shard.json, sources/ and series/; name another \
+             directory",
             list(&foreign)
         ));
     }
@@ -178,6 +184,19 @@ pub fn write_start(dir: &Path, plan: &Plan, sources: &[Source]) -> Result<Writte
         done.map_err(|e| format!("cannot copy {name} into {}: {e}", src.display()))?;
     }
     Ok(written)
+}
+
+/// Writes `SHARD_FILE` (the shard's `shard` object as it starts: no phases yet).
+pub fn write_shard(dir: &Path, shard: &super::shard::ShardReport) -> Result<(), String> {
+    let json = serde_json::to_string_pretty(shard).map_err(|e| e.to_string())? + "\n";
+    std::fs::write(dir.join(SHARD_FILE), json)
+        .map_err(|e| format!("cannot write {SHARD_FILE} in {}: {e}", dir.display()))
+}
+
+/// Reads `SHARD_FILE` back: `None` where there is none (an unsharded run), or it does not read.
+pub fn read_shard(dir: &Path) -> Option<super::shard::ShardReport> {
+    let text = std::fs::read(dir.join(SHARD_FILE)).ok()?;
+    serde_json::from_slice(&text).ok()
 }
 
 /// Writes report.json, report.csv and report.html: at the end of the run, or when it was

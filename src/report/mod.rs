@@ -8,6 +8,7 @@ pub mod files;
 pub mod findmax;
 pub mod freshness;
 pub mod html;
+pub mod merged;
 pub mod read;
 pub mod rebuild;
 pub mod render;
@@ -72,6 +73,10 @@ pub struct Report {
     /// from a run that was not sharded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<shard::ShardReport>,
+    /// `wlrun merge`: the shards this report puts together and what the merge found; absent
+    /// from a run's own report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<merged::MergedReport>,
 }
 
 impl Report {
@@ -79,6 +84,7 @@ impl Report {
         !self.interrupted
             && self.cells.iter().all(CellReport::ok)
             && self.shard.as_ref().is_none_or(|s| s.failure.is_none())
+            && self.merged.as_ref().is_none_or(|m| m.failures.is_empty())
     }
 }
 

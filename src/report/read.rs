@@ -92,6 +92,35 @@ pub fn read_report(path: &Path) -> Result<(Report, String), String> {
     Ok((report, text))
 }
 
+/// The shards' run directories `dir` holds, when it is a directory of a sharded run's shards
+/// rather than a run directory: no report.json, time series or shard of its own, and
+/// subdirectories that are shards' run directories (their report.json has a `shard` object,
+/// or a killed shard's `shard.json` says which it was), in name order. `None` otherwise.
+pub fn shard_dirs(dir: &Path) -> Option<Vec<PathBuf>> {
+    let own = ["report.json", super::files::SHARD_FILE, super::series::DIR];
+    if !dir.is_dir() || own.iter().any(|f| dir.join(f).exists()) {
+        return None;
+    }
+    let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    subdirs.sort();
+    let shards: Vec<PathBuf> = subdirs.into_iter().filter(|d| is_shard_dir(d)).collect();
+    (!shards.is_empty()).then_some(shards)
+}
+
+fn is_shard_dir(dir: &Path) -> bool {
+    if dir.join(super::files::SHARD_FILE).is_file() {
+        return true;
+    }
+    std::fs::read(dir.join("report.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| v.get("shard").is_some_and(|s| s.is_object()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -87,7 +87,9 @@ pub fn rebuild(dir: &Path) -> Result<Report, String> {
         interrupted: true,
         signal: None,
         cells,
-        shard: None,
+        // A shard says which it was when it starts.
+        shard: super::files::read_shard(dir),
+        merged: None,
     })
 }
 
@@ -361,6 +363,7 @@ mod tests {
                 counts,
                 hlog,
                 intervals: 0,
+                measured: Vec::new(),
             },
             concurrent: Some(AnnouncedGroup {
                 group: "mixed".into(),

@@ -545,6 +545,9 @@ pub fn run_text(report: &Report) -> String {
         text += &cell_lines(cell, report.cells.len());
     }
     text += &table(report);
+    if let Some(m) = &report.merged {
+        text += &m.lines();
+    }
     text
 }
 

@@ -37,6 +37,35 @@ pub struct SeriesRef {
     pub hlog: String,
     /// Rows in `counts`.
     pub intervals: u64,
+    /// The phase's measured time on the wall clock, one span per measured round (a run's
+    /// repetition; an ingest's one span, from its first batch sent to its last answer): what
+    /// `elapsed_s` adds up, placed in time so that `wlrun merge` can take the shards' rates
+    /// over the union of their spans. Absent from older reports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measured: Vec<Measured>,
+}
+
+/// A measured span on the wall clock: Unix milliseconds, to the microsecond.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    pub from_unix_ms: f64,
+    pub to_unix_ms: f64,
+}
+
+impl Measured {
+    /// The span from `from_ns` to `to_ns`, Unix nanoseconds, kept to the microsecond (an f64
+    /// holds today's Unix time in microseconds exactly).
+    pub fn of_ns(from_ns: u128, to_ns: u128) -> Measured {
+        let ms = |ns: u128| (ns / 1000) as f64 / 1000.0;
+        Measured {
+            from_unix_ms: ms(from_ns),
+            to_unix_ms: ms(to_ns.max(from_ns)),
+        }
+    }
+
+    pub fn span_s(&self) -> f64 {
+        (self.to_unix_ms - self.from_unix_ms).max(0.0) / 1000.0
+    }
 }
 
 impl SeriesRef {
@@ -283,6 +312,7 @@ mod tests {
             counts: "series/1-load.csv".into(),
             hlog: "series/1-load.hlog".into(),
             intervals: 2,
+            measured: Vec::new(),
         }
     }
 

@@ -185,6 +185,7 @@ pub(super) fn request_report() -> RequestReport {
             counts: "series/1-r.csv".into(),
             hlog: "series/1-r.hlog".into(),
             intervals: 3,
+            measured: Vec::new(),
         }),
         connecting: None,
         stages: Vec::new(),
@@ -259,6 +260,7 @@ pub(super) fn report() -> Report {
             ],
         }],
         shard: None,
+        merged: None,
     }
 }
 

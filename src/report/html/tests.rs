@@ -92,6 +92,7 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                     counts,
                     hlog,
                     intervals,
+                    measured: Vec::new(),
                 }
             };
             let load = sref("load");
