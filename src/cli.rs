@@ -108,9 +108,11 @@ pub enum Command {
     /// Prints each cell's lines and the final table as the run printed them, with `--json`
     /// the report.json as written, with `--csv` report.csv's rows, or with `--html` the page
     /// report.html holds. A killed run (no report.json) renders from its time series, as far
-    /// as its intervals go.
+    /// as its intervals go; a directory holding a sharded run's shards' run directories, as
+    /// their merge (`wlrun merge`, nothing written).
     Report {
-        /// A run directory (`wlrun run --out DIR`) or a report.json file.
+        /// A run directory (`wlrun run --out DIR`), a report.json file, or a directory of
+        /// shards' run directories.
         path: PathBuf,
         /// Print the report as JSON instead of the table.
         #[arg(long, conflicts_with_all = ["csv", "html"])]

@@ -10,6 +10,8 @@
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/http_server.rs"]
+mod http_server;
 #[path = "common/servers.rs"]
 mod servers;
 #[path = "common/shard_dirs.rs"]
@@ -480,11 +482,12 @@ fn compare_reads_a_merged_directory_against_a_single_process_run() {
     assert_eq!(c["only_in_new"], serde_json::json!([]));
 }
 
-/// `wlrun run w.wl --out DIR` as shard `i` of `n` of a Job, the barrier on `port`.
+/// `wlrun run w.wl --out job/shard-I` as shard `i` of `n` of a Job, the barrier on `port`.
 fn spawn_shard(dir: &Path, i: u64, n: u64, port: u16) -> std::process::Child {
     std::process::Command::new(env!("CARGO_BIN_EXE_wlrun"))
         .current_dir(dir)
-        .args(["run", "w.wl", "--quiet", "--out", &format!("job/shard-{i}")])
+        .args(["run", "w.wl", "--quiet", "--barrier-timeout", "30s"])
+        .args(["--out", &format!("job/shard-{i}")])
         .env("JOB_COMPLETION_INDEX", i.to_string())
         .env("WLRUN_SHARDS", n.to_string())
         .env("WLRUN_BARRIER", format!("127.0.0.1:{port}"))
@@ -492,6 +495,111 @@ fn spawn_shard(dir: &Path, i: u64, n: u64, port: u16) -> std::process::Child {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap()
+}
+
+/// The `n` shards of a Job run to their end, shard `kill.0` killed with SIGKILL `kill.1` after
+/// they start: each one's exit code and standard error. Shards that hang past 90 s are killed
+/// and the test fails.
+fn run_shards(
+    dir: &Path,
+    n: u64,
+    kill: Option<(u64, std::time::Duration)>,
+) -> Vec<(Option<i32>, String)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let children: Vec<_> = (0..n).map(|i| spawn_shard(dir, i, n, port)).collect();
+    let pids: Vec<u32> = children.iter().map(|c| c.id()).collect();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watchdog = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            let kill_pid = |pid: u32| {
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", &pid.to_string()])
+                    .status();
+            };
+            let mut killed = false;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some((k, after)) = kill {
+                    if !killed && t0.elapsed() >= after {
+                        killed = true;
+                        kill_pid(pids[k as usize]);
+                    }
+                }
+                if t0.elapsed() > std::time::Duration::from_secs(90) {
+                    pids.iter().copied().for_each(kill_pid);
+                    return true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            false
+        })
+    };
+    let out: Vec<(Option<i32>, String)> = children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            (out.status.code(), err)
+        })
+        .collect();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(!watchdog.join().unwrap(), "the shards hung: {out:?}");
+    out
+}
+
+/// A shard SIGKILLed in the middle of a phase leaves its shard.json and the intervals that had
+/// closed: the merge rebuilds its part as far as they go and fails naming it; the other shards
+/// failed at the end barrier, and say so too.
+#[test]
+fn a_shard_killed_mid_phase_fails_the_merged_report_naming_it() {
+    use http_server::{Behaviour, ServerHandle};
+    let server =
+        ServerHandle::start(Behaviour::ok().with_delay(std::time::Duration::from_millis(5)));
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        r#"workload w {{ seed 3 }}
+target svc {{ http "{}" {{ timeout 5s }} }}
+run reqs {{
+  against svc.http
+  request GET "/x"
+  connections 1
+  duration 4s
+  expect status 200
+}}
+"#,
+        server.url()
+    );
+    std::fs::write(dir.path().join("w.wl"), text).unwrap();
+    let ran = run_shards(
+        dir.path(),
+        3,
+        Some((2, std::time::Duration::from_millis(2_000))),
+    );
+    assert_eq!(ran[2].0, None, "killed by a signal: {}", ran[2].1);
+    assert!(!dir.path().join("job/shard-2/report.json").exists());
+    let job = dir.path().join("job");
+    let r = fails_naming(
+        &job,
+        &["shard-0", "shard-1", "shard-2"],
+        &["shard 2 (shard-2) was killed", "shard 0 (shard-0) failed: "],
+    );
+    let reqs = phase(&r, "reqs");
+    assert_eq!(reqs["status"], "interrupted", "{reqs}");
+    // Shard 2's closed intervals are in: more requests than shards 0 and 1 answered alone.
+    let alone: u64 = (0..2)
+        .map(|i| {
+            let text = std::fs::read_to_string(job.join(format!("shard-{i}/report.json")));
+            let v: Value = serde_json::from_str(&text.unwrap()).unwrap();
+            count(&phase(&v, "reqs")["ok"])
+        })
+        .sum();
+    assert!(count(&reqs["ok"]) > alone, "{} <= {alone}", reqs["ok"]);
+    assert_eq!(r["merged"]["shards"][2]["killed"], true);
 }
 
 fn count(v: &Value) -> u64 {
@@ -535,46 +643,9 @@ run q {{
     let (code, _, err) = run(dir.path(), &["run", "w.wl", "--quiet", "--out", "single"]);
     assert_eq!(code, 0, "{err}");
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let children: Vec<_> = (0..3)
-        .map(|i| spawn_shard(dir.path(), i, 3, port))
-        .collect();
-    // A watchdog: shards that hang are killed, and the test fails below.
-    let pids: Vec<u32> = children.iter().map(|c| c.id()).collect();
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let watchdog = {
-        let done = done.clone();
-        std::thread::spawn(move || {
-            let t0 = std::time::Instant::now();
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                if t0.elapsed() > std::time::Duration::from_secs(90) {
-                    for pid in &pids {
-                        let _ = std::process::Command::new("kill")
-                            .args(["-9", &pid.to_string()])
-                            .status();
-                    }
-                    return true;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            false
-        })
-    };
-    for c in children {
-        let out = c.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    for (code, err) in run_shards(dir.path(), 3, None) {
+        assert_eq!(code, Some(0), "{err}");
     }
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
-    assert!(!watchdog.join().unwrap(), "the shards hung");
 
     let job = dir.path().join("job");
     let (code, r, printed) = merge(&job, &["shard-0", "shard-1", "shard-2"]);

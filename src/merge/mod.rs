@@ -29,7 +29,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::report::merged::{MergedPhase, MergedReport, ShardSkew};
-use crate::report::series::Measured;
 use crate::report::{CellReport, ErrorCount, PhaseReport, Report, REPORT_FORMAT};
 
 pub use write::{page, write};
@@ -263,7 +262,7 @@ impl Ctx<'_> {
             ));
             return None;
         }
-        let measured = measured(&with, union);
+        let measured = union.spans.clone();
         match series::merge(&with, (self.cell, self.phase), ingest, service, measured) {
             Ok(m) => Some(m),
             Err(e) => {
@@ -272,28 +271,6 @@ impl Ctx<'_> {
             }
         }
     }
-}
-
-/// The merged phase's measured spans on the wall clock, round by round: the union of the
-/// shards' (what `elapsed_s` is, placed in time).
-fn measured(parts: &[series::Part], union: &spans::Union) -> Vec<Measured> {
-    if union.approximate.is_some() {
-        return Vec::new();
-    }
-    (0..union.rounds.len())
-        .filter_map(|k| {
-            let spans = parts
-                .iter()
-                .filter_map(|p| p.series.measured.get(k))
-                .filter(|m| m.to_unix_ms > m.from_unix_ms);
-            let from = spans.clone().map(|m| m.from_unix_ms).reduce(f64::min)?;
-            let to = spans.map(|m| m.to_unix_ms).reduce(f64::max)?;
-            Some(Measured {
-                from_unix_ms: from,
-                to_unix_ms: to,
-            })
-        })
-        .collect()
 }
 
 /// One phase merged from its parts (`parts` in shard order).

@@ -116,11 +116,37 @@ fn rates_are_over_the_union_of_the_shards_spans_round_by_round() {
     assert_eq!(u.approximate, None);
     assert_eq!(u.rounds, vec![2.5, 1.3]);
     assert!((u.total_s() - 3.8).abs() < 1e-12);
+    let spans: Vec<(f64, f64)> = u
+        .spans
+        .iter()
+        .map(|m| (m.from_unix_ms, m.to_unix_ms))
+        .collect();
+    assert_eq!(spans, [(1_000.0, 3_500.0), (4_800.0, 6_100.0)]);
     // Not the sum of the shards' spans, nor the hull over the warm-up.
     assert!(u.total_s() < 2.0 + 2.0 + 1.6);
     assert!(u.total_s() < 5.1);
     // 1,000 queries over it: what the merged qps is.
     assert_eq!(crate::report::rate(1_000, u.total_s()), Some(1_000.0 / 3.8));
+
+    // Closed-loop shards drift apart by the second round: each round is its shards' span,
+    // and the phase is the time any shard measured, never an instant twice.
+    let a = sref(&[(0.0, 10_000.0), (12_000.0, 22_000.0)]);
+    let b = sref(&[(0.0, 15_000.0), (17_000.0, 27_000.0)]);
+    let drift = [
+        Part {
+            index: 0,
+            series: Some(&a),
+            rounds: vec![10.0, 10.0],
+        },
+        Part {
+            index: 1,
+            series: Some(&b),
+            rounds: vec![15.0, 10.0],
+        },
+    ];
+    let u = spans::union(&drift);
+    assert_eq!(u.rounds, vec![15.0, 15.0]);
+    assert_eq!(u.total_s(), 27.0);
 
     // A shard that does not place its span: the longest shard's time, said.
     let parts = [
