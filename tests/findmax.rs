@@ -183,7 +183,10 @@ fn a_single_threaded_server_is_found_near_its_closed_loop_capacity() {
             table(&report)
         ));
         println!("{}", tries.last().unwrap());
-        if (0.8..=1.0).contains(&share) {
+        // A search can land on the server's own rate (500/s: one 2 ms request at a time),
+        // which the closed-loop measurement undershoots by its requests' round trips (495/s
+        // measured on a quiet machine): 2% over the measured capacity is still "at capacity".
+        if (0.8..=1.02).contains(&share) {
             return;
         }
     }
