@@ -240,21 +240,24 @@ pub(super) fn first_load(f: &FindMaxPlan) -> Load {
     }
 }
 
+/// A clause refused beside the search at `at`: E0701 at the clause; always `false`.
+fn refused(ev: &Eval<'_>, at: Span, span: Span, what: &str, why: &str) -> bool {
+    ev.error(
+        Diagnostic::error(
+            Code::E0701,
+            span,
+            format!("`{what}` and `find max rate` do not go together"),
+        )
+        .label(why.to_string())
+        .also(at, "the search is here"),
+    );
+    false
+}
+
 /// `rate`, `count` and `repeat` are the search's to set: each is refused where it stands.
 fn conflicts(ev: &Eval<'_>, r: &ast::Run, at: Span) -> bool {
     let mut ok = true;
-    let mut refuse = |span: Span, what: &str, why: &str| {
-        ok = false;
-        ev.error(
-            Diagnostic::error(
-                Code::E0701,
-                span,
-                format!("`{what}` and `find max rate` do not go together"),
-            )
-            .label(why.to_string())
-            .also(at, "the search is here"),
-        );
-    };
+    let mut refuse = |span: Span, what: &str, why: &str| ok &= refused(ev, at, span, what, why);
     for c in &r.rate {
         refuse(c.span, "rate", "the search sets each step's rate");
     }
@@ -275,18 +278,7 @@ fn conflicts(ev: &Eval<'_>, r: &ast::Run, at: Span) -> bool {
 /// it stands.
 fn ingest_conflicts(ev: &Eval<'_>, i: &ast::Ingest, at: Span) -> bool {
     let mut ok = true;
-    let mut refuse = |span: Span, what: &str, why: &str| {
-        ok = false;
-        ev.error(
-            Diagnostic::error(
-                Code::E0701,
-                span,
-                format!("`{what}` and `find max rate` do not go together"),
-            )
-            .label(why.to_string())
-            .also(at, "the search is here"),
-        );
-    };
+    let mut refuse = |span: Span, what: &str, why: &str| ok &= refused(ev, at, span, what, why);
     for c in &i.rate {
         refuse(c.span, "rate", "the search sets each step's rate");
     }
