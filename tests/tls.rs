@@ -457,9 +457,13 @@ run r {{ against db via [plain, secure]  queries series  count 20 per query  wor
         secure["connecting"]["tls"]["verification"], "chain and name",
         "{secure:#}"
     );
+    // Two workers, two connections through the front; the second may resume the first's
+    // session when it connects after that handshake ended, so only one must be full.
     assert!(
-        front.full_handshakes() >= 2,
-        "the secure cell went through the front"
+        front.full_handshakes() >= 1 && front.full_handshakes() + front.resumed_handshakes() >= 2,
+        "the secure cell went through the front: {} full, {} resumed",
+        front.full_handshakes(),
+        front.resumed_handshakes()
     );
 }
 
