@@ -266,7 +266,8 @@ fn a_cap_that_meets_is_the_answer() {
         &server.url(),
         "find max rate from 100/s up to 300/s where p99 < 1s samples 100",
     );
-    let (code, report, err) = cli::run_json(&wl, &[], &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let (code, report, err) = cli::run_json_in(dir.path(), &wl, &["--out", "out"]);
     assert_eq!(code, 0, "{err}");
     let (a, steps) = answer(&report);
     assert_eq!(a, Some(300.0));
@@ -276,6 +277,37 @@ fn a_cap_that_meets_is_the_answer() {
         .collect();
     assert_eq!(rates, vec![100.0, 200.0, 300.0]);
     assert_eq!(phase(&report)["findmax"]["outcome"], "cap");
+
+    // report.csv: the answer on the phase row, then a row per step with its own figures.
+    let mut csv = csv::Reader::from_path(dir.path().join("out/report.csv")).unwrap();
+    let header = csv.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
+    let col = |r: &csv::StringRecord, c: &str| {
+        r.get(header.iter().position(|h| h == c).unwrap())
+            .unwrap()
+            .to_string()
+    };
+    let run = rows.iter().find(|r| col(r, "row") == "phase").unwrap();
+    assert_eq!(
+        (
+            col(run, "findmax_answer_per_s"),
+            col(run, "findmax_outcome")
+        ),
+        ("300".into(), "cap".into())
+    );
+    let step_rows: Vec<_> = rows.iter().filter(|r| col(r, "row") == "step").collect();
+    assert_eq!(step_rows.len(), steps.len());
+    for (r, s) in step_rows.iter().zip(&steps) {
+        let rate: f64 = col(r, "step_rate_per_s").parse().unwrap();
+        assert_eq!(Some(rate), s["rate_per_s"].as_f64());
+        assert_eq!(col(r, "step_verdict"), "met");
+        assert_eq!(col(r, "ok"), s["ok"].to_string());
+        assert_eq!(col(r, "p99_us"), s["p99_us"].to_string());
+        assert_eq!(col(r, "kind"), "requests");
+        let qps: f64 = col(r, "rps").parse().unwrap();
+        let expected = s["ok"].as_f64().unwrap() / s["elapsed_s"].as_f64().unwrap();
+        assert!((qps - expected).abs() < 1e-6 * expected, "{qps} {expected}");
+    }
 }
 
 /// workloads/ksql-pull-max.wl against the in-test ksqlDB server, answering every pull query in

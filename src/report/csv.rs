@@ -5,6 +5,7 @@
 //! of a probed ingest and the `concurrent` group (docs/report-format.md, "report.csv"), so
 //! that scripts reading them by position keep working.
 
+use super::findmax::FindMaxReport;
 use super::{Latency, PhaseReport, Report, RunKind, RunReport, Status};
 
 const COLUMNS: &[&str] = &[
@@ -84,6 +85,14 @@ const COLUMNS: &[&str] = &[
     // The `concurrent` group of a phase row, and how the phase ended in it.
     "concurrent",
     "concurrent_end",
+    // `find max rate`: the answer and outcome on the phase row, and one `step` row per step.
+    "findmax_answer_per_s",
+    "findmax_outcome",
+    "step",
+    "step_search",
+    "step_rate_per_s",
+    "step_verdict",
+    "step_broke",
 ];
 
 /// A row being filled, column by name.
@@ -169,6 +178,15 @@ impl Row {
         self.set("concurrent_end", end);
     }
 
+    /// A search's answer (empty when no step met the SLA) and outcome, on its phase row.
+    fn findmax(&mut self, f: Option<&FindMaxReport>) {
+        let Some(f) = f else {
+            return;
+        };
+        self.opt("findmax_answer_per_s", f.answer_per_s);
+        self.set("findmax_outcome", &f.outcome);
+    }
+
     /// The percentile columns, from `latency` (left empty when nothing was measured).
     fn latency(&mut self, latency: &Latency, service: Option<&Latency>) {
         if latency.count == 0 {
@@ -243,8 +261,10 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.connecting(r.connecting.as_ref());
             row.freshness(r.freshness.as_ref());
             row.concurrent(r.concurrent.as_ref(), r.status);
+            row.findmax(r.findmax.as_ref());
             let mut rows = vec![row];
             rows.extend(ingest_stage_rows(cell, key, r));
+            rows.extend(findmax_rows(cell, key, &**r, "ingest"));
             rows
         }
         PhaseReport::Queries(r) => {
@@ -267,6 +287,7 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
                 rows.push(row);
             }
             rows.extend(stage_rows(cell, key, "queries", r, "qps"));
+            rows.extend(findmax_rows(cell, key, &**r, "queries"));
             rows
         }
         PhaseReport::Requests(r) => {
@@ -276,6 +297,7 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.opt("rps", r.output.rps);
             let mut rows = vec![row];
             rows.extend(stage_rows(cell, key, "requests", r, "rps"));
+            rows.extend(findmax_rows(cell, key, &**r, "requests"));
             rows
         }
         PhaseReport::NotRun { name, .. } => {
@@ -324,6 +346,7 @@ fn run_row<K: RunKind + Workers>(cell: usize, key: &str, kind: &str, r: &RunRepo
     row.latency(&r.latency, r.service.as_ref());
     row.set("load", &r.load);
     row.concurrent(r.concurrent.as_ref(), r.status);
+    row.findmax(r.findmax.as_ref());
     row
 }
 
@@ -395,6 +418,94 @@ fn ingest_stage_rows(cell: usize, key: &str, r: &super::IngestReport) -> Vec<Row
         .collect()
 }
 
+/// A phase that may have searched for its highest rate under an SLA.
+trait Searched {
+    fn name(&self) -> &str;
+    fn endpoint(&self) -> &str;
+    fn findmax(&self) -> Option<&FindMaxReport>;
+}
+
+impl<K: RunKind> Searched for RunReport<K> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+    fn findmax(&self) -> Option<&FindMaxReport> {
+        self.findmax.as_ref()
+    }
+}
+
+impl Searched for super::IngestReport {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+    fn findmax(&self) -> Option<&FindMaxReport> {
+        self.findmax.as_ref()
+    }
+}
+
+/// A `find max rate` search's rows, one per step in the order they ran (`row` = `step`): the
+/// step's fixed rate, its measured span and accounting, its latency and its verdict. Its
+/// success rate (`achieved_per_s`) goes where the phase row has it: `qps`, `rps`, or an
+/// ingest's `rows_per_s`; an ingest's latency is its batches' and its lag is the probe's.
+fn findmax_rows(cell: usize, key: &str, r: &impl Searched, kind: &str) -> Vec<Row> {
+    let Some(f) = r.findmax() else {
+        return Vec::new();
+    };
+    f.steps
+        .iter()
+        .map(|s| {
+            let mut row = Row::new(cell, key, r.name(), kind, "step");
+            row.set("endpoint", r.endpoint());
+            row.set("elapsed_s", s.elapsed_s);
+            row.set("scheduled", s.scheduled);
+            row.set("cut_off", s.cut_off);
+            row.set("unsent", s.unsent);
+            row.opt("achieved_rate", s.achieved);
+            row.set("error_rate", s.error_rate);
+            row.set("errors", s.failed);
+            row.set("failed", s.failed);
+            if kind == "ingest" {
+                row.set("rows_acked", s.ok);
+                row.set("rows_sent", s.ok + s.failed);
+                row.set("rows_cut_off", s.cut_off);
+                row.opt("rows_per_s", s.achieved_per_s);
+                row.set("batch_p50_us", s.p50_us);
+                row.set("batch_p99_us", s.p99_us);
+                row.set("batch_max_us", s.max_us);
+                row.opt("lag_p50_us", s.lag_p50_us);
+                row.opt("lag_p99_us", s.lag_p99_us);
+                row.opt("lag_max_us", s.lag_max_us);
+                row.opt("all_visible_after_s", s.visible_after_s);
+            } else {
+                row.set("ok", s.ok);
+                row.opt(
+                    if kind == "queries" { "qps" } else { "rps" },
+                    s.achieved_per_s,
+                );
+                if s.ok + s.failed > 0 {
+                    row.set("p50_us", s.p50_us);
+                    row.set("p90_us", s.p90_us);
+                    row.set("p99_us", s.p99_us);
+                    row.set("p999_us", s.p999_us);
+                    row.set("max_us", s.max_us);
+                }
+            }
+            row.set("step", s.step);
+            row.set("step_search", &s.phase);
+            row.set("step_rate_per_s", s.rate_per_s);
+            row.set("step_verdict", &s.verdict);
+            row.set("step_broke", s.broke.join("; "));
+            row
+        })
+        .collect()
+}
+
 /// Workers of a query run, connections of a request run: the `workers` column.
 trait Workers {
     fn workers(&self) -> u64;
@@ -414,6 +525,7 @@ impl Workers for super::RequestSetup {
 
 #[cfg(test)]
 mod tests {
+    use super::super::findmax::FindMaxStep;
     use super::super::freshness::Freshness;
     use super::super::stages::StageReport;
     use super::super::tests::{ingest_report, latency, query_report, report, request_report};
@@ -531,7 +643,7 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
         let (header, rows) = table(&r);
         assert_eq!(header[..59].join(","), EARLIER);
         assert_eq!(
-            header[59..],
+            header[59..70],
             [
                 "stage",
                 "stage_start_s",
@@ -685,5 +797,182 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
         assert_eq!(get(s2, "failed"), "10");
         assert_eq!(get(s2, "load"), "2000/s");
         assert_eq!(get(s2, "stage_start_s"), "10");
+    }
+
+    fn step(n: u64, search: &str, rate: f64, verdict: &str) -> FindMaxStep {
+        FindMaxStep {
+            step: n,
+            phase: search.into(),
+            rate_per_s: rate,
+            elapsed_s: 4.0,
+            scheduled: (rate * 4.0) as u64,
+            ok: (rate * 4.0) as u64 - 3,
+            failed: 2,
+            cut_off: 1,
+            unsent: 0,
+            achieved: Some(1.0),
+            achieved_per_s: Some((rate * 4.0 - 3.0) / 4.0),
+            p50_us: 800,
+            p90_us: 900,
+            p99_us: if verdict == "met" { 1_000 } else { 30_000 },
+            p999_us: 40_000,
+            max_us: 50_000,
+            error_rate: 2.0 / (rate * 4.0 - 1.0),
+            lag_p50_us: None,
+            lag_p99_us: None,
+            lag_max_us: None,
+            visible_after_s: None,
+            verdict: verdict.into(),
+            broke: if verdict == "met" {
+                vec![]
+            } else {
+                vec!["p99 30ms".into(), "errors 2".into()]
+            },
+        }
+    }
+
+    fn search(answer: Option<f64>, outcome: &str, steps: Vec<FindMaxStep>) -> FindMaxReport {
+        FindMaxReport {
+            sla: "p99 < 20ms".into(),
+            from_per_s: 100.0,
+            up_to_per_s: None,
+            growth: 2.0,
+            resolution: 0.05,
+            samples: 100,
+            samples_from: "p99".into(),
+            probes: false,
+            answer_per_s: answer,
+            outcome: outcome.into(),
+            why: outcome.into(),
+            steps,
+        }
+    }
+
+    #[test]
+    fn a_search_has_its_answer_on_the_phase_row_and_a_row_per_step() {
+        let mut r = report();
+        let mut q = query_report();
+        q.stages.clear();
+        q.findmax = Some(search(
+            Some(100.0),
+            "bracketed",
+            vec![
+                step(1, "grow", 100.0, "met"),
+                step(2, "grow", 200.0, "broke"),
+                step(3, "bisect", 150.0, "broke"),
+            ],
+        ));
+        let mut load = ingest_report(Status::Failed);
+        let mut s = step(1, "grow", 5_000.0, "broke");
+        (s.lag_p50_us, s.lag_p99_us, s.lag_max_us) = (Some(55_000), Some(300_500), Some(400_000));
+        s.visible_after_s = Some(1.25);
+        load.findmax = Some(search(None, "not_met_at_from", vec![s]));
+        r.cells.push(CellReport {
+            index: 2,
+            key: String::new(),
+            phases: vec![
+                PhaseReport::Ingest(Box::new(load)),
+                PhaseReport::Queries(Box::new(q)),
+            ],
+        });
+        let (header, rows) = table(&r);
+        assert_eq!(
+            header[70..],
+            [
+                "findmax_answer_per_s",
+                "findmax_outcome",
+                "step",
+                "step_search",
+                "step_rate_per_s",
+                "step_verdict",
+                "step_broke"
+            ]
+        );
+        let cell2: Vec<_> = rows.iter().filter(|r| get(r, "cell") == "2").collect();
+        let kinds: Vec<(&str, &str)> = cell2
+            .iter()
+            .map(|r| (get(r, "kind"), get(r, "row")))
+            .collect();
+        assert_eq!(
+            kinds[..2],
+            [("ingest", "phase"), ("ingest", "step")],
+            "an ingest's steps follow its phase row"
+        );
+        assert_eq!(kinds.iter().filter(|k| k.1 == "step").count(), 4);
+        assert_eq!(kinds[kinds.len() - 3..], [("queries", "step"); 3]);
+
+        let load = cell2[0];
+        assert_eq!(
+            (
+                get(load, "findmax_answer_per_s"),
+                get(load, "findmax_outcome")
+            ),
+            ("", "not_met_at_from"),
+            "no step met: no answer"
+        );
+        let s = cell2[1];
+        assert_eq!(
+            [
+                get(s, "step"),
+                get(s, "step_search"),
+                get(s, "step_rate_per_s"),
+                get(s, "step_verdict"),
+                get(s, "step_broke"),
+                get(s, "rows_sent"),
+                get(s, "rows_acked"),
+                get(s, "rows_per_s"),
+                get(s, "batch_p99_us"),
+                get(s, "lag_p99_us"),
+                get(s, "all_visible_after_s"),
+                get(s, "scheduled"),
+                get(s, "failed"),
+                get(s, "p99_us"),
+            ],
+            [
+                "1",
+                "grow",
+                "5000",
+                "broke",
+                "p99 30ms; errors 2",
+                "19999",
+                "19997",
+                "4999.25",
+                "30000",
+                "300500",
+                "1.25",
+                "20000",
+                "2",
+                "",
+            ]
+        );
+
+        let q = cell2
+            .iter()
+            .find(|r| get(r, "kind") == "queries" && get(r, "row") == "phase")
+            .unwrap();
+        assert_eq!(
+            (get(q, "findmax_answer_per_s"), get(q, "findmax_outcome")),
+            ("100", "bracketed")
+        );
+        assert_eq!(get(q, "step"), "");
+        let steps: Vec<_> = cell2.iter().filter(|r| get(r, "row") == "step").collect();
+        let last = steps[3];
+        assert_eq!(
+            [
+                get(last, "step"),
+                get(last, "step_search"),
+                get(last, "step_rate_per_s"),
+                get(last, "ok"),
+                get(last, "failed"),
+                get(last, "cut_off"),
+                get(last, "scheduled"),
+                get(last, "qps"),
+                get(last, "p99_us"),
+                get(last, "elapsed_s"),
+                get(last, "rows_sent"),
+                get(last, "findmax_outcome"),
+            ],
+            ["3", "bisect", "150", "597", "2", "1", "600", "149.25", "30000", "4", "", ""]
+        );
     }
 }

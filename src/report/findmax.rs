@@ -49,7 +49,7 @@ pub struct FindMaxStep {
     pub unsent: u64,
     /// Sent (ok + failed + cut off) over scheduled, a fraction.
     pub achieved: Option<f64>,
-    /// Answered (ok + failed) per second of the step's span.
+    /// `ok` per second of the step's span (an ingest's: its `rows_per_s`); `None` under 0.1 s.
     pub achieved_per_s: Option<f64>,
     pub p50_us: u64,
     pub p90_us: u64,
