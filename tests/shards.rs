@@ -478,16 +478,24 @@ fn a_shard_killed_mid_cell_fails_the_others_naming_it() {
             args: &["--barrier-timeout", "30s"],
         },
     );
-    // Shard 2 died in the middle of the 4 s phase: the others end it and fail at its end
-    // barrier, long before the 30 s timeout.
+    // Shard 2 died about 1.5 s into the 4 s phase: shard 0 hears its connection close and
+    // stops the phase there, fails its end barrier and tells shard 1, which stops too; long
+    // before the phase's end, let alone the 30 s timeout.
     assert!(took < Duration::from_secs(20), "{took:?}");
     assert_ne!(ran[2].code, 0);
     for r in &ran[..2] {
         assert_eq!(r.code, 1, "{}", r.err);
         let f = r.report()["shard"]["failure"].as_str().unwrap().to_string();
         assert!(f.contains("shard 2 closed its connection"), "{f}");
+        assert!(
+            r.err.contains("this shard stopped the phase there"),
+            "{}",
+            r.err
+        );
         let p = phase(r.report(), "reqs");
         assert_eq!(p["status"], "failed", "{p}");
+        let elapsed = p["elapsed_s"].as_f64().unwrap();
+        assert!(elapsed < 3.0, "the phase went on for {elapsed} s");
         assert!(
             p["failures"]
                 .as_array()
@@ -527,6 +535,9 @@ fn a_shard_stopped_by_sigterm_leaves_and_the_others_fail_naming_it() {
             f.contains("shard 1 left the run") && f.contains("stopped"),
             "{f}"
         );
+        // They stopped the phase when shard 1 left, not at its end.
+        let elapsed = phase(r.report(), "reqs")["elapsed_s"].as_f64().unwrap();
+        assert!(elapsed < 3.0, "the phase went on for {elapsed} s");
     }
 }
 

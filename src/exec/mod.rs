@@ -197,7 +197,9 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
         seed: env.seed,
         started: rfc3339(started_wall),
         elapsed_s: started.elapsed().as_secs_f64(),
-        interrupted: env.stop.load(Ordering::Relaxed),
+        // A shard that stopped because another was lost failed; nobody interrupted it.
+        interrupted: env.stop.load(Ordering::Relaxed)
+            && !env.shard.as_ref().is_some_and(|s| s.stopped_by_alarm()),
         signal,
         cells,
         shard,

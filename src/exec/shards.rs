@@ -22,7 +22,7 @@ use super::RunEnv;
 use crate::plan::{Cell, IngestPhase, Phase, Require, Setup, Teardown};
 use crate::report::shard::{ShardPhase, ShardReport};
 use crate::report::{IngestReport, PhaseReport, Status};
-use crate::shard::{Address, Arrival, Barrier, Figures, Release, Spec};
+use crate::shard::{Address, Alarm, Arrival, Barrier, Figures, Release, Spec};
 use crate::value::Value;
 
 /// This process's shard of the run, and its barriers.
@@ -34,6 +34,8 @@ pub struct ShardRun {
     timeout: Duration,
     /// The run's stop (Ctrl-C, SIGTERM): a shard waiting at a barrier leaves at once.
     stop: Arc<AtomicBool>,
+    /// Sets `stop` when another shard is lost in the middle of a phase.
+    alarm: Arc<Alarm>,
     barrier: tokio::sync::Mutex<Option<Barrier>>,
     state: Mutex<State>,
 }
@@ -71,6 +73,7 @@ impl ShardRun {
             plan,
             address,
             timeout,
+            alarm: Arc::new(Alarm::new(stop.clone())),
             stop,
             barrier: tokio::sync::Mutex::new(None),
             state: Mutex::default(),
@@ -102,7 +105,7 @@ impl ShardRun {
         }
         let t0 = Instant::now();
         let joined = tokio::select! {
-            j = Barrier::join(self.spec, &self.address, &self.plan, self.timeout) => j,
+            j = Barrier::join(self.spec, &self.address, &self.plan, self.timeout, self.alarm.clone()) => j,
             _ = stopped(&self.stop) => Err("stopped by a signal while joining the other shards".into()),
         };
         match joined {
@@ -122,6 +125,12 @@ impl ShardRun {
                 Err(e)
             }
         }
+    }
+
+    /// Another shard was lost in the middle of a phase and this one stopped it: the run's
+    /// stop is set, but no signal stopped the run; it failed.
+    pub fn stopped_by_alarm(&self) -> bool {
+        self.alarm.rang().is_some()
     }
 
     /// The run cannot go on: a barrier failed, or this shard left.
@@ -179,8 +188,12 @@ impl ShardRun {
             return Err("the shards never joined".into());
         };
         // A stopped shard does not wait for the others (they may have a long phase left): it
-        // leaves, and they fail at their next barrier naming it.
-        let result = if self.stop.load(Ordering::Relaxed) {
+        // leaves, and they fail at their next barrier naming it. Stopped by the alarm, it
+        // passes: the barrier fails at once on what rang it (a closed connection, an abort),
+        // and shard 0 tells the others.
+        let result = if self.alarm.rang().is_some() {
+            Some(barrier.pass(seq, &point, arrival).await)
+        } else if self.stop.load(Ordering::Relaxed) {
             None
         } else {
             tokio::select! {
@@ -241,6 +254,10 @@ impl ShardRun {
             )
             .await?;
         if r.refusals.is_empty() {
+            let s = self.state();
+            if let Some(p) = s.current.and_then(|c| s.phases.get(c.at)) {
+                self.alarm.arm(&format!("cell {} {}", p.cell, p.phase));
+            }
             return Ok(());
         }
         let why: Vec<String> = r
@@ -256,6 +273,7 @@ impl ShardRun {
 
     /// The end barrier: every shard brings what it sent; the sum comes back (to every shard).
     pub async fn end(&self, own: Figures) -> Result<Option<Figures>, String> {
+        self.alarm.disarm();
         let at = {
             let mut s = self.state();
             let c = s.current.as_mut().map(|c| {
@@ -287,6 +305,7 @@ impl ShardRun {
     /// failed before its start says so at the start barrier), and a failed barrier fails the
     /// phase.
     pub async fn finish(&self, report: &mut PhaseReport) {
+        self.alarm.disarm();
         let current = self.state().current;
         let Some(c) = current else { return };
         if !c.started {

@@ -82,6 +82,7 @@ pub(super) struct Lead {
     plan: String,
     /// The listener, readers and heartbeats: ended with the lead.
     tasks: Vec<JoinHandle<()>>,
+    alarm: Arc<super::Alarm>,
 }
 
 impl Drop for Lead {
@@ -100,6 +101,7 @@ impl Lead {
         bind: &str,
         plan: &str,
         timeout: Duration,
+        alarm: Arc<super::Alarm>,
     ) -> Result<Lead, String> {
         let listener = TcpListener::bind(bind)
             .await
@@ -115,6 +117,7 @@ impl Lead {
             broken: None,
             plan: plan.to_string(),
             tasks: vec![accept],
+            alarm,
         };
         let deadline = Instant::now() + timeout;
         while lead.peers.iter().skip(1).any(Option::is_none) {
@@ -228,8 +231,12 @@ impl Lead {
         }
         let writer = Arc::new(Mutex::new(writer));
         self.peers[shard as usize] = Some(writer.clone());
-        self.tasks
-            .push(tokio::spawn(read_loop(shard, lines, tx.clone())));
+        self.tasks.push(tokio::spawn(read_loop(
+            shard,
+            lines,
+            tx.clone(),
+            self.alarm.clone(),
+        )));
         self.tasks.push(tokio::spawn(heartbeat(writer)));
         Ok(())
     }
@@ -433,23 +440,33 @@ async fn accept_loop(listener: TcpListener, tx: mpsc::UnboundedSender<Event>) {
     }
 }
 
+/// Reads a shard's lines for the barriers; a shard that leaves or whose connection ends rings
+/// the alarm first, so a phase under way stops at once.
 async fn read_loop(
     shard: u64,
     mut lines: Lines<tokio::net::tcp::OwnedReadHalf>,
     tx: mpsc::UnboundedSender<Event>,
+    alarm: Arc<super::Alarm>,
 ) {
     loop {
         match lines.next().await {
             Ok(Some((msg, at))) => {
+                if let Msg::Leave { reason } = &msg {
+                    alarm.ring(&format!("shard {shard} left the run ({reason})"));
+                }
                 if tx.send(Event::Msg { shard, msg, at }).is_err() {
                     return;
                 }
             }
             Ok(None) => {
+                alarm.ring(&format!(
+                    "shard {shard} closed its connection (it died or was killed)"
+                ));
                 let _ = tx.send(Event::Closed { shard, why: None });
                 return;
             }
             Err(e) => {
+                alarm.ring(&format!("shard {shard}'s connection failed ({e})"));
                 let _ = tx.send(Event::Closed {
                     shard,
                     why: Some(e),

@@ -42,6 +42,7 @@ impl Member {
         addr: &str,
         plan: &str,
         timeout: Duration,
+        alarm: Arc<super::Alarm>,
     ) -> Result<Member, String> {
         let deadline = Instant::now() + timeout;
         let sock = loop {
@@ -72,7 +73,7 @@ impl Member {
             .map_err(|e| format!("cannot say hello to shard 0 at {addr}: {e}"))?;
         let writer = Arc::new(Mutex::new(w));
         let (tx, heard) = mpsc::unbounded_channel();
-        let reader = tokio::spawn(read_loop(Lines::new(r), writer.clone(), tx));
+        let reader = tokio::spawn(read_loop(Lines::new(r), writer.clone(), tx, alarm));
         let mut m = Member {
             timeout,
             writer,
@@ -189,25 +190,37 @@ impl Member {
 }
 
 /// Reads shard 0's lines; a release is answered with `go` before anything else happens, so
-/// the round trip shard 0 measures holds no more than the network and this read.
+/// the round trip shard 0 measures holds no more than the network and this read. An abort or
+/// the end of the connection rings the alarm first, so a phase under way stops at once.
 async fn read_loop(
     mut lines: Lines<tokio::net::tcp::OwnedReadHalf>,
     writer: Arc<Mutex<OwnedWriteHalf>>,
     tx: mpsc::UnboundedSender<Heard>,
+    alarm: Arc<super::Alarm>,
 ) {
     loop {
         match lines.next().await {
             Ok(Some((msg, at))) => {
-                if let Msg::Release { seq, .. } = &msg {
-                    let mut w = writer.lock().await;
-                    let _ = wire::send(&mut w, &Msg::Go { seq: *seq }).await;
+                match &msg {
+                    Msg::Release { seq, .. } => {
+                        let mut w = writer.lock().await;
+                        let _ = wire::send(&mut w, &Msg::Go { seq: *seq }).await;
+                    }
+                    Msg::Abort { reason } => {
+                        alarm.ring(&format!("shard 0 ended the run ({reason})"));
+                    }
+                    _ => {}
                 }
                 if tx.send(Ok((msg, at))).is_err() {
                     return;
                 }
             }
-            Ok(None) => return,
+            Ok(None) => {
+                alarm.ring("shard 0 closed the barrier connection (it died or was stopped)");
+                return;
+            }
             Err(e) => {
+                alarm.ring(&format!("the connection to shard 0 failed ({e})"));
                 let _ = tx.send(Err(e));
                 return;
             }

@@ -13,6 +13,8 @@ mod member;
 mod spec;
 mod wire;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use spec::{
@@ -42,6 +44,67 @@ pub struct Release {
     pub waited: Duration,
 }
 
+/// Rings when another shard is lost while this one is in the middle of a phase (its
+/// connection closed, it left, shard 0 aborted the run): the barrier's readers see it at once,
+/// where the phase's end barrier would see it only when the phase ends (a 30-minute phase
+/// would go on loading the server for nothing, and fail at its end). Ringing records why and
+/// sets the run's stop, so the phase stops sending as on a signal and keeps what it measured;
+/// the end barrier then fails naming the lost shard. Between phases it is disarmed: a barrier
+/// notices a lost shard itself there.
+#[derive(Default)]
+pub struct Alarm {
+    armed: AtomicBool,
+    /// The phase under way, for the message.
+    point: Mutex<String>,
+    rang: Mutex<Option<String>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Alarm {
+    /// An alarm that sets `stop` when it rings.
+    pub fn new(stop: Arc<AtomicBool>) -> Alarm {
+        Alarm {
+            stop,
+            ..Alarm::default()
+        }
+    }
+
+    /// The phase `point` is under way: a lost shard now stops it.
+    pub fn arm(&self, point: &str) {
+        *lock(&self.point) = point.to_string();
+        self.armed.store(true, Ordering::SeqCst);
+    }
+
+    pub fn disarm(&self) {
+        self.armed.store(false, Ordering::SeqCst);
+    }
+
+    /// Why it rang, once it has.
+    pub fn rang(&self) -> Option<String> {
+        lock(&self.rang).clone()
+    }
+
+    /// `why` (`shard 2 closed its connection`) stops the phase under way, if one is.
+    fn ring(&self, why: &str) {
+        if !self.armed.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut rang = lock(&self.rang);
+        if rang.is_some() {
+            return;
+        }
+        let point = lock(&self.point).clone();
+        let line = format!("during `{point}`, {why}: this shard stopped the phase there");
+        sayln!("wlrun: {line}");
+        *rang = Some(line);
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// This process's connection to the other shards.
 pub struct Barrier(Side);
 
@@ -56,18 +119,20 @@ impl Barrier {
     /// Joins the run: shard 0 listens at `addr`'s port and waits for every other shard's
     /// hello; the others connect to `addr` (retrying while shard 0 is not up yet). Within
     /// `timeout`, or the error names who is missing. `plan` is the run's identity
-    /// (`identity`): a shard with another is refused.
+    /// (`identity`): a shard with another is refused. `alarm` rings when a shard is lost in
+    /// the middle of a phase.
     pub async fn join(
         spec: Spec,
         addr: &Address,
         plan: &str,
         timeout: Duration,
+        alarm: Arc<Alarm>,
     ) -> Result<Barrier, String> {
         if spec.count == 1 {
             return Ok(Barrier(Side::Alone));
         }
         if spec.leads() {
-            let lead = lead::Lead::join(spec.count, &addr.bind(), plan, timeout).await?;
+            let lead = lead::Lead::join(spec.count, &addr.bind(), plan, timeout, alarm).await?;
             return Ok(Barrier(Side::Lead(Box::new(lead))));
         }
         let Some(to) = addr.connect() else {
@@ -76,7 +141,7 @@ impl Barrier {
                 spec.index
             ));
         };
-        let m = member::Member::join(spec.index, spec.count, &to, plan, timeout).await?;
+        let m = member::Member::join(spec.index, spec.count, &to, plan, timeout, alarm).await?;
         Ok(Barrier(Side::Member(Box::new(m))))
     }
 

@@ -34,7 +34,7 @@ async fn join_all(n: u64, plan: &[&str], timeout: Duration) -> Vec<Result<Barrie
         let p = plan[i as usize % plan.len()].to_string();
         tasks.push(tokio::spawn(async move {
             let spec = Spec { index: i, count: n };
-            Barrier::join(spec, &addr(port), &p, timeout).await
+            Barrier::join(spec, &addr(port), &p, timeout, Arc::default()).await
         }));
     }
     let mut out = Vec::new();
@@ -108,6 +108,7 @@ async fn a_shard_that_never_joins_is_named_within_the_timeout() {
             &addr(port),
             "p",
             Duration::from_millis(800),
+            Arc::default(),
         )
         .await
     });
@@ -117,6 +118,7 @@ async fn a_shard_that_never_joins_is_named_within_the_timeout() {
             &addr(port),
             "p",
             Duration::from_secs(5),
+            Arc::default(),
         )
         .await
     });
@@ -139,6 +141,7 @@ async fn a_member_that_cannot_reach_shard_0_gives_up_within_the_timeout() {
         &addr(port),
         "p",
         Duration::from_millis(700),
+        Arc::default(),
     )
     .await
     .err()
@@ -150,6 +153,7 @@ async fn a_member_that_cannot_reach_shard_0_gives_up_within_the_timeout() {
         &Address { host: None, port },
         "p",
         Duration::from_secs(1),
+        Arc::default(),
     )
     .await
     .err()
