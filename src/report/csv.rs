@@ -264,7 +264,13 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.findmax(r.findmax.as_ref());
             let mut rows = vec![row];
             rows.extend(ingest_stage_rows(cell, key, r));
-            rows.extend(findmax_rows(cell, key, &**r, "ingest"));
+            rows.extend(findmax_rows(
+                cell,
+                key,
+                (&r.name, &r.endpoint),
+                r.findmax.as_ref(),
+                "ingest",
+            ));
             rows
         }
         PhaseReport::Queries(r) => {
@@ -287,7 +293,13 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
                 rows.push(row);
             }
             rows.extend(stage_rows(cell, key, "queries", r, "qps"));
-            rows.extend(findmax_rows(cell, key, &**r, "queries"));
+            rows.extend(findmax_rows(
+                cell,
+                key,
+                (&r.name, &r.endpoint),
+                r.findmax.as_ref(),
+                "queries",
+            ));
             rows
         }
         PhaseReport::Requests(r) => {
@@ -297,7 +309,13 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.opt("rps", r.output.rps);
             let mut rows = vec![row];
             rows.extend(stage_rows(cell, key, "requests", r, "rps"));
-            rows.extend(findmax_rows(cell, key, &**r, "requests"));
+            rows.extend(findmax_rows(
+                cell,
+                key,
+                (&r.name, &r.endpoint),
+                r.findmax.as_ref(),
+                "requests",
+            ));
             rows
         }
         PhaseReport::NotRun { name, .. } => {
@@ -418,50 +436,25 @@ fn ingest_stage_rows(cell: usize, key: &str, r: &super::IngestReport) -> Vec<Row
         .collect()
 }
 
-/// A phase that may have searched for its highest rate under an SLA.
-trait Searched {
-    fn name(&self) -> &str;
-    fn endpoint(&self) -> &str;
-    fn findmax(&self) -> Option<&FindMaxReport>;
-}
-
-impl<K: RunKind> Searched for RunReport<K> {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn endpoint(&self) -> &str {
-        &self.endpoint
-    }
-    fn findmax(&self) -> Option<&FindMaxReport> {
-        self.findmax.as_ref()
-    }
-}
-
-impl Searched for super::IngestReport {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn endpoint(&self) -> &str {
-        &self.endpoint
-    }
-    fn findmax(&self) -> Option<&FindMaxReport> {
-        self.findmax.as_ref()
-    }
-}
-
 /// A `find max rate` search's rows, one per step in the order they ran (`row` = `step`): the
 /// step's fixed rate, its measured span and accounting, its latency and its verdict. Its
 /// success rate (`achieved_per_s`) goes where the phase row has it: `qps`, `rps`, or an
 /// ingest's `rows_per_s`; an ingest's latency is its batches' and its lag is the probe's.
-fn findmax_rows(cell: usize, key: &str, r: &impl Searched, kind: &str) -> Vec<Row> {
-    let Some(f) = r.findmax() else {
+fn findmax_rows(
+    cell: usize,
+    key: &str,
+    (name, endpoint): (&str, &str),
+    f: Option<&FindMaxReport>,
+    kind: &str,
+) -> Vec<Row> {
+    let Some(f) = f else {
         return Vec::new();
     };
     f.steps
         .iter()
         .map(|s| {
-            let mut row = Row::new(cell, key, r.name(), kind, "step");
-            row.set("endpoint", r.endpoint());
+            let mut row = Row::new(cell, key, name, kind, "step");
+            row.set("endpoint", endpoint);
             row.set("elapsed_s", s.elapsed_s);
             row.set("scheduled", s.scheduled);
             row.set("cut_off", s.cut_off);
@@ -525,10 +518,11 @@ impl Workers for super::RequestSetup {
 
 #[cfg(test)]
 mod tests {
-    use super::super::findmax::FindMaxStep;
     use super::super::freshness::Freshness;
     use super::super::stages::StageReport;
-    use super::super::tests::{ingest_report, latency, query_report, report, request_report};
+    use super::super::tests::{
+        findmax_search, findmax_step, ingest_report, latency, query_report, report, request_report,
+    };
     use super::super::together::ConcurrentMember;
     use super::super::{Accounting, CellReport, PhaseReport, Status};
     use super::*;
@@ -799,74 +793,25 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
         assert_eq!(get(s2, "stage_start_s"), "10");
     }
 
-    fn step(n: u64, search: &str, rate: f64, verdict: &str) -> FindMaxStep {
-        FindMaxStep {
-            step: n,
-            phase: search.into(),
-            rate_per_s: rate,
-            elapsed_s: 4.0,
-            scheduled: (rate * 4.0) as u64,
-            ok: (rate * 4.0) as u64 - 3,
-            failed: 2,
-            cut_off: 1,
-            unsent: 0,
-            achieved: Some(1.0),
-            achieved_per_s: Some((rate * 4.0 - 3.0) / 4.0),
-            p50_us: 800,
-            p90_us: 900,
-            p99_us: if verdict == "met" { 1_000 } else { 30_000 },
-            p999_us: 40_000,
-            max_us: 50_000,
-            error_rate: 2.0 / (rate * 4.0 - 1.0),
-            lag_p50_us: None,
-            lag_p99_us: None,
-            lag_max_us: None,
-            visible_after_s: None,
-            verdict: verdict.into(),
-            broke: if verdict == "met" {
-                vec![]
-            } else {
-                vec!["p99 30ms".into(), "errors 2".into()]
-            },
-        }
-    }
-
-    fn search(answer: Option<f64>, outcome: &str, steps: Vec<FindMaxStep>) -> FindMaxReport {
-        FindMaxReport {
-            sla: "p99 < 20ms".into(),
-            from_per_s: 100.0,
-            up_to_per_s: None,
-            growth: 2.0,
-            resolution: 0.05,
-            samples: 100,
-            samples_from: "p99".into(),
-            probes: false,
-            answer_per_s: answer,
-            outcome: outcome.into(),
-            why: outcome.into(),
-            steps,
-        }
-    }
-
     #[test]
     fn a_search_has_its_answer_on_the_phase_row_and_a_row_per_step() {
         let mut r = report();
         let mut q = query_report();
         q.stages.clear();
-        q.findmax = Some(search(
+        q.findmax = Some(findmax_search(
             Some(100.0),
             "bracketed",
             vec![
-                step(1, "grow", 100.0, "met"),
-                step(2, "grow", 200.0, "broke"),
-                step(3, "bisect", 150.0, "broke"),
+                findmax_step(1, "grow", 100.0, "met"),
+                findmax_step(2, "grow", 200.0, "broke"),
+                findmax_step(3, "bisect", 150.0, "broke"),
             ],
         ));
         let mut load = ingest_report(Status::Failed);
-        let mut s = step(1, "grow", 5_000.0, "broke");
+        let mut s = findmax_step(1, "grow", 5_000.0, "broke");
         (s.lag_p50_us, s.lag_p99_us, s.lag_max_us) = (Some(55_000), Some(300_500), Some(400_000));
         s.visible_after_s = Some(1.25);
-        load.findmax = Some(search(None, "not_met_at_from", vec![s]));
+        load.findmax = Some(findmax_search(None, "not_met_at_from", vec![s]));
         r.cells.push(CellReport {
             index: 2,
             key: String::new(),

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use super::findmax::{FindMaxReport, FindMaxStep};
+
 use super::*;
 
 pub(super) fn latency(base: u64) -> Latency {
@@ -378,4 +380,59 @@ fn a_concurrent_group_shows_one_line_and_reads_back() {
     let json = serde_json::to_string_pretty(&r).unwrap();
     let back: Report = serde_json::from_str(&json).unwrap();
     assert_eq!(serde_json::to_string_pretty(&back).unwrap(), json);
+}
+
+/// A step of a `find max rate` search: 4 s at `rate`, 3 of its slots not answered ok (2
+/// failed, 1 cut off); `broke` steps broke on p99 and errors.
+pub(super) fn findmax_step(n: u64, search: &str, rate: f64, verdict: &str) -> FindMaxStep {
+    FindMaxStep {
+        step: n,
+        phase: search.into(),
+        rate_per_s: rate,
+        elapsed_s: 4.0,
+        scheduled: (rate * 4.0) as u64,
+        ok: (rate * 4.0) as u64 - 3,
+        failed: 2,
+        cut_off: 1,
+        unsent: 0,
+        achieved: Some(1.0),
+        achieved_per_s: Some((rate * 4.0 - 3.0) / 4.0),
+        p50_us: 800,
+        p90_us: 900,
+        p99_us: if verdict == "met" { 1_000 } else { 30_000 },
+        p999_us: 40_000,
+        max_us: 50_000,
+        error_rate: 2.0 / (rate * 4.0 - 1.0),
+        lag_p50_us: None,
+        lag_p99_us: None,
+        lag_max_us: None,
+        visible_after_s: None,
+        verdict: verdict.into(),
+        broke: if verdict == "met" {
+            vec![]
+        } else {
+            vec!["p99 30ms".into(), "errors 2".into()]
+        },
+    }
+}
+
+pub(super) fn findmax_search(
+    answer: Option<f64>,
+    outcome: &str,
+    steps: Vec<FindMaxStep>,
+) -> FindMaxReport {
+    FindMaxReport {
+        sla: "p99 < 20ms".into(),
+        from_per_s: 100.0,
+        up_to_per_s: None,
+        growth: 2.0,
+        resolution: 0.05,
+        samples: 1000,
+        samples_from: "p99".into(),
+        probes: false,
+        answer_per_s: answer,
+        outcome: outcome.into(),
+        why: outcome.into(),
+        steps,
+    }
 }

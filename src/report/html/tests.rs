@@ -272,7 +272,6 @@ fn the_distribution_reaches_the_maximum_on_the_log_percentile_axis() {
 /// One cell of a `concurrent` group: a probed ingest and a staged query run, then a
 /// `find max rate` search on its own; `with_series` writes their series under `dir`.
 fn mixed(dir: &Path, with_series: bool) -> Report {
-    use crate::report::findmax::{FindMaxReport, FindMaxStep};
     use crate::report::freshness::{FreshSample, Freshness};
     use crate::report::stages::StageReport;
     use crate::report::together::ConcurrentMember;
@@ -392,49 +391,14 @@ fn mixed(dir: &Path, with_series: bool) -> Report {
     max.stages.clear();
     max.concurrent = None;
     max.series = None;
-    let step = |n: u64, rate: f64, verdict: &str| FindMaxStep {
-        step: n,
-        phase: "grow".into(),
-        rate_per_s: rate,
-        elapsed_s: 2.0,
-        scheduled: (rate * 2.0) as u64,
-        ok: (rate * 2.0) as u64,
-        failed: 0,
-        cut_off: 0,
-        unsent: 0,
-        achieved: Some(1.0),
-        achieved_per_s: Some(rate),
-        p50_us: 800,
-        p90_us: 900,
-        p99_us: if verdict == "met" { 1_000 } else { 30_000 },
-        p999_us: 40_000,
-        max_us: 50_000,
-        error_rate: 0.0,
-        lag_p50_us: None,
-        lag_p99_us: None,
-        lag_max_us: None,
-        visible_after_s: None,
-        verdict: verdict.into(),
-        broke: if verdict == "met" {
-            vec![]
-        } else {
-            vec!["p99 30ms".into()]
-        },
-    };
-    max.findmax = Some(FindMaxReport {
-        sla: "p99 < 20ms".into(),
-        from_per_s: 100.0,
-        up_to_per_s: None,
-        growth: 2.0,
-        resolution: 0.05,
-        samples: 1000,
-        samples_from: "p99".into(),
-        probes: false,
-        answer_per_s: Some(100.0),
-        outcome: "bracketed".into(),
-        why: "bracketed".into(),
-        steps: vec![step(1, 100.0, "met"), step(2, 200.0, "broke")],
-    });
+    max.findmax = Some(crate::report::tests::findmax_search(
+        Some(100.0),
+        "bracketed",
+        vec![
+            crate::report::tests::findmax_step(1, "grow", 100.0, "met"),
+            crate::report::tests::findmax_step(2, "grow", 200.0, "broke"),
+        ],
+    ));
     phases.push(PhaseReport::Queries(Box::new(max)));
     r
 }
@@ -477,7 +441,7 @@ fn freshness_stages_find_max_and_a_group_are_on_the_page() {
     assert!(marked.iter().all(|c| c.contains(">stage 2</text>")));
     // The search's steps and answer.
     assert!(page.contains("<caption>find max rate from 100/s where p99 &lt; 20ms"));
-    assert!(page.contains("<td>broke: p99 30ms</td>"));
+    assert!(page.contains("<td>broke: p99 30ms; errors 2</td>"));
     assert!(page.contains("<b>find max rate: 100/s meets p99 &lt; 20ms (2 steps"));
     // The group: once, before its first member, and on each member's heading.
     assert_eq!(
@@ -540,15 +504,11 @@ fn an_ingest_search_lists_each_steps_lag() {
         sla: "lag_p99 < 1s".into(),
         from_per_s: 10_000.0,
         up_to_per_s: Some(10_000.0),
-        growth: 2.0,
-        resolution: 0.05,
         samples: 50,
         samples_from: "given".into(),
         probes: true,
-        answer_per_s: Some(10_000.0),
-        outcome: "cap".into(),
         why: "the cap met the SLA".into(),
-        steps: vec![step],
+        ..crate::report::tests::findmax_search(Some(10_000.0), "cap", vec![step])
     };
     let mut out = String::new();
     tables::findmax(&mut out, &f);
