@@ -264,59 +264,31 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.findmax(r.findmax.as_ref());
             let mut rows = vec![row];
             rows.extend(ingest_stage_rows(cell, key, r));
-            rows.extend(findmax_rows(
-                cell,
-                key,
-                (&r.name, &r.endpoint),
-                r.findmax.as_ref(),
-                "ingest",
-            ));
+            let phase = (r.name.as_str(), r.endpoint.as_str());
+            rows.extend(findmax_rows(cell, key, phase, r.findmax.as_ref(), "ingest"));
             rows
         }
         PhaseReport::Queries(r) => {
-            let mut row = run_row(cell, key, "queries", r);
-            row.connecting(r.connecting.as_ref());
-            row.set("result_rows", r.output.rows);
-            row.opt("qps", r.output.qps);
-            let mut rows = vec![row];
+            let mut parts = Vec::new();
             for t in &r.detail.query_types {
                 let mut row = part(cell, key, r, "query", &t.label, (t.ok, t.failed, t.rows));
                 row.set("query", &t.name);
                 row.opt("qps", t.qps);
                 row.latency(&t.latency, t.service.as_ref());
-                rows.push(row);
+                parts.push(row);
             }
             for l in &r.detail.labels {
                 let mut row = part(cell, key, r, "label", &l.label, (l.ok, l.failed, l.rows));
                 row.opt("qps", l.qps);
                 row.latency(&l.latency, l.service.as_ref());
-                rows.push(row);
+                parts.push(row);
             }
-            rows.extend(stage_rows(cell, key, "queries", r, "qps"));
-            rows.extend(findmax_rows(
-                cell,
-                key,
-                (&r.name, &r.endpoint),
-                r.findmax.as_ref(),
-                "queries",
-            ));
-            rows
+            let rate = ("qps", r.output.qps);
+            run_rows((cell, key, "queries"), r, rate, r.output.rows, parts)
         }
         PhaseReport::Requests(r) => {
-            let mut row = run_row(cell, key, "requests", r);
-            row.connecting(r.connecting.as_ref());
-            row.set("result_rows", r.output.rows);
-            row.opt("rps", r.output.rps);
-            let mut rows = vec![row];
-            rows.extend(stage_rows(cell, key, "requests", r, "rps"));
-            rows.extend(findmax_rows(
-                cell,
-                key,
-                (&r.name, &r.endpoint),
-                r.findmax.as_ref(),
-                "requests",
-            ));
-            rows
+            let rate = ("rps", r.output.rps);
+            run_rows((cell, key, "requests"), r, rate, r.output.rows, Vec::new())
         }
         PhaseReport::NotRun { name, .. } => {
             let mut row = Row::new(cell, key, name, "", "phase");
@@ -343,6 +315,28 @@ fn part(
     row.set("errors", failed);
     row.set("result_rows", result_rows);
     row
+}
+
+/// A query or request run's rows: its phase row with its success `rate` (`qps` or `rps`) and
+/// `result_rows`, then `parts` (a query run's types and labels), its stages and its search's
+/// steps.
+fn run_rows<K: RunKind + Workers>(
+    (cell, key, kind): (usize, &str, &str),
+    r: &RunReport<K>,
+    (column, rate): (&str, Option<f64>),
+    result_rows: u64,
+    parts: Vec<Row>,
+) -> Vec<Row> {
+    let mut row = run_row(cell, key, kind, r);
+    row.connecting(r.connecting.as_ref());
+    row.set("result_rows", result_rows);
+    row.opt(column, rate);
+    let mut rows = vec![row];
+    rows.extend(parts);
+    rows.extend(stage_rows(cell, key, kind, r, column));
+    let phase = (r.name.as_str(), r.endpoint.as_str());
+    rows.extend(findmax_rows(cell, key, phase, r.findmax.as_ref(), kind));
+    rows
 }
 
 /// What a query run's row and a request run's row share.
