@@ -314,32 +314,18 @@ fn merge_phase(ctx: &Ctx, parts: &[(u64, &Path, &PhaseReport)]) -> Result<PhaseO
         ));
     }
     let mut out = match lead {
-        PhaseReport::Ingest(_) => {
-            let ps: Vec<Part<crate::report::IngestReport>> = ran
-                .iter()
-                .filter_map(|(index, dir, p)| match p {
-                    PhaseReport::Ingest(r) => Some(Part {
-                        index: *index,
-                        dir,
-                        report: r.as_ref(),
-                    }),
-                    _ => None,
-                })
-                .collect();
-            ingest::merge(ctx, &ps)?
-        }
+        PhaseReport::Ingest(_) => ingest::merge(
+            ctx,
+            &parts_of(&ran, |p| match p {
+                PhaseReport::Ingest(r) => Some(r.as_ref()),
+                _ => None,
+            }),
+        )?,
         PhaseReport::Queries(_) => {
-            let ps: Vec<Part<crate::report::QueryReport>> = ran
-                .iter()
-                .filter_map(|(index, dir, p)| match p {
-                    PhaseReport::Queries(r) => Some(Part {
-                        index: *index,
-                        dir,
-                        report: r.as_ref(),
-                    }),
-                    _ => None,
-                })
-                .collect();
+            let ps = parts_of(&ran, |p| match p {
+                PhaseReport::Queries(r) => Some(r.as_ref()),
+                _ => None,
+            });
             let (r, series) = runs::merge(ctx, &ps)?;
             PhaseOut {
                 report: PhaseReport::Queries(Box::new(r)),
@@ -347,17 +333,10 @@ fn merge_phase(ctx: &Ctx, parts: &[(u64, &Path, &PhaseReport)]) -> Result<PhaseO
             }
         }
         PhaseReport::Requests(_) => {
-            let ps: Vec<Part<crate::report::RequestReport>> = ran
-                .iter()
-                .filter_map(|(index, dir, p)| match p {
-                    PhaseReport::Requests(r) => Some(Part {
-                        index: *index,
-                        dir,
-                        report: r.as_ref(),
-                    }),
-                    _ => None,
-                })
-                .collect();
+            let ps = parts_of(&ran, |p| match p {
+                PhaseReport::Requests(r) => Some(r.as_ref()),
+                _ => None,
+            });
             let (r, series) = runs::merge(ctx, &ps)?;
             PhaseOut {
                 report: PhaseReport::Requests(Box::new(r)),
@@ -379,6 +358,16 @@ fn merge_phase(ctx: &Ctx, parts: &[(u64, &Path, &PhaseReport)]) -> Result<PhaseO
         }
     }
     Ok(out)
+}
+
+/// The shards' reports of one kind of phase (`pick` takes it out of a `PhaseReport`).
+fn parts_of<'a, T>(
+    ran: &[&(u64, &'a Path, &'a PhaseReport)],
+    pick: impl Fn(&'a PhaseReport) -> Option<&'a T>,
+) -> Vec<Part<'a, T>> {
+    ran.iter()
+        .filter_map(|&&(index, dir, p)| pick(p).map(|report| Part { index, dir, report }))
+        .collect()
 }
 
 /// One shard's part of a phase.
