@@ -204,7 +204,7 @@ fn ingest_phase(
             h.record(us as u64).expect("auto-resized");
         }
         total.add(&h).expect("same bounds");
-        let row = IngestInterval {
+        let mut row = IngestInterval {
             start_ms: start_ms + i as u64 * s.interval_ms,
             span_ms: s.interval_ms,
             rows_sent: sent,
@@ -213,12 +213,9 @@ fn ingest_phase(
             socket_bytes: sent * 100,
             batches: sent.div_ceil(batch_rows),
             errors: 0,
-            batch_p50_us: Some(h.value_at_quantile(0.5)),
-            batch_p99_us: Some(h.value_at_quantile(0.99)),
-            batch_max_us: Some(h.max()),
-            stage: None,
             ..IngestInterval::default()
         };
+        row.set_batch_latency(&h);
         f.csv.serialize(row).expect("a CSV row");
         hists.push(h);
         rows += sent;
@@ -298,22 +295,13 @@ fn query_phase(
             h.record(us as u64).expect("auto-resized");
         }
         total.add(&h).expect("same bounds");
-        let row = RunInterval {
+        let mut row = RunInterval {
             start_ms: start_ms + i as u64 * s.interval_ms,
             span_ms: s.interval_ms,
             ok: n,
-            failed: 0,
-            cut_off: 0,
-            unsent: 0,
-            p50_us: Some(h.value_at_quantile(0.5)),
-            p90_us: Some(h.value_at_quantile(0.9)),
-            p99_us: Some(h.value_at_quantile(0.99)),
-            p999_us: Some(h.value_at_quantile(0.999)),
-            max_us: Some(h.max()),
-            service_p50_us: None,
-            service_p99_us: None,
-            stage: None,
+            ..RunInterval::default()
         };
+        row.set_latency(&h, None);
         f.csv.serialize(row).expect("a CSV row");
         hists.push(h);
         ok += n;

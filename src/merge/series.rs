@@ -155,23 +155,12 @@ pub fn merge(
                 if acks {
                     row.rows_acked.get_or_insert(0);
                 }
-                let h = &merged[0];
-                row.batch_p50_us = quantile(h, 0.5);
-                row.batch_p99_us = quantile(h, 0.99);
-                row.batch_max_us = (!h.is_empty()).then(|| h.max());
+                row.set_batch_latency(merged[0]);
                 csv.serialize(row).map_err(|e| fail(&e))?;
             } else {
                 let mut row = run_rows.remove(&start).unwrap_or_default();
                 row.start_ms = start;
-                let h = &merged[0];
-                row.p50_us = quantile(h, 0.5);
-                row.p90_us = quantile(h, 0.9);
-                row.p99_us = quantile(h, 0.99);
-                row.p999_us = quantile(h, 0.999);
-                row.max_us = (!h.is_empty()).then(|| h.max());
-                let s = merged.get(1).filter(|_| service);
-                row.service_p50_us = s.and_then(|h| quantile(h, 0.5));
-                row.service_p99_us = s.and_then(|h| quantile(h, 0.99));
+                row.set_latency(merged[0], merged.get(1).filter(|_| service).copied());
                 csv.serialize(row).map_err(|e| fail(&e))?;
             }
             for (h, tag) in merged.iter().zip(tags) {
@@ -221,10 +210,6 @@ fn empty() -> Histogram<u64> {
     let mut h = Histogram::new_with_bounds(1, 1_000, 3).expect("static histogram bounds are valid");
     h.auto(true);
     h
-}
-
-fn quantile(h: &Histogram<u64>, q: f64) -> Option<u64> {
-    (!h.is_empty()).then(|| h.value_at_quantile(q))
 }
 
 /// Adds a shard's interval into the merged one (percentiles are taken later, from the

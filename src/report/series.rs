@@ -200,6 +200,38 @@ pub struct RunInterval {
     pub stage: Option<u64>,
 }
 
+impl IngestInterval {
+    /// The batch-latency columns, from the interval's batch histogram (empty when it is).
+    pub fn set_batch_latency(&mut self, h: &Histogram<u64>) {
+        self.batch_p50_us = quantile(h, 0.5);
+        self.batch_p99_us = quantile(h, 0.99);
+        self.batch_max_us = max(h);
+    }
+}
+
+impl RunInterval {
+    /// The latency columns, from the interval's latency histogram and, in open loop, its
+    /// service-time histogram (empty where a histogram is, or is absent).
+    pub fn set_latency(&mut self, latency: &Histogram<u64>, service: Option<&Histogram<u64>>) {
+        self.p50_us = quantile(latency, 0.5);
+        self.p90_us = quantile(latency, 0.9);
+        self.p99_us = quantile(latency, 0.99);
+        self.p999_us = quantile(latency, 0.999);
+        self.max_us = max(latency);
+        self.service_p50_us = service.and_then(|h| quantile(h, 0.5));
+        self.service_p99_us = service.and_then(|h| quantile(h, 0.99));
+    }
+}
+
+/// A percentile of an interval's histogram; none of an empty one.
+pub fn quantile(h: &Histogram<u64>, q: f64) -> Option<u64> {
+    (!h.is_empty()).then(|| h.value_at_quantile(q))
+}
+
+fn max(h: &Histogram<u64>) -> Option<u64> {
+    (!h.is_empty()).then(|| h.max())
+}
+
 /// A phase's series read back.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Series {

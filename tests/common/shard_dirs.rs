@@ -231,7 +231,7 @@ fn ingest(dir: &Path, s: &Spec) -> IngestReport {
     let mut hists = Vec::new();
     for (k, chunk) in samples.chunks(50).enumerate() {
         let h = interval_histogram(chunk);
-        csv.serialize(IngestInterval {
+        let mut row = IngestInterval {
             start_ms: BASE_MS + 1_000 * k as u64,
             span_ms: [900, 1_000, 500 + 150 * i][k],
             rows_sent: split[k],
@@ -240,12 +240,10 @@ fn ingest(dir: &Path, s: &Spec) -> IngestReport {
             socket_bytes: split[k] * 110,
             batches: 50,
             errors: 0,
-            batch_p50_us: Some(h.value_at_quantile(0.5)),
-            batch_p99_us: Some(h.value_at_quantile(0.99)),
-            batch_max_us: Some(h.max()),
             ..IngestInterval::default()
-        })
-        .unwrap();
+        };
+        row.set_batch_latency(&h);
+        csv.serialize(row).unwrap();
         hists.push(h);
     }
     csv.flush().unwrap();
@@ -304,23 +302,15 @@ fn queries(dir: &Path, s: &Spec) -> QueryReport {
     let h = histogram(&samples);
     let mut csv = csv::Writer::from_path(dir.join(&series.counts)).unwrap();
     let ih = interval_histogram(&samples);
-    csv.serialize(RunInterval {
+    let mut row = RunInterval {
         start_ms: BASE_MS + 3_000,
         span_ms: 1_000,
         ok,
         failed,
-        cut_off: 0,
-        unsent: 0,
-        p50_us: Some(ih.value_at_quantile(0.5)),
-        p90_us: Some(ih.value_at_quantile(0.9)),
-        p99_us: Some(ih.value_at_quantile(0.99)),
-        p999_us: Some(ih.value_at_quantile(0.999)),
-        max_us: Some(ih.max()),
-        service_p50_us: None,
-        service_p99_us: None,
-        stage: None,
-    })
-    .unwrap();
+        ..RunInterval::default()
+    };
+    row.set_latency(&ih, None);
+    csv.serialize(row).unwrap();
     csv.flush().unwrap();
     write_log(&dir.join(&series.hlog), BASE_MS + 3_000, TAG_LATENCY, &[ih]);
     let (from, to) = query_span(i);

@@ -1,13 +1,11 @@
 //! An interval's CSV row, from the figures its workers recorded (`Acc`): the counts as they
 //! are, the percentiles of its histograms (empty where it has none), and a staged run's stage.
 
-use hdrhistogram::Histogram;
-
 use super::{
     Acc, BATCHES, CUT_OFF, ERRORS, FAILED, OK, PAYLOAD, PROBES, PROBES_FAILED, ROWS_ACKED,
     ROWS_SENT, SOCKET, UNSENT,
 };
-use crate::report::series::{IngestInterval, RunInterval};
+use crate::report::series::{quantile, IngestInterval, RunInterval};
 
 /// The stage whose span holds `ns` (a stage runs until the next begins; before the first,
 /// the first); `None` without stages.
@@ -22,12 +20,8 @@ pub(super) fn stage_at(stages: &[(u128, u64)], ns: u128) -> Option<u64> {
     )
 }
 
-fn quantile(h: &Histogram<u64>, q: f64) -> Option<u64> {
-    (!h.is_empty()).then(|| h.value_at_quantile(q))
-}
-
 pub(super) fn ingest_row(a: &Acc, start_ms: u64, span_ms: u64, acks: bool) -> IngestInterval {
-    IngestInterval {
+    let mut row = IngestInterval {
         start_ms,
         span_ms,
         rows_sent: a.counts[ROWS_SENT],
@@ -36,40 +30,27 @@ pub(super) fn ingest_row(a: &Acc, start_ms: u64, span_ms: u64, acks: bool) -> In
         socket_bytes: a.counts[SOCKET],
         batches: a.counts[BATCHES],
         errors: a.counts[ERRORS],
-        batch_p50_us: quantile(&a.latency, 0.5),
-        batch_p99_us: quantile(&a.latency, 0.99),
-        batch_max_us: (!a.latency.is_empty()).then(|| a.latency.max()),
         probes: a.counts[PROBES],
         probes_failed: a.counts[PROBES_FAILED],
         visible: a.visible,
         lag_p50_us: quantile(&a.lag, 0.5),
         lag_max_us: (!a.lag.is_empty()).then(|| a.lag.max()),
-        stage: None,
-    }
+        ..IngestInterval::default()
+    };
+    row.set_batch_latency(&a.latency);
+    row
 }
 
 pub(super) fn run_row(a: &Acc, start_ms: u64, span_ms: u64, service: bool) -> RunInterval {
-    let s = |q| {
-        if service {
-            quantile(&a.service, q)
-        } else {
-            None
-        }
-    };
-    RunInterval {
+    let mut row = RunInterval {
         start_ms,
         span_ms,
         ok: a.counts[OK],
         failed: a.counts[FAILED],
         cut_off: a.counts[CUT_OFF],
         unsent: a.counts[UNSENT],
-        p50_us: quantile(&a.latency, 0.5),
-        p90_us: quantile(&a.latency, 0.9),
-        p99_us: quantile(&a.latency, 0.99),
-        p999_us: quantile(&a.latency, 0.999),
-        max_us: (!a.latency.is_empty()).then(|| a.latency.max()),
-        service_p50_us: s(0.5),
-        service_p99_us: s(0.99),
-        stage: None,
-    }
+        ..RunInterval::default()
+    };
+    row.set_latency(&a.latency, service.then_some(&a.service));
+    row
 }
