@@ -16,6 +16,8 @@ mod http_server;
 mod servers;
 #[path = "common/shard_dirs.rs"]
 mod shard_dirs;
+#[path = "common/shard_procs.rs"]
+mod shard_procs;
 
 use std::path::{Path, PathBuf};
 
@@ -482,74 +484,20 @@ fn compare_reads_a_merged_directory_against_a_single_process_run() {
     assert_eq!(c["only_in_new"], serde_json::json!([]));
 }
 
-/// `wlrun run w.wl --out job/shard-I` as shard `i` of `n` of a Job, the barrier on `port`.
-fn spawn_shard(dir: &Path, i: u64, n: u64, port: u16) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_wlrun"))
-        .current_dir(dir)
-        .args(["run", "w.wl", "--quiet", "--barrier-timeout", "30s"])
-        .args(["--out", &format!("job/shard-{i}")])
-        .env("JOB_COMPLETION_INDEX", i.to_string())
-        .env("WLRUN_SHARDS", n.to_string())
-        .env("WLRUN_BARRIER", format!("127.0.0.1:{port}"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// The `n` shards of a Job run to their end, shard `kill.0` killed with SIGKILL `kill.1` after
-/// they start: each one's exit code and standard error. Shards that hang past 90 s are killed
-/// and the test fails.
+/// The `n` shards of a Job run to their end, each with `--out job/shard-I`, shard `kill.0`
+/// killed with SIGKILL `kill.1` after they start.
 fn run_shards(
     dir: &Path,
     n: u64,
     kill: Option<(u64, std::time::Duration)>,
-) -> Vec<(Option<i32>, String)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let children: Vec<_> = (0..n).map(|i| spawn_shard(dir, i, n, port)).collect();
-    let pids: Vec<u32> = children.iter().map(|c| c.id()).collect();
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let watchdog = {
-        let done = done.clone();
-        std::thread::spawn(move || {
-            let t0 = std::time::Instant::now();
-            let kill_pid = |pid: u32| {
-                let _ = std::process::Command::new("kill")
-                    .args(["-9", &pid.to_string()])
-                    .status();
-            };
-            let mut killed = false;
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                if let Some((k, after)) = kill {
-                    if !killed && t0.elapsed() >= after {
-                        killed = true;
-                        kill_pid(pids[k as usize]);
-                    }
-                }
-                if t0.elapsed() > std::time::Duration::from_secs(90) {
-                    pids.iter().copied().for_each(kill_pid);
-                    return true;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            false
-        })
+) -> Vec<shard_procs::Ran> {
+    let plan = shard_procs::Plan {
+        kill: kill.map(|(k, after)| (k, after, "KILL")),
+        args: &["--barrier-timeout", "30s"],
+        out: Some("job"),
+        ..shard_procs::Plan::all(n)
     };
-    let out: Vec<(Option<i32>, String)> = children
-        .into_iter()
-        .map(|c| {
-            let out = c.wait_with_output().unwrap();
-            let err = String::from_utf8_lossy(&out.stderr).into_owned();
-            (out.status.code(), err)
-        })
-        .collect();
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
-    assert!(!watchdog.join().unwrap(), "the shards hung: {out:?}");
-    out
+    shard_procs::shards(dir, plan).0
 }
 
 /// A shard SIGKILLed in the middle of a phase leaves its shard.json and the intervals that had
@@ -580,7 +528,7 @@ run reqs {{
         3,
         Some((2, std::time::Duration::from_millis(2_000))),
     );
-    assert_eq!(ran[2].0, None, "killed by a signal: {}", ran[2].1);
+    assert_eq!(ran[2].signal, Some(9), "killed by SIGKILL: {}", ran[2].err);
     assert!(!dir.path().join("job/shard-2/report.json").exists());
     let job = dir.path().join("job");
     let r = fails_naming(
@@ -643,8 +591,8 @@ run q {{
     let (code, _, err) = run(dir.path(), &["run", "w.wl", "--quiet", "--out", "single"]);
     assert_eq!(code, 0, "{err}");
 
-    for (code, err) in run_shards(dir.path(), 3, None) {
-        assert_eq!(code, Some(0), "{err}");
+    for r in run_shards(dir.path(), 3, None) {
+        assert_eq!(r.code, 0, "{}", r.err);
     }
 
     let job = dir.path().join("job");

@@ -13,146 +13,16 @@
 mod http_server;
 #[path = "common/servers.rs"]
 mod servers;
+#[path = "common/shard_procs.rs"]
+mod shard_procs;
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use http_server::{Behaviour, ServerHandle};
-
-/// A run that takes longer than this hangs: every shard is killed and the test fails.
-const HANG: Duration = Duration::from_secs(90);
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-fn wlrun(dir: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_wlrun"));
-    c.current_dir(dir)
-        .args(args)
-        .env_remove("JOB_COMPLETION_INDEX")
-        .env_remove("WLRUN_SHARDS")
-        .env_remove("WLRUN_BARRIER")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
-}
-
-/// What one process left: its exit code, its JSON report (if it printed one), its stderr.
-#[derive(Debug)]
-struct Ran {
-    code: i32,
-    report: Option<Value>,
-    err: String,
-}
-
-impl Ran {
-    fn report(&self) -> &Value {
-        self.report
-            .as_ref()
-            .unwrap_or_else(|| panic!("no report; stderr:\n{}", self.err))
-    }
-}
-
-fn finish(child: Child) -> Ran {
-    let out = child.wait_with_output().unwrap();
-    Ran {
-        code: out.status.code().unwrap_or(-1),
-        report: serde_json::from_slice(&out.stdout).ok(),
-        err: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// One process, unsharded.
-fn single(dir: &Path) -> Ran {
-    let child = wlrun(dir, &["run", "w.wl", "--json", "--quiet"])
-        .spawn()
-        .unwrap();
-    finish(child)
-}
-
-/// How a sharded run is started: which of the `n` shards start at all, and which one gets a
-/// signal (`KILL`, `TERM`) after how long.
-struct Plan<'a> {
-    n: u64,
-    start: Vec<u64>,
-    kill: Option<(u64, Duration, &'static str)>,
-    args: &'a [&'a str],
-}
-
-impl Plan<'_> {
-    fn all(n: u64) -> Plan<'static> {
-        Plan {
-            n,
-            start: (0..n).collect(),
-            kill: None,
-            args: &[],
-        }
-    }
-}
-
-/// The shards as a Job runs them: each with its index and the count in the environment, the
-/// barrier on a free loopback port. Returns each started shard's outcome (in `start`'s order)
-/// and how long the slowest took; kills everything and fails the test past `HANG`.
-fn shards(dir: &Path, plan: Plan) -> (Vec<Ran>, Duration) {
-    let port = free_port();
-    let t0 = Instant::now();
-    let mut children = Vec::new();
-    for &i in &plan.start {
-        let mut args = vec!["run", "w.wl", "--json", "--quiet"];
-        args.extend_from_slice(plan.args);
-        let child = wlrun(dir, &args)
-            .env("JOB_COMPLETION_INDEX", i.to_string())
-            .env("WLRUN_SHARDS", plan.n.to_string())
-            .env("WLRUN_BARRIER", format!("127.0.0.1:{port}"))
-            .spawn()
-            .unwrap();
-        children.push((i, child));
-    }
-    let pids: Vec<(u64, u32)> = children.iter().map(|(i, c)| (*i, c.id())).collect();
-    let done = Arc::new(Mutex::new(false));
-    let watchdog = {
-        let done = done.clone();
-        let kill = plan.kill;
-        std::thread::spawn(move || {
-            let mut hung = false;
-            let mut signalled = false;
-            loop {
-                std::thread::sleep(Duration::from_millis(50));
-                if *done.lock().unwrap() {
-                    return hung;
-                }
-                if let Some((k, after, signal)) = kill {
-                    if t0.elapsed() >= after && !signalled {
-                        signalled = true;
-                        if let Some((_, pid)) = pids.iter().find(|(i, _)| *i == k) {
-                            let _ = Command::new("kill")
-                                .args([&format!("-{signal}"), &pid.to_string()])
-                                .status();
-                        }
-                    }
-                }
-                if t0.elapsed() > HANG && !hung {
-                    hung = true;
-                    for (_, pid) in &pids {
-                        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-                    }
-                }
-            }
-        })
-    };
-    let ran: Vec<Ran> = children.into_iter().map(|(_, c)| finish(c)).collect();
-    let took = t0.elapsed();
-    *done.lock().unwrap() = true;
-    assert!(!watchdog.join().unwrap(), "the shards hung: {ran:#?}");
-    (ran, took)
-}
+use shard_procs::{finish, free_port, shards, single, wlrun, Plan, Ran};
 
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
@@ -447,6 +317,7 @@ fn a_shard_that_never_arrives_fails_the_others_naming_it_within_the_timeout() {
             start: vec![0, 1],
             kill: None,
             args: &["--barrier-timeout", "2s"],
+            out: None,
         },
     );
     assert!(took < Duration::from_secs(20), "{took:?}");
@@ -476,6 +347,7 @@ fn a_shard_killed_mid_cell_fails_the_others_naming_it() {
             start: vec![0, 1, 2],
             kill: Some((2, Duration::from_millis(1500), "KILL")),
             args: &["--barrier-timeout", "30s"],
+            out: None,
         },
     );
     // Shard 2 died about 1.5 s into the 4 s phase: shard 0 hears its connection close and
@@ -523,6 +395,7 @@ fn a_shard_stopped_by_sigterm_leaves_and_the_others_fail_naming_it() {
             start: vec![0, 1, 2],
             kill: Some((1, Duration::from_millis(1500), "TERM")),
             args: &["--barrier-timeout", "30s"],
+            out: None,
         },
     );
     assert!(took < Duration::from_secs(20), "{took:?}");
