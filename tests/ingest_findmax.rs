@@ -14,26 +14,12 @@ mod cli;
 #[path = "common/fresh_server.rs"]
 mod fresh_server;
 
-use cli::wlrun;
 use fresh_server::{FreshServer, SCHEMA};
 
 /// Runs `text` with `--out`: the exit code, report.json's first phase, and what was printed.
 fn run(dir: &Path, text: &str) -> (i32, Value, String) {
-    std::fs::write(dir.join("w.wl"), text).unwrap();
-    let out = wlrun(dir, &["run", "w.wl", "--out", "res"]);
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = std::fs::read(dir.join("res/report.json"))
-        .unwrap_or_else(|e| panic!("no report.json ({e}): {printed}"));
-    let report: Value = serde_json::from_slice(&report).unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        report["cells"][0]["phases"][0].clone(),
-        printed,
-    )
+    let o = cli::run_out(dir, text, &[]);
+    (o.code, o.phase(), o.printed())
 }
 
 #[test]

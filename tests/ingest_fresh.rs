@@ -20,7 +20,6 @@ mod servers;
 #[path = "common/vm_process.rs"]
 mod vm_process;
 
-use cli::wlrun;
 use fresh_server::{FreshServer, SCHEMA};
 use vm_process::Victoria;
 use wlrun::report::series::{self, IngestInterval, LoggedHistogram, Series, SeriesRef};
@@ -39,21 +38,8 @@ fn ms(v: &Value) -> f64 {
 /// Runs `text` with `--out`: the exit code, report.json's ingest phase, and what the run
 /// printed (standard output and error).
 fn run(dir: &Path, text: &str) -> (i32, Value, String) {
-    std::fs::write(dir.join("w.wl"), text).unwrap();
-    let out = wlrun(dir, &["run", "w.wl", "--out", "res", "-q"]);
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = std::fs::read(dir.join("res/report.json"))
-        .unwrap_or_else(|e| panic!("no report.json ({e}): {printed}"));
-    let report: Value = serde_json::from_slice(&report).unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        report["cells"][0]["phases"][0].clone(),
-        printed,
-    )
+    let o = cli::run_out(dir, text, &["-q"]);
+    (o.code, o.phase(), o.printed())
 }
 
 /// The phase's time series in the run directory `res`: its intervals and its interval log.

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 #[path = "common/cli.rs"]
 mod cli;
-use cli::{run_json_in, wlrun};
+use cli::run_json_in;
 
 /// 100 hosts x 1 day at 1 s: far more rows than any span here sends; `small`, 2,000 rows.
 const SCHEMA: &str = r#"
@@ -63,19 +63,8 @@ fn column(csv: &str, name: &str) -> Vec<u64> {
 }
 
 fn run_out(dir: &Path, text: &str) -> (i32, Value, String) {
-    std::fs::write(dir.join("w.wl"), text).unwrap();
-    let out = wlrun(
-        dir,
-        &["run", "w.wl", "--out", "res", "--interval", "1", "-q"],
-    );
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let report = std::fs::read(dir.join("res/report.json"))
-        .unwrap_or_else(|e| panic!("no report.json ({e}): {err}"));
-    (
-        out.status.code().unwrap_or(-1),
-        serde_json::from_slice(&report).unwrap(),
-        err,
-    )
+    let o = cli::run_out(dir, text, &["--interval", "1", "-q"]);
+    (o.code, o.report, o.stderr)
 }
 
 #[test]

@@ -14,7 +14,7 @@ mod cli;
 #[path = "common/servers.rs"]
 mod servers;
 
-use cli::{run_json_in, wlrun};
+use cli::run_json_in;
 
 /// 100 hosts x 1 day at 1 s: far more rows than any span here sends; `small`, 2,000 rows.
 const SCHEMA: &str = r#"
@@ -79,19 +79,8 @@ fn assert_every_row_once(p: &Value) {
 }
 
 fn run_out(dir: &Path, text: &str) -> (i32, Value, String) {
-    std::fs::write(dir.join("w.wl"), text).unwrap();
-    let out = wlrun(
-        dir,
-        &["run", "w.wl", "--out", "res", "--interval", "1", "-q"],
-    );
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let report = std::fs::read(dir.join("res/report.json"))
-        .unwrap_or_else(|e| panic!("no report.json ({e}): {err}"));
-    (
-        out.status.code().unwrap_or(-1),
-        serde_json::from_slice(&report).unwrap(),
-        err,
-    )
+    let o = cli::run_out(dir, text, &["--interval", "1", "-q"]);
+    (o.code, o.report, o.stderr)
 }
 
 /// The series' rows: each a map from column to text.

@@ -50,3 +50,42 @@ pub fn run_json(
     }
     run_json_in(dir.path(), text, extra)
 }
+
+/// What `run_out` left: the exit code, report.json, and what the run printed.
+pub struct RunOut {
+    pub code: i32,
+    pub report: serde_json::Value,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl RunOut {
+    /// The first cell's first phase.
+    pub fn phase(&self) -> serde_json::Value {
+        self.report["cells"][0]["phases"][0].clone()
+    }
+
+    /// Standard output, then standard error.
+    pub fn printed(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+}
+
+/// Writes `text` as `w.wl` into `dir` and runs it with `--out res` and `extra`; a run that
+/// writes no `res/report.json` fails the test, showing what it printed.
+pub fn run_out(dir: &Path, text: &str, extra: &[&str]) -> RunOut {
+    std::fs::write(dir.join("w.wl"), text).unwrap();
+    let mut args = vec!["run", "w.wl", "--out", "res"];
+    args.extend_from_slice(extra);
+    let out = wlrun(dir, &args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let report = std::fs::read(dir.join("res/report.json"))
+        .unwrap_or_else(|e| panic!("no report.json ({e}): {stdout}{stderr}"));
+    RunOut {
+        code: out.status.code().unwrap_or(-1),
+        report: serde_json::from_slice(&report).unwrap(),
+        stdout,
+        stderr,
+    }
+}
