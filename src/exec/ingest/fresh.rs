@@ -24,6 +24,7 @@ use crate::exec::admin::{self, Visibility};
 use crate::exec::series::Slot;
 use crate::exec::RunEnv;
 use crate::plan::{thousands, IngestPhase};
+use crate::query::stats::micros;
 use crate::report::freshness::{FreshSample, Freshness};
 use crate::report::{IngestReport, Latency, Status};
 use crate::value::Value;
@@ -180,10 +181,6 @@ struct Tally {
     warm_until: Instant,
     /// The probe's slot of the phase's time series.
     series: Slot,
-}
-
-fn micros(d: Duration) -> u64 {
-    (d.as_micros().max(1) as u64).min(3_600_000_000)
 }
 
 async fn probe(

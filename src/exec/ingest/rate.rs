@@ -17,6 +17,7 @@ use super::new_histogram;
 use super::staged::Tally;
 use crate::exec::account::Sends;
 use crate::query::ramp::Ramp;
+use crate::query::stats::micros;
 use crate::report::{IngestSchedule, Latency};
 
 /// One worker's schedule.
@@ -173,11 +174,6 @@ impl Kept {
             t.acked_later(rows);
         }
     }
-}
-
-/// Microseconds for a histogram of `new_histogram`'s bounds.
-fn micros(d: Duration) -> u64 {
-    (d.as_micros().max(1) as u64).min(3_600_000_000)
 }
 
 /// The phase's accounting from its workers' schedules; `carried` is rows sent plus cut off,

@@ -21,6 +21,7 @@ use crate::exec::account::{Sends, DEFAULT_FLOOR};
 use crate::exec::stages::Stage;
 use crate::plan::{thousands, Ack};
 use crate::query::ramp::Ramp;
+use crate::query::stats::micros;
 use crate::report::stages::{IngestStageReport, StageRows};
 use crate::report::{rate, Latency};
 
@@ -280,10 +281,6 @@ impl Tally {
     pub fn counts(self) -> Vec<Counts> {
         self.counts
     }
-}
-
-fn micros(d: Duration) -> u64 {
-    (d.as_micros().max(1) as u64).min(3_600_000_000)
 }
 
 /// What the stages' reports need of the phase.
