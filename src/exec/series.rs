@@ -23,8 +23,8 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
 
 use crate::report::series::{
-    AnnouncedGroup, AnnouncedProbe, IngestInterval, Measured, RunInterval, SeriesRef, TAG_BATCH,
-    TAG_LAG, TAG_LATENCY, TAG_SERVICE,
+    interval_histogram, AnnouncedGroup, AnnouncedProbe, IngestInterval, Measured, RunInterval,
+    SeriesRef, TAG_BATCH, TAG_LAG, TAG_LATENCY, TAG_SERVICE,
 };
 
 mod rows;
@@ -150,14 +150,6 @@ impl Acc {
     fn probed(&self) -> bool {
         self.counts[PROBES] + self.counts[PROBES_FAILED] > 0
     }
-}
-
-/// Microseconds, 3 significant digits like the whole-run histograms, growing with the largest
-/// value seen so that a quiet interval costs little.
-fn interval_histogram() -> Histogram<u64> {
-    let mut h = Histogram::new_with_bounds(1, 1_000, 3).expect("static histogram bounds are valid");
-    h.auto(true);
-    h
 }
 
 #[derive(Default)]

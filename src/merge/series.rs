@@ -15,8 +15,8 @@ use hdrhistogram::serialization::interval_log::{
 use hdrhistogram::Histogram;
 
 use crate::report::series::{
-    self, IngestInterval, Measured, RunInterval, Series, SeriesRef, TAG_BATCH, TAG_LATENCY,
-    TAG_SERVICE,
+    self, interval_histogram, IngestInterval, Measured, RunInterval, Series, SeriesRef, TAG_BATCH,
+    TAG_LATENCY, TAG_SERVICE,
 };
 
 /// One shard's series of the phase.
@@ -110,7 +110,8 @@ pub fn merge(
         }
     }
     let mut adder = super::codec::Adder::default();
-    let mut sums: Vec<Option<Histogram<u64>>> = tags.iter().map(|_| Some(empty())).collect();
+    let mut sums: Vec<Option<Histogram<u64>>> =
+        tags.iter().map(|_| Some(interval_histogram())).collect();
     let starts: Vec<u64> = if ingest {
         ingest_rows.keys().copied().collect()
     } else {
@@ -143,7 +144,7 @@ pub fn merge(
         let mut start = first;
         while !starts.is_empty() && start <= last {
             for (t, sum) in sums.iter_mut().enumerate() {
-                sum.get_or_insert_with(empty).reset();
+                sum.get_or_insert_with(interval_histogram).reset();
                 for text in logged.remove(&(start, t)).unwrap_or_default() {
                     adder.add_base64(sum, text).map_err(|e| fail(&e))?;
                 }
@@ -202,14 +203,6 @@ fn read_log(path: &Path) -> Result<Vec<u8>, String> {
     let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     text.truncate(whole);
     Ok(text)
-}
-
-/// An interval histogram as the runner starts one (`exec::series`): microseconds, 3
-/// significant digits, growing.
-fn empty() -> Histogram<u64> {
-    let mut h = Histogram::new_with_bounds(1, 1_000, 3).expect("static histogram bounds are valid");
-    h.auto(true);
-    h
 }
 
 /// Adds a shard's interval into the merged one (percentiles are taken later, from the

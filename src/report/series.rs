@@ -223,6 +223,15 @@ impl RunInterval {
     }
 }
 
+/// An interval's histogram as the recorder starts one and the merge adds into: microseconds,
+/// 3 significant digits like the whole-run histograms, growing with the largest value seen so
+/// that a quiet interval costs little.
+pub fn interval_histogram() -> Histogram<u64> {
+    let mut h = Histogram::new_with_bounds(1, 1_000, 3).expect("static histogram bounds are valid");
+    h.auto(true);
+    h
+}
+
 /// A percentile of an interval's histogram; none of an empty one.
 pub fn quantile(h: &Histogram<u64>, q: f64) -> Option<u64> {
     (!h.is_empty()).then(|| h.value_at_quantile(q))
