@@ -2,7 +2,7 @@
 //! binary. Every file gets a `FileId`; the map is kept until the end so that diagnostics and
 //! run-time errors can quote the line they point at.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use include_dir::{include_dir, Dir};
 
@@ -194,4 +194,23 @@ pub fn stdlib_modules() -> Vec<String> {
 /// Reads a stdlib data file (CSV and the like) that a stdlib module refers to.
 pub fn stdlib_file(rest: &str) -> Option<&'static [u8]> {
     STDLIB.get_file(rest).map(|f| f.contents())
+}
+
+/// `a/./b/../c` as `a/c`, without asking the file system: the layout a workload's relative
+/// paths describe (`Path::join` of `..` means the same unless a symlink sits in between). A
+/// `..` above the start is kept.
+pub fn lexical(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push(c);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }

@@ -14,7 +14,7 @@ use serde_json::Value as Json;
 
 use crate::check::Checked;
 use crate::plan::{Phase, Plan, RowSource};
-use crate::source::{Origin, SourceMap};
+use crate::source::{lexical, Origin, SourceMap};
 
 /// Where the projected volume is mounted.
 pub const MOUNT: &str = "/workload";
@@ -242,23 +242,6 @@ pub fn env_names(plan: &Plan) -> Vec<String> {
     names.sort();
     names.dedup();
     names
-}
-
-/// `a/./b/../c` as `a/c`, without asking the file system.
-fn lexical(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push(c);
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// `to` as a path relative to `from` (both absolute and lexical): `..` up to their common

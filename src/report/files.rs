@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::Report;
 use crate::plan::Plan;
-use crate::source::Origin;
+use crate::source::{lexical, Origin};
 
 /// The names a run writes in its directory: all that `--replace` removes.
 const WRITTEN: &[&str] = &[
@@ -246,24 +246,6 @@ fn layout(sources: &[Source]) -> Vec<PathBuf> {
             (Origin::Disk(p), None) => normal_only(p),
         })
         .collect()
-}
-
-/// `a/./b/../c` as `a/c`, without asking the file system: the layout the run's relative paths
-/// describe (`Path::join` of `..` means the same unless a symlink sits in between).
-fn lexical(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push(c);
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// The path's plain names only: never outside `sources/`.
