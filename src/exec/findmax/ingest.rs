@@ -137,13 +137,7 @@ fn judge(r: &IngestReport, fm: &FindMaxPlan) -> (Vec<String>, Verdict) {
         }
     }
     broke.extend(fm.sla.iter().filter_map(|t| term(t, r, errors)));
-    let verdict = if r.status == Status::Interrupted {
-        Verdict::Interrupted
-    } else if broke.is_empty() {
-        Verdict::Met
-    } else {
-        Verdict::Broke
-    };
+    let verdict = Verdict::of(r.status, &broke);
     (broke, verdict)
 }
 

@@ -218,13 +218,7 @@ fn judge_step<K: RunKind>(
             ));
         }
     }
-    let verdict = if r.status == Status::Interrupted {
-        Verdict::Interrupted
-    } else if broke.is_empty() {
-        Verdict::Met
-    } else {
-        Verdict::Broke
-    };
+    let verdict = Verdict::of(r.status, &broke);
     (broke, verdict)
 }
 

@@ -39,6 +39,17 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// A step's verdict: what `broke` of its SLA, unless the run stopped during it.
+    pub fn of(status: crate::report::Status, broke: &[String]) -> Verdict {
+        if status == crate::report::Status::Interrupted {
+            Verdict::Interrupted
+        } else if broke.is_empty() {
+            Verdict::Met
+        } else {
+            Verdict::Broke
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Met => "met",
