@@ -170,7 +170,7 @@ fn bad_input_exits_2_with_a_clear_message() {
     let (code, _, err) = run(&["compare", BASE, &path("old.json")]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("is report format 1; this wlrun reads format 2"),
+        err.contains("is report format 1; this wlrun reads formats 2 to 3"),
         "{err}"
     );
 

@@ -1,4 +1,4 @@
-//! `find max rate` end to end against servers of known capacity (tests/common/load_server.rs):
+//! `find max rate` end to end against servers of known capacity (tests/common/oracles/load.rs):
 //! a single-threaded server busy for 2 ms a request, whose closed-loop capacity the test
 //! measures first, and a server whose latency grows smoothly with the rate it sees, searched
 //! with three seeds. Also the ksqlDB variant of workloads/ against the in-test ksqlDB server.
@@ -7,14 +7,14 @@
 mod cli;
 #[path = "common/http_server.rs"]
 mod http_server;
-#[path = "common/load_server.rs"]
-mod load_server;
+#[path = "common/oracles/mod.rs"]
+mod oracles;
 
 use std::time::Duration;
 
 use serde_json::Value;
 
-use load_server::{LoadServer, Work};
+use oracles::load::{LoadServer, Work};
 
 /// The searches of this file run one at a time: each measures latency on a shared machine, and
 /// another search beside it would be part of what it measures.

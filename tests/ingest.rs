@@ -497,7 +497,7 @@ fn out_dir_keeps_report_plan_and_sources() {
     let res = dir.path().join("res");
     let r: Value =
         serde_json::from_slice(&std::fs::read(res.join("report.json")).unwrap()).unwrap();
-    assert_eq!(r["format"], 2);
+    assert_eq!(r["format"], 3);
     let plan: Value =
         serde_json::from_slice(&std::fs::read(res.join("plan.json")).unwrap()).unwrap();
     assert_eq!(plan["format"], 1);

@@ -11,10 +11,10 @@ use serde_json::Value;
 
 #[path = "common/cli.rs"]
 mod cli;
-#[path = "common/fresh_server.rs"]
-mod fresh_server;
+#[path = "common/oracles/mod.rs"]
+mod oracles;
 
-use fresh_server::{FreshServer, SCHEMA};
+use oracles::fresh::{FreshServer, SCHEMA};
 
 /// Runs `text` with `--out`: the exit code, report.json's first phase, and what was printed.
 fn run(dir: &Path, text: &str) -> (i32, Value, String) {

@@ -13,14 +13,14 @@ use serde_json::Value;
 
 #[path = "common/cli.rs"]
 mod cli;
-#[path = "common/fresh_server.rs"]
-mod fresh_server;
+#[path = "common/oracles/mod.rs"]
+mod oracles;
 #[path = "common/servers.rs"]
 mod servers;
 #[path = "common/vm_process.rs"]
 mod vm_process;
 
-use fresh_server::{FreshServer, SCHEMA};
+use oracles::fresh::{FreshServer, SCHEMA};
 use vm_process::Victoria;
 use wlrun::report::series::{self, IngestInterval, LoggedHistogram, Series, SeriesRef};
 

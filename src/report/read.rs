@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use super::{Report, REPORT_FORMAT};
 
+/// The oldest report format this wlrun reads.
+const READS_FROM: u64 = 2;
+
 /// A run read back for `wlrun report`.
 pub struct Run {
     pub report: Report,
@@ -72,11 +75,13 @@ pub fn read_report(path: &Path) -> Result<(Report, String), String> {
         ));
     }
     match value.get("format").and_then(serde_json::Value::as_u64) {
-        Some(f) if f == u64::from(REPORT_FORMAT) => {}
+        // Format 3 changed what some fields mean but kept their shapes; a format 2 report
+        // reads with the fields format 3 added absent (docs/report-format.md).
+        Some(f) if (READS_FROM..=u64::from(REPORT_FORMAT)).contains(&f) => {}
         Some(f) => {
             return Err(format!(
-                "{} is report format {f}; this wlrun reads format {REPORT_FORMAT} \
-                 (docs/report-format.md)",
+                "{} is report format {f}; this wlrun reads formats {READS_FROM} to \
+                 {REPORT_FORMAT} (docs/report-format.md)",
                 file.display()
             ))
         }
@@ -140,11 +145,15 @@ mod tests {
         assert_eq!(from_file.workload, from_dir.workload);
         assert_eq!(text, include_str!("testdata/runs.json"));
 
-        let old = include_str!("testdata/runs.json").replacen("\"format\": 2", "\"format\": 1", 1);
+        let two = include_str!("testdata/runs.json").replacen("\"format\": 3", "\"format\": 2", 1);
+        let dir = dir_with("report.json", &two);
+        assert_eq!(read_report(dir.path()).unwrap().0.format, 2);
+
+        let old = include_str!("testdata/runs.json").replacen("\"format\": 3", "\"format\": 1", 1);
         let dir = dir_with("report.json", &old);
         let e = read_report(dir.path()).unwrap_err();
         assert!(
-            e.contains("is report format 1; this wlrun reads format 2"),
+            e.contains("is report format 1; this wlrun reads formats 2 to 3"),
             "{e}"
         );
 

@@ -7,7 +7,7 @@
 //! - `Work::Smooth`: each request sleeps `base / (1 − rate / capacity)` (at most `cap`), where
 //!   `rate` is what the server saw over the last `WINDOW`: latency grows smoothly with load.
 //!
-//! Use with `#[path = "common/load_server.rs"] mod load_server;`.
+//! Part of `oracles` (tests/common/oracles/mod.rs).
 
 #![allow(dead_code)]
 

@@ -7,7 +7,7 @@
 //! `fail_every` n > 0, every n-th count answers HTTP 500.
 //!
 //! Plain threads, one per connection, on an ephemeral port of 127.0.0.1; dropping the handle
-//! stops accepting. Use with `#[path = "common/fresh_server.rs"] mod fresh_server;`.
+//! stops accepting. Part of `oracles` (tests/common/oracles/mod.rs).
 
 #![allow(dead_code)]
 

@@ -1,0 +1,15 @@
+//! Oracle servers: servers that know the truth a figure claims to measure, because the test
+//! sets it (a visibility delay, a service time, a capacity, a failing share, a refusal). Every
+//! figure of docs/report-format.md that claims to measure the server is checked against one of
+//! these (or is listed there as derived, with its formula). A later feature adds its oracle here.
+//!
+//! - `fresh`: an ILP/HTTP ingest endpoint whose rows become countable a set delay after they
+//!   arrive (or at a set apply rate), counted over HTTP SQL.
+//! - `load`: HTTP request servers of known capacity.
+//!
+//! Use with `#[path = "common/oracles/mod.rs"] mod oracles;` (std threads, 127.0.0.1, port 0).
+
+#![allow(dead_code)]
+
+pub mod fresh;
+pub mod load;
