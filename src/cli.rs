@@ -9,7 +9,15 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub const EXIT_OK: i32 = 0;
 /// A run failed, a threshold was exceeded, or output could not be written.
 pub const EXIT_FAILED: i32 = 1;
+/// Bad input: usage errors and workload diagnostics; nothing was sent.
 pub const EXIT_USAGE: i32 = 2;
+/// Could not measure: the environment, not the server's performance, stopped the run (a
+/// refused connection, failed authentication, a refused certificate, an unknown host), so a
+/// CI can tell a broken environment from a regression.
+pub const EXIT_UNMEASURED: i32 = 3;
+/// `wlrun compare --threshold`: a metric could not be tested and its change exceeds the
+/// threshold, so the comparison neither passes nor fails.
+pub const EXIT_INCONCLUSIVE: i32 = 4;
 /// Ctrl-C (SIGINT): the report of what was measured is still printed and written.
 pub const EXIT_INTERRUPTED: i32 = 130;
 /// SIGTERM, handled as SIGINT; 128 + 15, what a shell reports for a process SIGTERM ended, so

@@ -1,9 +1,12 @@
 //! HTTP servers whose capacity is known, for `find max rate` (tests/findmax.rs): std threads,
 //! 127.0.0.1, port 0. Every request gets `200 []`; what differs is the time it takes.
 //!
-//! - `Work::Busy(d)`: ONE thread does everything (a single-threaded tokio runtime: accepting,
-//!   reading, answering) and busy-waits `d` per request, blocking itself meanwhile, so requests
-//!   are served one at a time: its capacity is about 1/d.
+//! - `Work::Serial(d)`: ONE thread does everything (a single-threaded tokio runtime: accepting,
+//!   reading, answering) and sleeps `d` per request, blocking itself meanwhile, so requests are
+//!   served one at a time: its service time is `d` and its capacity 1/d (a little less: reading
+//!   and answering take their microseconds), whatever else the machine is doing, since a
+//!   sleeping server needs no CPU to keep its pace. The oracle for rates, latency and capacity.
+//! - `Work::Busy(d)`: as `Serial`, but busy-waits `d`: its capacity depends on the CPU it gets.
 //! - `Work::Smooth`: each request sleeps `base / (1 − rate / capacity)` (at most `cap`), where
 //!   `rate` is what the server saw over the last `WINDOW`: latency grows smoothly with load.
 //!
@@ -27,6 +30,7 @@ pub const WINDOW: Duration = Duration::from_millis(250);
 
 #[derive(Clone, Copy, Debug)]
 pub enum Work {
+    Serial(Duration),
     Busy(Duration),
     Smooth {
         base: Duration,
@@ -47,9 +51,16 @@ impl LoadServer {
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let served = Arc::new(AtomicU64::new(0));
-        if let Work::Busy(d) = work {
-            busy_server(listener, d, served.clone(), stop.clone());
-            return LoadServer { addr, stop, served };
+        match work {
+            Work::Serial(d) => {
+                serial_server(listener, d, false, served.clone(), stop.clone());
+                return LoadServer { addr, stop, served };
+            }
+            Work::Busy(d) => {
+                serial_server(listener, d, true, served.clone(), stop.clone());
+                return LoadServer { addr, stop, served };
+            }
+            Work::Smooth { .. } => {}
         }
         let seen = Arc::new(Mutex::new(VecDeque::new()));
         let (stop2, served2) = (stop.clone(), served.clone());
@@ -113,8 +124,15 @@ impl Drop for LoadServer {
     }
 }
 
-/// `Work::Busy`: one thread, one request at a time, `d` of busy CPU each.
-fn busy_server(listener: TcpListener, d: Duration, served: Arc<AtomicU64>, stop: Arc<AtomicBool>) {
+/// `Work::Serial` and `Work::Busy`: one thread, one request at a time, `d` each, asleep or
+/// busy.
+fn serial_server(
+    listener: TcpListener,
+    d: Duration,
+    spin: bool,
+    served: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+) {
     use tokio::io::{AsyncBufReadExt, AsyncReadExt as _, AsyncWriteExt};
     listener.set_nonblocking(true).unwrap();
     thread::spawn(move || {
@@ -158,9 +176,13 @@ fn busy_server(listener: TcpListener, d: Duration, served: Arc<AtomicU64>, stop:
                             return;
                         }
                         // Blocks the runtime's only thread: no other request is served meanwhile.
-                        let until = Instant::now() + d;
-                        while Instant::now() < until {
-                            std::hint::spin_loop();
+                        if spin {
+                            let until = Instant::now() + d;
+                            while Instant::now() < until {
+                                std::hint::spin_loop();
+                            }
+                        } else {
+                            thread::sleep(d);
                         }
                         if w.write_all(ANSWER).await.is_err() {
                             return;
@@ -250,7 +272,7 @@ fn serve(
                 }
                 served.fetch_add(1, Ordering::Relaxed);
             }
-            Work::Busy(_) => return,
+            Work::Serial(_) | Work::Busy(_) => return,
         }
     }
 }
