@@ -1,0 +1,138 @@
+//! A request run's figures against a server that knows the truth (`oracles::load`,
+//! `Work::Serial(d)`): it serves one request at a time and sleeps `d` for each, so its service
+//! time is `d`, its capacity `1/d`, and with `c` closed-loop connections each request waits for
+//! the `c - 1` others: latency `c·d`. Sleeping, not spinning, so the truth does not move with
+//! the box's load; the bounds leave room only on the side a loaded client can err to (slower,
+//! never faster than the server allows).
+//!
+//! One test at a time (a lock): each measures a rate, and the others' clients would share the
+//! two cores with it.
+
+#[path = "common/cli.rs"]
+mod cli;
+#[path = "common/oracles/mod.rs"]
+mod oracles;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use oracles::load::{LoadServer, Work};
+use serde_json::Value;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// The server's service time.
+const D: Duration = Duration::from_millis(5);
+
+fn run(server: &LoadServer, clauses: &str) -> (i32, Value, String) {
+    let text = format!(
+        "workload w {{ seed 1 }}\ntarget svc {{ http \"{}\" {{ timeout 60s }} }}\nrun r {{\n  against svc.http\n  request GET \"/q\"\n{clauses}\n}}\n",
+        server.url()
+    );
+    let (code, report, err) = cli::run_json(&text, &[], &[]);
+    (code, report["cells"][0]["phases"][0].clone(), err)
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+fn us(d: Duration) -> u64 {
+    d.as_micros() as u64
+}
+
+/// scheduled = ok + failed + cut_off + unsent.
+fn adds_up(p: &Value) {
+    let parts = u(&p["ok"]) + u(&p["failed"]) + u(&p["cut_off"]) + u(&p["unsent"]);
+    assert_eq!(u(&p["scheduled"]), parts, "{p}");
+}
+
+#[test]
+fn closed_loop_rate_and_latency_are_the_servers_service_time() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = LoadServer::start(Work::Serial(D));
+    let capacity = 1.0 / D.as_secs_f64();
+    for connections in [1u64, 4] {
+        let (code, p, err) = run(
+            &server,
+            &format!("  connections {connections}\n  duration 2s"),
+        );
+        eprintln!(
+            "closed loop, {connections} connections: {} /s (capacity {capacity}), latency p50 {} us (truth {} us)",
+            p["rps"], p["latency"]["p50_us"], connections * us(D)
+        );
+        assert_eq!(code, 0, "{err}\n{p}");
+        assert_eq!(u(&p["failed"]), 0, "{p}");
+        // A rate is what the server could serve at most, and a loaded client only lowers it.
+        let rps = p["rps"].as_f64().unwrap();
+        assert!(
+            rps <= capacity * 1.02 && rps >= capacity * 0.6,
+            "{connections} connections: {rps}/s against a capacity of {capacity}/s"
+        );
+        // Each request waits for the others' service before its own: c·d.
+        let p50 = u(&p["latency"]["p50_us"]);
+        let truth = connections * us(D);
+        assert!(
+            p50 >= truth * 95 / 100 && p50 <= truth + 4_000 * connections,
+            "{connections} connections: latency p50 {p50} us, truth {truth} us"
+        );
+        assert!(u(&p["latency"]["min_us"]) >= us(D), "{p}");
+        // The server's count is the report's.
+        assert!(server.served() >= u(&p["ok"]), "{p}");
+    }
+}
+
+#[test]
+fn open_loop_below_capacity_keeps_its_rate_and_measures_the_service_time() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = LoadServer::start(Work::Serial(D));
+    // 40/s against 200/s: requests rarely meet each other, so latency is the service time.
+    let (code, p, err) = run(&server, "  connections 4\n  duration 2s\n  rate 40/s");
+    eprintln!(
+        "open loop 40/s: {} /s, service p50 {} us (truth {} us), latency p50 {} us, send lag p99 {} us",
+        p["rps"], p["service"]["p50_us"], us(D), p["latency"]["p50_us"], p["send_lag"]["p99_us"]
+    );
+    assert_eq!(code, 0, "{err}\n{p}");
+    adds_up(&p);
+    assert_eq!(u(&p["scheduled"]), 80, "{p}");
+    let rps = p["rps"].as_f64().unwrap();
+    assert!((rps - 40.0).abs() <= 40.0 * 0.05, "{rps}/s for 40/s\n{p}");
+    let service = u(&p["service"]["p50_us"]);
+    assert!(
+        service >= us(D) && service <= us(D) + 4_000,
+        "service p50 {service} us, truth {} us",
+        us(D)
+    );
+    let latency = u(&p["latency"]["p50_us"]);
+    assert!(
+        latency >= service && latency <= service + u(&p["send_lag"]["p99_us"]) + 1_000,
+        "latency p50 {latency} us = service p50 {service} us + the send's lag\n{p}"
+    );
+}
+
+#[test]
+fn open_loop_above_capacity_reports_the_capacity_and_fails() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = LoadServer::start(Work::Serial(D));
+    let capacity = 1.0 / D.as_secs_f64();
+    // Twice the capacity, with connections enough to queue at the server.
+    let (code, p, err) = run(&server, "  connections 8\n  duration 2s\n  rate 400/s");
+    eprintln!(
+        "open loop 400/s: {} /s (capacity {capacity}), achieved {}, latency p50 {} us",
+        p["rps"], p["achieved_rate"], p["latency"]["p50_us"]
+    );
+    assert_eq!(code, 1, "a missed rate fails the run: {err}\n{p}");
+    adds_up(&p);
+    assert_eq!(u(&p["scheduled"]), 800, "{p}");
+    let rps = p["rps"].as_f64().unwrap();
+    assert!(
+        rps <= capacity * 1.02 && rps >= capacity * 0.6,
+        "{rps}/s reported against a capacity of {capacity}/s\n{p}"
+    );
+    assert!(p["achieved_rate"].as_f64().unwrap() < 0.95, "{p}");
+    // Served requests never exceed what the server served.
+    assert!(u(&p["ok"]) <= server.served(), "{p}");
+    // Latency from the intended time carries the queue: far above the service time.
+    let latency = u(&p["latency"]["p50_us"]);
+    assert!(latency > 4 * us(D), "latency p50 {latency} us\n{p}");
+}
