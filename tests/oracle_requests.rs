@@ -136,3 +136,33 @@ fn open_loop_above_capacity_reports_the_capacity_and_fails() {
     let latency = u(&p["latency"]["p50_us"]);
     assert!(latency > 4 * us(D), "latency p50 {latency} us\n{p}");
 }
+
+#[test]
+fn a_set_share_of_failures_is_counted_exactly_and_is_never_throughput() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Every 4th answer is a 500: of 200 requests, exactly 50 fail.
+    let server = LoadServer::start_failing(Duration::from_millis(2), 4);
+    let (code, p, err) = run(&server, "  connections 1\n  count 200");
+    eprintln!(
+        "failing every 4th: ok {} failed {} error_rate {} rps {}",
+        p["ok"], p["failed"], p["error_rate"], p["rps"]
+    );
+    assert_eq!(code, 1, "errors fail the run: {err}\n{p}");
+    assert_eq!(server.served(), 200, "{p}");
+    assert_eq!(server.failed_answers(), 50);
+    assert_eq!(u(&p["ok"]), 150, "{p}");
+    assert_eq!(u(&p["failed"]), 50, "{p}");
+    assert_eq!(u(&p["errors"]["http_status"]["count"]), 50, "{p}");
+    assert_eq!(p["error_rate"].as_f64(), Some(0.25), "{p}");
+    assert_eq!(u(&p["statuses"]["500"]), 50, "{p}");
+    assert_eq!(u(&p["statuses"]["200"]), 150, "{p}");
+    // A rate counts what succeeded: 150 over the span, never 200.
+    let rps = p["rps"].as_f64().unwrap();
+    let elapsed = p["elapsed_s"].as_f64().unwrap();
+    assert!(
+        (rps - 150.0 / elapsed).abs() < 1e-6,
+        "{rps} vs 150 / {elapsed}"
+    );
+    // Only ok requests are in the latency.
+    assert_eq!(u(&p["latency"]["count"]), 150, "{p}");
+}

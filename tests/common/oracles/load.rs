@@ -7,6 +7,8 @@
 //!   and answering take their microseconds), whatever else the machine is doing, since a
 //!   sleeping server needs no CPU to keep its pace. The oracle for rates, latency and capacity.
 //! - `Work::Busy(d)`: as `Serial`, but busy-waits `d`: its capacity depends on the CPU it gets.
+//! - `LoadServer::start_failing(d, n)`: `Serial(d)` answering every n-th request with HTTP 500
+//!   (`FAILED`): a set share of failures, counted (`failed_answers`).
 //! - `Work::Smooth`: each request sleeps `base / (1 − rate / capacity)` (at most `cap`), where
 //!   `rate` is what the server saw over the last `WINDOW`: latency grows smoothly with load.
 //!
@@ -24,6 +26,9 @@ use std::time::{Duration, Instant};
 
 const ANSWER: &[u8] =
     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]";
+/// `start_failing`'s failure: a server error with a message.
+pub const FAILED: &[u8] =
+    b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n\r\nfailed";
 
 /// The span over which `Work::Smooth` measures the rate it sees.
 pub const WINDOW: Duration = Duration::from_millis(250);
@@ -43,24 +48,44 @@ pub struct LoadServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     served: Arc<AtomicU64>,
+    failed: Arc<AtomicU64>,
 }
 
 impl LoadServer {
     pub fn start(work: Work) -> LoadServer {
+        LoadServer::start_with(work, 0)
+    }
+
+    /// `Work::Serial(d)`, answering every `every`-th request (the `every`-th, the 2·`every`-th,
+    /// ...) with `FAILED` instead of 200.
+    pub fn start_failing(d: Duration, every: u64) -> LoadServer {
+        LoadServer::start_with(Work::Serial(d), every)
+    }
+
+    fn start_with(work: Work, fail_every: u64) -> LoadServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let served = Arc::new(AtomicU64::new(0));
-        match work {
-            Work::Serial(d) => {
-                serial_server(listener, d, false, served.clone(), stop.clone());
-                return LoadServer { addr, stop, served };
-            }
-            Work::Busy(d) => {
-                serial_server(listener, d, true, served.clone(), stop.clone());
-                return LoadServer { addr, stop, served };
-            }
-            Work::Smooth { .. } => {}
+        let failed = Arc::new(AtomicU64::new(0));
+        let serial = match work {
+            Work::Serial(d) => Some((d, false)),
+            Work::Busy(d) => Some((d, true)),
+            Work::Smooth { .. } => None,
+        };
+        if let Some((d, spin)) = serial {
+            let counts = Counts {
+                served: served.clone(),
+                failed: failed.clone(),
+                fail_every,
+            };
+            serial_server(listener, d, spin, counts, stop.clone());
+            return LoadServer {
+                addr,
+                stop,
+                served,
+                failed,
+            };
         }
         let seen = Arc::new(Mutex::new(VecDeque::new()));
         let (stop2, served2) = (stop.clone(), served.clone());
@@ -75,15 +100,26 @@ impl LoadServer {
                 thread::spawn(move || serve(conn, work, &seen, &served, &stop));
             }
         });
-        LoadServer { addr, stop, served }
+        LoadServer {
+            addr,
+            stop,
+            served,
+            failed,
+        }
     }
 
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 
+    /// Requests answered, failures included.
     pub fn served(&self) -> u64 {
         self.served.load(Ordering::Relaxed)
+    }
+
+    /// Requests answered with `FAILED`.
+    pub fn failed_answers(&self) -> u64 {
+        self.failed.load(Ordering::Relaxed)
     }
 
     /// Closed-loop capacity: `conns` connections sending request after request for `span`;
@@ -124,15 +160,24 @@ impl Drop for LoadServer {
     }
 }
 
+/// What a serial server answered.
+struct Counts {
+    served: Arc<AtomicU64>,
+    failed: Arc<AtomicU64>,
+    /// Every n-th answer fails; 0: none.
+    fail_every: u64,
+}
+
 /// `Work::Serial` and `Work::Busy`: one thread, one request at a time, `d` each, asleep or
 /// busy.
 fn serial_server(
     listener: TcpListener,
     d: Duration,
     spin: bool,
-    served: Arc<AtomicU64>,
+    counts: Counts,
     stop: Arc<AtomicBool>,
 ) {
+    let counts = Arc::new(counts);
     use tokio::io::{AsyncBufReadExt, AsyncReadExt as _, AsyncWriteExt};
     listener.set_nonblocking(true).unwrap();
     thread::spawn(move || {
@@ -147,7 +192,7 @@ fn serial_server(
                     continue;
                 };
                 let _ = conn.set_nodelay(true);
-                let served = served.clone();
+                let counts = counts.clone();
                 tokio::spawn(async move {
                     let (r, mut w) = conn.into_split();
                     let mut r = tokio::io::BufReader::new(r);
@@ -184,10 +229,17 @@ fn serial_server(
                         } else {
                             thread::sleep(d);
                         }
-                        if w.write_all(ANSWER).await.is_err() {
+                        // Counted before the answer leaves, so a client that has its answer
+                        // never reads a count that lacks it.
+                        let n = counts.served.fetch_add(1, Ordering::Relaxed) + 1;
+                        let fail = counts.fail_every > 0 && n % counts.fail_every == 0;
+                        if fail {
+                            counts.failed.fetch_add(1, Ordering::Relaxed);
+                        }
+                        let answer = if fail { FAILED } else { ANSWER };
+                        if w.write_all(answer).await.is_err() {
                             return;
                         }
-                        served.fetch_add(1, Ordering::Relaxed);
                     }
                 });
             }
