@@ -111,9 +111,11 @@ pub(super) async fn search<S: Steps>(
         growth: fm.growth,
         resolution: fm.resolution,
         max_steps: fm.max_steps,
+        confirm: true,
     });
     let mut rows = Vec::new();
-    let mut best: Option<(f64, S::Report)> = None;
+    // Every step that met, by rate: the answer's report is its latest (its confirmation).
+    let mut met: Vec<(f64, S::Report)> = Vec::new();
     let mut last = None;
     let mut refused = None;
     while let Some((phase, rate)) = s.next() {
@@ -130,8 +132,8 @@ pub(super) async fn search<S: Steps>(
         let (r, row, v) = steps.step(env, &label, fm, at, series).await;
         rows.push(row);
         s.record(v);
-        if v == Verdict::Met && best.as_ref().is_none_or(|(b, _)| rate > *b) {
-            best = Some((rate, r));
+        if v == Verdict::Met {
+            met.push((rate, r));
         } else {
             last = Some(r);
         }
@@ -145,12 +147,27 @@ pub(super) async fn search<S: Steps>(
         Some(why) => (why, Some(Status::Failed)),
         None => outcome(end, answer, s.bad(), fm, &rows),
     };
-    let mut report = match (best, last) {
-        (Some((_, r)), _) if answer.is_some() && end != End::Refused => r,
+    let answered = answer
+        .and_then(|a| met.iter().rposition(|(rate, _)| *rate == a))
+        .map(|i| met.swap_remove(i).1);
+    let mut report = match (answered, last) {
+        (Some(r), _) if end != End::Refused => r,
         (_, Some(r)) => r,
-        (Some((_, r)), None) => r,
-        (None, None) => steps.empty(),
+        (Some(r), None) => r,
+        (None, None) => met.pop().map_or_else(|| steps.empty(), |(_, r)| r),
     };
+    let r = crate::value::fmt_rate;
+    let non_monotonic: Vec<String> = s
+        .non_monotonic()
+        .iter()
+        .map(|n| {
+            format!(
+                "{} broke below {}, which had met the SLA",
+                r(n.broke),
+                r(n.met)
+            )
+        })
+        .collect();
     S::conclude(
         &mut report,
         status,
@@ -165,6 +182,8 @@ pub(super) async fn search<S: Steps>(
             samples_from: fm.samples_from.clone(),
             probes: fm.probes,
             answer_per_s: answer,
+            confirmed: s.confirmed(),
+            non_monotonic,
             outcome: end.as_str().into(),
             why: why.clone(),
             steps: rows,
@@ -227,11 +246,13 @@ fn outcome(
         ),
         _ => {
             let terms = rows.first().map(|s| s.broke.join("; ")).unwrap_or_default();
+            let lowest = rows.last().map_or(fm.from_per_s, |s| s.rate_per_s);
             (
                 format!(
-                    "the SLA ({}) is not met even at from {}: {terms}",
+                    "the SLA ({}) is not met at from {} ({terms}), nor searching down to {}",
                     fm.sla_text,
-                    r(fm.from_per_s)
+                    r(fm.from_per_s),
+                    r(lowest)
                 ),
                 Some(Status::Failed),
             )

@@ -22,8 +22,17 @@ pub struct FindMaxReport {
     /// row carries its visibility lag.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probes: bool,
-    /// The highest rate whose step met the SLA, per second; `null` when none did.
+    /// The highest rate whose step met the SLA twice (its step and its confirmation), per
+    /// second; `null` when none did.
     pub answer_per_s: Option<f64>,
+    /// The answer was measured twice; `false` when the step bound or an interruption cut the
+    /// search short of confirming its best rate (and in format 2 reports, which had no
+    /// confirmation).
+    #[serde(default)]
+    pub confirmed: bool,
+    /// Steps that broke below a rate that had met, each in words naming both.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub non_monotonic: Vec<String>,
     /// `bracketed`, `cap`, `not_met_at_from`, `step_bound` or `interrupted`.
     pub outcome: String,
     /// The outcome in words.
@@ -37,7 +46,7 @@ pub struct FindMaxReport {
 pub struct FindMaxStep {
     /// 1-based.
     pub step: u64,
-    /// `grow` or `bisect`.
+    /// `grow`, `down`, `bisect` or `confirm`.
     pub phase: String,
     pub rate_per_s: f64,
     /// The measured span, warm-up excluded.
@@ -100,7 +109,16 @@ pub fn answer_line(f: &FindMaxReport) -> String {
             f.sla,
             rate(a)
         ),
-        (Some(a), "bracketed") => format!("find max rate: {} meets {} {tail}", rate(a), f.sla),
+        (Some(a), "bracketed") => format!(
+            "find max rate: {} meets {}{} {tail}",
+            rate(a),
+            f.sla,
+            if f.confirmed {
+                ", confirmed by a repeat"
+            } else {
+                ""
+            }
+        ),
         (Some(a), _) => format!(
             "find max rate: {} meets {}, the best so far: {} {tail}",
             rate(a),
@@ -125,7 +143,7 @@ pub fn lines(f: &Option<FindMaxReport>) -> String {
         f.samples_from
     );
     out += &format!(
-        "  {:>4} {:<6} {:>10} {:>7} {:>9} {:>8} {:>6} {:>7} {:>6} {:>9} ",
+        "  {:>4} {:<7} {:>10} {:>7} {:>9} {:>8} {:>6} {:>7} {:>6} {:>9} ",
         "step",
         "phase",
         "rate",
@@ -151,7 +169,7 @@ pub fn lines(f: &Option<FindMaxReport>) -> String {
     let opt = |us: Option<u64>| us.map(ms).unwrap_or_else(|| "-".into());
     for s in &f.steps {
         out += &format!(
-            "  {:>4} {:<6} {:>10} {:>6.1}s {:>9} {:>8} {:>6} {:>7} {:>6} {:>9} ",
+            "  {:>4} {:<7} {:>10} {:>6.1}s {:>9} {:>8} {:>6} {:>7} {:>6} {:>9} ",
             s.step,
             s.phase,
             rate(s.rate_per_s),
@@ -195,5 +213,8 @@ pub fn lines(f: &Option<FindMaxReport>) -> String {
         );
     }
     out += &format!("  {}\n", answer_line(f));
+    for n in &f.non_monotonic {
+        out += &format!("  non-monotonic: {n}\n");
+    }
     out
 }

@@ -1,7 +1,13 @@
 //! The search itself, free of any I/O: which rate to measure next, given the verdicts so far.
 //! Rates grow geometrically from `from` (×growth, never past the cap) until a step breaks the
 //! SLA; then the search bisects between the last good and the first bad rate until
-//! (bad − good) / good ≤ resolution. The answer is the highest rate whose step met the SLA.
+//! (bad − good) / good ≤ resolution. When the first step breaks, the search goes down
+//! instead, halving the rate until a step meets the SLA (then bisects up from it) or the next
+//! half would be under `from / DOWN_FLOOR`. Before it ends with an answer the search measures
+//! that rate again (`confirm`): one step can meet the SLA by luck near a server's limit, so a
+//! repeat that breaks makes the rate broken and the search goes on below it. The answer is the
+//! highest confirmed rate. A step that breaks below a rate that met is recorded as
+//! non-monotonic, naming both; the rates that met above it are no longer trusted.
 
 /// What the search is given.
 #[derive(Clone, Copy, Debug)]
@@ -12,20 +18,33 @@ pub struct Params {
     /// A fraction: 0.05 for 5%.
     pub resolution: f64,
     pub max_steps: u64,
+    /// Measure the answer again before answering it.
+    pub confirm: bool,
 }
+
+/// Searching down from a first step that broke stops where the next half would be under
+/// `from / DOWN_FLOOR` (six halvings): a server 64 times slower than the workload's own first
+/// guess is a wrong guess, not a rate worth a search.
+pub const DOWN_FLOOR: f64 = 64.0;
 
 /// Why a step was measured: to find the first bad rate, or to narrow the bracket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
     Grow,
+    /// Halving from a first step that broke.
+    Down,
     Bisect,
+    /// The answer's rate measured again.
+    Confirm,
 }
 
 impl Phase {
     pub fn as_str(self) -> &'static str {
         match self {
             Phase::Grow => "grow",
+            Phase::Down => "down",
             Phase::Bisect => "bisect",
+            Phase::Confirm => "confirm",
         }
     }
 }
@@ -66,7 +85,7 @@ pub enum End {
     Bracketed,
     /// The cap met the SLA: the answer is the cap, the server may do more.
     Cap,
-    /// The first step broke the SLA: no answer.
+    /// No step met the SLA, from `from` down to its floor (`DOWN_FLOOR`): no answer.
     NotMetAtFrom,
     /// The step bound was reached before the resolution: the answer is the best so far.
     StepBound,
@@ -88,11 +107,24 @@ impl End {
     }
 }
 
+/// A step that broke below a rate that had met: the search is not monotonic there.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NonMonotonic {
+    pub met: f64,
+    pub broke: f64,
+}
+
 #[derive(Clone, Debug)]
 pub struct Search {
     p: Params,
-    good: Option<f64>,
+    /// Rates that met the SLA and that no lower broken step contradicts.
+    met: Vec<f64>,
+    /// Every rate whose step met, contradicted or not: what a broken step is checked against.
+    ever_met: Vec<f64>,
+    /// The highest rate that met the SLA twice.
+    confirmed: Option<f64>,
     bad: Option<f64>,
+    non_monotonic: Vec<NonMonotonic>,
     steps: u64,
     /// The step asked for and not yet recorded.
     pending: Option<(Phase, f64)>,
@@ -103,8 +135,11 @@ impl Search {
     pub fn new(p: Params) -> Search {
         Search {
             p,
-            good: None,
+            met: Vec::new(),
+            ever_met: Vec::new(),
+            confirmed: None,
             bad: None,
+            non_monotonic: Vec::new(),
             steps: 0,
             pending: None,
             end: None,
@@ -119,25 +154,43 @@ impl Search {
         if self.end.is_some() {
             return None;
         }
-        let step = match (self.good, self.bad) {
+        let step = match (self.good(), self.bad) {
             (None, None) => (Phase::Grow, self.p.from),
-            (None, Some(_)) => return self.finish(End::NotMetAtFrom),
+            (None, Some(b)) => {
+                let half = tidy(b / 2.0);
+                if half < self.p.from / DOWN_FLOOR || half <= 0.0 || half >= b {
+                    return self.finish(End::NotMetAtFrom);
+                }
+                (Phase::Down, half)
+            }
             (Some(g), None) => match self.p.cap {
-                Some(cap) if g >= cap => return self.finish(End::Cap),
+                Some(cap) if g >= cap => return self.end_at(End::Cap, g),
                 Some(cap) => (Phase::Grow, tidy(g * self.p.growth).min(cap)),
                 None => (Phase::Grow, tidy(g * self.p.growth)),
             },
             (Some(g), Some(b)) => {
                 if (b - g) / g <= self.p.resolution {
-                    return self.finish(End::Bracketed);
+                    return self.end_at(End::Bracketed, g);
                 }
                 let mid = tidy((g + b) / 2.0);
                 if mid <= g || mid >= b {
-                    return self.finish(End::Bracketed);
+                    return self.end_at(End::Bracketed, g);
                 }
                 (Phase::Bisect, mid)
             }
         };
+        self.ask(step)
+    }
+
+    /// Ends the search with `good` as its answer, once that rate is confirmed.
+    fn end_at(&mut self, end: End, good: f64) -> Option<(Phase, f64)> {
+        if !self.p.confirm || self.confirmed == Some(good) {
+            return self.finish(end);
+        }
+        self.ask((Phase::Confirm, good))
+    }
+
+    fn ask(&mut self, step: (Phase, f64)) -> Option<(Phase, f64)> {
         if self.steps >= self.p.max_steps {
             return self.finish(End::StepBound);
         }
@@ -148,14 +201,41 @@ impl Search {
 
     /// The verdict of the step `next` gave.
     pub fn record(&mut self, v: Verdict) {
-        let Some((_, rate)) = self.pending.take() else {
+        let Some((phase, rate)) = self.pending.take() else {
             return;
         };
         match v {
-            Verdict::Met => self.good = Some(self.good.map_or(rate, |g| g.max(rate))),
-            Verdict::Broke => self.bad = Some(self.bad.map_or(rate, |b| b.min(rate))),
+            Verdict::Met if phase == Phase::Confirm => {
+                self.confirmed = Some(self.confirmed.map_or(rate, |c| c.max(rate)));
+            }
+            Verdict::Met => {
+                self.met.push(rate);
+                self.ever_met.push(rate);
+            }
+            Verdict::Broke => {
+                // A repeat that breaks makes its rate broken; a step that breaks below a rate
+                // that met contradicts it.
+                if let Some(&met) = self
+                    .ever_met
+                    .iter()
+                    .filter(|&&m| m > rate)
+                    .min_by(|a, b| a.total_cmp(b))
+                {
+                    self.non_monotonic.push(NonMonotonic { met, broke: rate });
+                }
+                self.met.retain(|&m| m < rate);
+                if self.confirmed.is_some_and(|c| c >= rate) {
+                    self.confirmed = None;
+                }
+                self.bad = Some(self.bad.map_or(rate, |b| b.min(rate)));
+            }
             Verdict::Interrupted => self.end = Some(End::Interrupted),
         }
+    }
+
+    /// The highest rate that met the SLA and was not contradicted since.
+    fn good(&self) -> Option<f64> {
+        self.met.iter().copied().reduce(f64::max)
     }
 
     fn finish(&mut self, end: End) -> Option<(Phase, f64)> {
@@ -163,9 +243,21 @@ impl Search {
         None
     }
 
-    /// The answer: the highest rate whose step met the SLA (the cap, when it did).
+    /// The answer: the highest confirmed rate (the cap, when it met twice); without
+    /// confirmation (`confirm` off, or a search the step bound or an interruption cut short)
+    /// the highest rate that met.
     pub fn answer(&self) -> Option<f64> {
-        self.good
+        self.confirmed.or_else(|| self.good())
+    }
+
+    /// Whether the answer was measured twice.
+    pub fn confirmed(&self) -> bool {
+        self.confirmed.is_some() && self.confirmed == self.answer()
+    }
+
+    /// Steps that broke below a rate that had met, in the order they ran.
+    pub fn non_monotonic(&self) -> &[NonMonotonic] {
+        &self.non_monotonic
     }
 
     /// The first rate that broke the SLA, above the answer.
@@ -216,6 +308,7 @@ mod tests {
             growth: 2.0,
             resolution: 0.05,
             max_steps: 40,
+            confirm: true,
         }
     }
 
@@ -245,13 +338,16 @@ mod tests {
         assert_eq!(&rates[..5], &[100.0, 200.0, 400.0, 800.0, 1_600.0]);
         assert_eq!(path[4].0, Phase::Grow);
         assert_eq!(path[5], (Phase::Bisect, 1_200.0));
-        assert!(path[5..].iter().all(|p| p.0 == Phase::Bisect));
+        let (last, bisect) = path[5..].split_last().unwrap();
+        assert!(bisect.iter().all(|p| p.0 == Phase::Bisect));
+        // The answer measured again before it is answered.
+        assert_eq!(last.0, Phase::Confirm);
     }
 
     #[test]
-    fn noise_never_answers_a_rate_that_broke() {
-        // A server that breaks at random near its limit: the answer is a rate that met, and
-        // no rate that broke is under it.
+    fn noise_answers_a_rate_that_met_twice_and_never_one_that_broke() {
+        // A server that breaks at random near its limit: the answer met twice (its step and
+        // the confirmation) and never broke.
         let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
         for _ in 0..50 {
             let mut broke = Vec::new();
@@ -270,19 +366,82 @@ mod tests {
                 }
             });
             let a = s.answer().unwrap();
-            assert!(met.contains(&a));
-            assert!(met.iter().all(|&m| m <= a));
+            assert!(s.confirmed(), "{a}");
+            assert_eq!(met.iter().filter(|&&m| m == a).count(), 2, "{a} {met:?}");
+            assert!(!broke.contains(&a), "{a} {broke:?}");
             assert!(s.bad().unwrap() > a);
-            assert!((1_600.0..=2_200.0).contains(&a), "{a}");
+            assert!((1_400.0..=2_200.0).contains(&a), "{a}");
         }
     }
 
     #[test]
-    fn a_first_step_that_breaks_has_no_answer() {
+    fn a_first_step_that_breaks_searches_down() {
+        // from 100 over a server that holds 50: 100 and 50 break, 25 meets, then bisection.
         let (s, path) = run(params(), threshold(50.0));
+        assert_eq!(
+            &path[..3],
+            &[
+                (Phase::Grow, 100.0),
+                (Phase::Down, 50.0),
+                (Phase::Down, 25.0)
+            ]
+        );
+        let a = s.answer().unwrap();
+        assert!((47.5..50.0).contains(&a), "{a} {path:?}");
+        assert_eq!(s.end(), Some(End::Bracketed));
+        assert_eq!(path.last().unwrap(), &(Phase::Confirm, a));
+        // Down to the floor, no lower: 100 / 64 = 1.56/s is the last rate tried.
+        let (s, path) = run(params(), threshold(1.0));
         assert_eq!(s.answer(), None);
         assert_eq!(s.end(), Some(End::NotMetAtFrom));
-        assert_eq!(path, vec![(Phase::Grow, 100.0)]);
+        assert_eq!(path.last().unwrap(), &(Phase::Down, 1.57));
+        assert_eq!(path.len(), 7);
+    }
+
+    #[test]
+    fn a_confirmation_that_breaks_sends_the_search_below_it() {
+        // 1,000/s meets once by luck and breaks when repeated: it is broken, and the answer
+        // is a lower rate that met twice.
+        let mut seen = Vec::new();
+        let (s, path) = run(params(), |r| {
+            let again = seen.contains(&r);
+            seen.push(r);
+            if r < 900.0 || (r == 1_000.0 && !again) {
+                Verdict::Met
+            } else {
+                Verdict::Broke
+            }
+        });
+        let a = s.answer().unwrap();
+        assert!(s.confirmed());
+        assert!((855.0..900.0).contains(&a), "{a} {path:?}");
+        assert!(path.contains(&(Phase::Confirm, 1_000.0)), "{path:?}");
+        assert_eq!(path.last().unwrap(), &(Phase::Confirm, a));
+    }
+
+    #[test]
+    fn a_step_that_breaks_below_one_that_met_is_non_monotonic() {
+        // A server that holds 800/s for its first four steps and then only under 600/s: 800
+        // met at step 4, its confirmation broke, and 600 broke below it.
+        let mut n = 0;
+        let (s, path) = run(params(), |r| {
+            n += 1;
+            if r <= 800.0 && n <= 4 || r < 600.0 {
+                Verdict::Met
+            } else {
+                Verdict::Broke
+            }
+        });
+        assert_eq!(
+            s.non_monotonic(),
+            &[NonMonotonic {
+                met: 800.0,
+                broke: 600.0
+            }][..],
+            "{path:?}"
+        );
+        let a = s.answer().unwrap();
+        assert!(a < 600.0 && s.confirmed(), "{a} {path:?}");
     }
 
     #[test]
@@ -294,8 +453,8 @@ mod tests {
         let (s, path) = run(p, threshold(1e9));
         assert_eq!(s.answer(), Some(1_000.0));
         assert_eq!(s.end(), Some(End::Cap));
-        assert_eq!(path.last().unwrap().1, 1_000.0);
-        assert_eq!(path.len(), 5); // 100, 200, 400, 800, 1000
+        assert_eq!(path.last().unwrap(), &(Phase::Confirm, 1_000.0));
+        assert_eq!(path.len(), 6); // 100, 200, 400, 800, 1000, 1000 again
     }
 
     #[test]

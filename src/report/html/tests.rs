@@ -442,7 +442,8 @@ fn freshness_stages_find_max_and_a_group_are_on_the_page() {
     // The search's steps and answer.
     assert!(page.contains("<caption>find max rate from 100/s where p99 &lt; 20ms"));
     assert!(page.contains("<td>broke: p99 30ms; errors 2</td>"));
-    assert!(page.contains("<b>find max rate: 100/s meets p99 &lt; 20ms (2 steps"));
+    assert!(page
+        .contains("<b>find max rate: 100/s meets p99 &lt; 20ms, confirmed by a repeat (2 steps"));
     // The group: once, before its first member, and on each member's heading.
     assert_eq!(
         page.matches("concurrent mixed: load, explore ran together; ended when load ended (explore stopped by it)")
