@@ -158,6 +158,18 @@ pub(super) fn judge(
                 100.0 * DEFAULT_FLOOR,
                 thousands(s.unsent_rows)
             ));
+        } else if let Some(sent) = report.send_rows_per_s {
+            // Every row went out, late: over the span the schedule covers (which ends at the
+            // last answer when that is later), the rows left slower than asked.
+            if sent < DEFAULT_FLOOR * s.rate_rows_per_s {
+                report.failures.push(format!(
+                    "sent at {} rows/s ({:.1}% of the {} asked; a rate-controlled ingest needs {:.0}%): the client or the server fell behind",
+                    thousands(sent.round() as u64),
+                    100.0 * sent / s.rate_rows_per_s,
+                    crate::value::fmt_rate(s.rate_rows_per_s),
+                    100.0 * DEFAULT_FLOOR,
+                ));
+            }
         }
     }
     if !workers.complete && errors == 0 && report.failures.is_empty() {

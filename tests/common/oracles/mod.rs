@@ -6,10 +6,12 @@
 //! - `fresh`: an ILP/HTTP ingest endpoint whose rows become countable a set delay after they
 //!   arrive (or at a set apply rate), counted over HTTP SQL.
 //! - `load`: HTTP request servers of known capacity.
+//! - `intake`: an ILP/HTTP ingest endpoint of known capacity in rows per second.
 //!
 //! Use with `#[path = "common/oracles/mod.rs"] mod oracles;` (std threads, 127.0.0.1, port 0).
 
 #![allow(dead_code)]
 
 pub mod fresh;
+pub mod intake;
 pub mod load;

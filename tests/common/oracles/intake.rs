@@ -1,0 +1,127 @@
+//! An ingest endpoint of known capacity, for the rates an ingest reports: line protocol over
+//! HTTP (`POST /write`, every line a row), answered `204` once the server has "taken" the body.
+//! Taking a body of n rows sleeps n / `capacity` seconds, one body at a time across every
+//! connection (a lock held while sleeping), so the server takes at most `capacity` rows per
+//! second whatever else the machine is doing: a sleeping server needs no CPU to keep its pace.
+//! Capacity 0 answers at once.
+//!
+//! Plain threads, one per connection, on an ephemeral port of 127.0.0.1; dropping the handle
+//! stops accepting. Part of `oracles` (tests/common/oracles/mod.rs).
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+pub struct IntakeServer {
+    pub addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+}
+
+struct Shared {
+    /// Rows per second; 0: unbounded.
+    capacity: f64,
+    /// Held while a body is taken: one at a time.
+    taking: Mutex<()>,
+    rows: AtomicU64,
+}
+
+impl IntakeServer {
+    pub fn start(capacity: f64) -> IntakeServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let shared = Arc::new(Shared {
+            capacity,
+            taking: Mutex::new(()),
+            rows: AtomicU64::new(0),
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let (s, st) = (shared.clone(), stop.clone());
+        thread::spawn(move || {
+            for conn in listener.incoming() {
+                if st.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let s = s.clone();
+                thread::spawn(move || {
+                    let _ = serve(conn, &s);
+                });
+            }
+        });
+        IntakeServer { addr, shared, stop }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A target `intake` on this server: ILP over HTTP in, nothing to count with.
+    pub fn target(&self) -> String {
+        format!("target intake {{ ilp_http \"{}\" }}\n", self.url())
+    }
+
+    /// Rows taken so far.
+    pub fn rows(&self) -> u64 {
+        self.shared.rows.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for IntakeServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wakes the accept loop so that it sees the flag.
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
+    conn.set_nodelay(true)?;
+    let mut out = conn.try_clone()?;
+    let mut r = BufReader::new(conn);
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let target = line.split_whitespace().nth(1).unwrap_or("").to_string();
+        let mut length = 0usize;
+        loop {
+            let mut h = String::new();
+            if r.read_line(&mut h)? == 0 {
+                return Ok(());
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        r.read_exact(&mut body)?;
+        let status = if target.starts_with("/write") {
+            let rows = body.iter().filter(|&&b| b == b'\n').count() as u64;
+            {
+                let _one = s.taking.lock().unwrap_or_else(|e| e.into_inner());
+                if s.capacity > 0.0 {
+                    thread::sleep(Duration::from_secs_f64(rows as f64 / s.capacity));
+                }
+                s.rows.fetch_add(rows, Ordering::Relaxed);
+            }
+            "204 No Content"
+        } else {
+            "404 Not Found"
+        };
+        write!(out, "HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n")?;
+        out.flush()?;
+    }
+}

@@ -1,0 +1,103 @@
+//! An ingest's rate against a server that knows its own capacity (oracles/intake.rs): a
+//! rate-paced ingest reports the rate its schedule asked when the server keeps up, whatever
+//! its batch size, and the server's capacity when it does not (docs/report-format.md,
+//! "Ingest phases": `elapsed_s` and `rows_per_s`).
+
+use serde_json::Value;
+
+#[path = "common/cli.rs"]
+mod cli;
+#[path = "common/oracles/mod.rs"]
+mod oracles;
+
+use oracles::intake::IntakeServer;
+
+/// 100 hosts, one row a second each: `r` holds `hosts x secs` rows.
+fn schema(secs: u64) -> String {
+    format!(
+        r#"
+workload t {{ seed 7 }}
+schema r {{
+  series host: symbol = format("h%d", n) for n in 0..100
+  field  v: long = uniform(0, 9)
+  timestamp ts = every 1s from 2016-01-01T00:00:00Z for {secs}s
+}}
+"#
+    )
+}
+
+fn ingest(r: &Value) -> &Value {
+    &r["cells"][0]["phases"][0]
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+fn within(x: f64, truth: f64, share: f64) -> bool {
+    (x - truth).abs() <= truth * share
+}
+
+/// 20,000 rows at 5,000/s in batches of 2,500: a batch every 0.5 s, eight of them. Measured from
+/// the first send to the last answer (3.5 s and a little) the rate was 5,600-5,700/s; the
+/// schedule covers 4 s.
+#[test]
+fn big_batches_on_a_server_that_keeps_up_report_the_rate_asked() {
+    let server = IntakeServer::start(0.0);
+    let wl = format!(
+        "{}{}ingest big {{ into intake via ilp_http  rows r  batch 2500 rows  rate 5000/s }}\n",
+        schema(200),
+        server.target()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (code, r, err) = cli::run_json_in(dir.path(), &wl, &[]);
+    assert_eq!(code, 0, "{err}");
+    let p = ingest(&r);
+    assert_eq!(server.rows(), 20_000);
+    assert_eq!(p["rows_acked"], 20_000);
+    assert!(within(f(&p["rows_per_s"]), 5_000.0, 0.02), "{p}");
+    assert!(f(&p["elapsed_s"]) >= 4.0, "{p}");
+}
+
+/// The same over a duration: 3 s at 5,000/s in batches of 2,500 sends six batches (at 0 ...
+/// 2.5 s); their slots end at 3 s.
+#[test]
+fn big_batches_over_a_duration_report_the_rate_asked() {
+    let server = IntakeServer::start(0.0);
+    let wl = format!(
+        "{}{}ingest big {{ into intake via ilp_http  rows r  batch 2500 rows  rate 5000/s  duration 3s }}\n",
+        schema(3600),
+        server.target()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (code, r, err) = cli::run_json_in(dir.path(), &wl, &[]);
+    assert_eq!(code, 0, "{err}");
+    let p = ingest(&r);
+    assert_eq!(p["rows_acked"], 15_000, "{p}");
+    assert!(within(f(&p["rows_per_s"]), 5_000.0, 0.02), "{p}");
+}
+
+/// A server that takes 2,500 rows/s, asked for 5,000/s: the rate reported is the server's.
+#[test]
+fn a_server_slower_than_the_target_reports_its_capacity() {
+    let capacity = 2_500.0;
+    let server = IntakeServer::start(capacity);
+    let wl = format!(
+        "{}{}ingest slow {{ into intake via ilp_http  rows r  batch 500 rows  rate 5000/s }}\n",
+        schema(100),
+        server.target()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (code, r, err) = cli::run_json_in(dir.path(), &wl, &[]);
+    let p = ingest(&r);
+    assert_eq!(server.rows(), 10_000, "{err}");
+    assert_eq!(p["rows_acked"], 10_000, "{p}");
+    let rate = f(&p["rows_per_s"]);
+    assert!(within(rate, capacity, 0.02), "{rate} vs {capacity}: {p}");
+    // Each batch of 500 rows takes the server 500 / 2,500 s; a batch waits for none before it
+    // (one connection sends the next after the answer).
+    let p50 = p["batch_latency"]["p50_us"].as_f64().unwrap() / 1e6;
+    assert!((0.2..0.26).contains(&p50), "batch p50 {p50}s vs 0.2s: {p}");
+    // It kept half its schedule's pace: the run says so and fails.
+    assert_eq!(code, 1, "{err}");
+}
