@@ -166,3 +166,128 @@ fn a_set_share_of_failures_is_counted_exactly_and_is_never_throughput() {
     // Only ok requests are in the latency.
     assert_eq!(u(&p["latency"]["count"]), 150, "{p}");
 }
+
+/// A warm-up's answers are not measured: `statuses` counts the measured answers only and
+/// agrees with `ok` and `failed`; the warm-up's are apart. (Counted together, a run once
+/// printed `statuses 200: 67,370, 404: 7,385` beside `http_status errors: 6,208`.)
+#[test]
+fn statuses_agree_with_ok_and_failed_and_the_warmup_is_apart() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Every 4th of the 240 answers fails: 60, of which the 40-request warm-up got 10.
+    let server = LoadServer::start_failing(Duration::from_millis(1), 4);
+    let (code, p, err) = run(&server, "  connections 1\n  warmup 40\n  count 200");
+    eprintln!(
+        "warm-up 40 + count 200: ok {} failed {} statuses {} warm-up {}",
+        p["ok"], p["failed"], p["statuses"], p["warmup_statuses"]
+    );
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(server.served(), 240, "{p}");
+    assert_eq!(server.failed_answers(), 60, "{p}");
+    assert_eq!((u(&p["ok"]), u(&p["failed"])), (150, 50), "{p}");
+    assert_eq!(u(&p["statuses"]["200"]), 150, "{p}");
+    assert_eq!(u(&p["statuses"]["500"]), 50, "{p}");
+    assert_eq!(u(&p["warmup_statuses"]["200"]), 30, "{p}");
+    assert_eq!(u(&p["warmup_statuses"]["500"]), 10, "{p}");
+}
+
+/// Nothing succeeded: no latency figure from nothing (null in JSON, said in words), never
+/// `latency mean 0.00ms ... max 0.00ms`.
+#[test]
+fn a_run_where_nothing_succeeded_has_no_latency() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = LoadServer::start_failing(Duration::from_millis(1), 1);
+    let text = format!(
+        "workload w {{ seed 1 }}\ntarget svc {{ http \"{}\" }}\nrun r {{\n  against svc.http\n  request GET \"/q\"\n  connections 1\n  count 20\n}}\n",
+        server.url()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli::run_out(dir.path(), &text, &[]);
+    let p = out.phase();
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!((u(&p["ok"]), u(&p["failed"])), (0, 20), "{p}");
+    assert_eq!(u(&p["latency"]["count"]), 0, "{p}");
+    for f in ["min_us", "mean_us", "p50_us", "p99_us", "max_us"] {
+        assert!(p["latency"][f].is_null(), "{f}: {p}");
+    }
+    let printed = out.printed();
+    assert!(
+        printed.contains("latency: none, no request succeeded"),
+        "{printed}"
+    );
+    assert!(!printed.contains("p50 0.00ms"), "{printed}");
+}
+
+/// Busy processes on the one core wlrun is pinned to: the client cannot keep a 1,000/s schedule
+/// (its send lag grows to the scheduler's slices, many milliseconds) while the server answers
+/// in about 0.3 ms on the other core. The run says the client or its host set the figures, in
+/// its output and in report.json. Needs `taskset` (util-linux) and two cores.
+#[test]
+fn a_starved_client_says_it_set_the_figures() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(
+        cores >= 2,
+        "needs two cores: the server's and the starved client's"
+    );
+    let server = LoadServer::start(Work::Serial(Duration::from_micros(200)));
+    let spinners = Spinners::on_core_0(6);
+    let text = format!(
+        "workload w {{ seed 1 }}\ntarget svc {{ http \"{}\" }}\nrun r {{\n  against svc.http\n  request GET \"/q\"\n  connections 4\n  rate 1000/s\n  duration 3s\n}}\n",
+        server.url()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.wl"), text).unwrap();
+    let out = std::process::Command::new("taskset")
+        .args(["-c", "0", env!("CARGO_BIN_EXE_wlrun")])
+        .args(["run", "w.wl", "--json"])
+        .current_dir(dir.path())
+        .output()
+        .expect("taskset (util-linux)");
+    drop(spinners);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let report = cli::report_of(&out);
+    let p = &report["cells"][0]["phases"][0];
+    eprintln!(
+        "starved: send lag p99 {} us, service p50 {} us, warnings {}",
+        p["send_lag"]["p99_us"], p["service"]["p50_us"], p["warnings"]
+    );
+    let warned = p["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|w| w.starts_with("client-bound:"))
+        .unwrap_or_else(|| panic!("no client-bound warning: {p}"));
+    assert!(warned.contains("load average"), "{warned}");
+    assert!(
+        err.contains("client-bound:"),
+        "the output says so too: {err}"
+    );
+}
+
+/// Busy loops pinned to core 0, killed when dropped.
+struct Spinners(Vec<std::process::Child>);
+
+impl Spinners {
+    fn on_core_0(n: usize) -> Spinners {
+        Spinners(
+            (0..n)
+                .map(|_| {
+                    std::process::Command::new("taskset")
+                        .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+                        .spawn()
+                        .expect("taskset (util-linux)")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Spinners {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}

@@ -335,6 +335,7 @@ fn query_phase(
             queries_per_worker: vec![ok / 4; 4],
         },
         client_cpu_s: Some(elapsed_s * 0.2),
+        client_wait_s: None,
         accounting: Accounting {
             scheduled: ok,
             ..Accounting::default()

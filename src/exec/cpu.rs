@@ -15,6 +15,43 @@ pub fn process_cpu_seconds() -> Option<f64> {
     Some(t.tv_sec as f64 + t.tv_nsec as f64 / 1e9)
 }
 
+/// Seconds the process's threads have spent runnable but waiting for a CPU so far (Linux
+/// schedstat, `/proc/self/task/*/schedstat`, second field, ns): a client starved by other work
+/// on its host waits here, while its own CPU time stays low. Threads that have exited are not
+/// counted, so it is read over a span its long-lived threads (the runtime's) cover.
+pub fn runqueue_wait_seconds() -> Option<f64> {
+    let mut ns = 0u64;
+    let mut any = false;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) else {
+            continue;
+        };
+        if let Some(wait) = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|w| w.parse::<u64>().ok())
+        {
+            ns += wait;
+            any = true;
+        }
+    }
+    any.then(|| ns as f64 / 1e9)
+}
+
+/// The CPU used and the run-queue wait so far, read together at a span's start.
+#[derive(Clone, Copy, Debug)]
+pub struct Mark {
+    pub cpu: Option<f64>,
+    pub wait: Option<f64>,
+}
+
+pub fn mark() -> Mark {
+    Mark {
+        cpu: process_cpu_seconds(),
+        wait: runqueue_wait_seconds(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};

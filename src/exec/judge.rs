@@ -63,10 +63,14 @@ pub(super) fn repeat<K: RunKind>(
     repeat: u64,
     answered: u64,
     elapsed: Duration,
-    cpu_before: Option<f64>,
+    before: super::cpu::Mark,
 ) {
-    if let (Some(a), Some(b)) = (cpu_before, super::cpu::process_cpu_seconds()) {
+    let now = super::cpu::mark();
+    if let (Some(a), Some(b)) = (before.cpu, now.cpu) {
         *report.client_cpu_s.get_or_insert(0.0) += b - a;
+    }
+    if let (Some(a), Some(b)) = (before.wait, now.wait) {
+        *report.client_wait_s.get_or_insert(0.0) += (b - a).max(0.0);
     }
     let elapsed_s = elapsed.as_secs_f64();
     report.repeats.push(RepeatReport {
@@ -153,6 +157,15 @@ pub(super) fn verdict<K: RunKind>(
             .failures
             .push(format!("no {} was measured", rules.units.one));
     }
+    report.warnings.extend(
+        super::client_bound::Signs::of(
+            &report.accounting,
+            report.service.as_ref(),
+            report.setup.lanes(),
+            (report.client_cpu_s, report.client_wait_s, report.elapsed_s),
+        )
+        .and_then(|s| s.warning()),
+    );
     report.warnings.extend(account::cut_off_warning(
         &report.accounting,
         rules.units.many,

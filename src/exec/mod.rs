@@ -4,6 +4,7 @@
 
 pub mod account;
 mod admin;
+pub mod client_bound;
 mod connections;
 mod cpu;
 pub mod ddl;

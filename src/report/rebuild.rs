@@ -324,6 +324,7 @@ fn run<K: RunKind>(
         errors: BTreeMap::new(),
         traffic: Default::default(),
         client_cpu_s: None,
+        client_wait_s: None,
         accounting: Accounting {
             scheduled: answered + c.cut_off + c.unsent,
             cut_off: c.cut_off,

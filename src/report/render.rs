@@ -184,24 +184,41 @@ fn request_lines(r: &RequestReport) -> String {
         r.load,
     );
     out += &accounting_line(&r.accounting, r.ok, r.failed, "requests");
-    out += &format!(
-        "  latency mean {} p50 {} p90 {} p99 {} p99.9 {} max {}\n",
-        ms(r.latency.mean_us as u64),
-        ms(r.latency.p50_us),
-        ms(r.latency.p90_us),
-        ms(r.latency.p99_us),
-        ms(r.latency.p999_us),
-        ms(r.latency.max_us),
-    );
+    out += &if r.latency.count == 0 {
+        "  latency: none, no request succeeded\n".to_string()
+    } else {
+        format!(
+            "  latency mean {} p50 {} p90 {} p99 {} p99.9 {} max {}\n",
+            ms(r.latency.mean_us as u64),
+            ms(r.latency.p50_us),
+            ms(r.latency.p90_us),
+            ms(r.latency.p99_us),
+            ms(r.latency.p999_us),
+            ms(r.latency.max_us),
+        )
+    };
     out += &service_line(r.service.as_ref(), &r.accounting);
-    if !r.traffic.statuses.is_empty() {
-        let codes: Vec<String> = r
-            .traffic
-            .statuses
+    let codes = |s: &std::collections::BTreeMap<u16, u64>| {
+        let codes: Vec<String> = s
             .iter()
             .map(|(code, n)| format!("{code}: {}", thousands(*n)))
             .collect();
-        out += &format!("  statuses {}\n", codes.join(", "));
+        codes.join(", ")
+    };
+    if !r.traffic.statuses.is_empty() {
+        out += &format!("  statuses {}", codes(&r.traffic.statuses));
+        if !r.traffic.warmup_statuses.is_empty() {
+            out += &format!(
+                " (warm-up, not counted: {})",
+                codes(&r.traffic.warmup_statuses)
+            );
+        }
+        out += "\n";
+    } else if !r.traffic.warmup_statuses.is_empty() {
+        out += &format!(
+            "  statuses (warm-up, not counted: {})\n",
+            codes(&r.traffic.warmup_statuses)
+        );
     }
     out += &error_lines(&r.errors);
     if !r.traffic.counters.is_empty() {
@@ -232,19 +249,31 @@ fn error_lines(errors: &std::collections::BTreeMap<String, super::ErrorCount>) -
 
 /// The client's CPU per query or request, with `decimals` after the point; empty when unknown.
 fn cpu_line(cpu: Option<f64>, n: u64, elapsed_s: f64, unit: &str, decimals: usize) -> String {
-    match cpu {
-        // Cores are a rate too: over a span too short to be one, only the cost per unit.
-        Some(cpu) if n > 0 && super::rate(0, elapsed_s).is_some() => format!(
-            "  client cpu {:.decimals$}us per {unit} ({:.2} cores)\n",
-            cpu * 1e6 / n as f64,
-            cpu / elapsed_s
-        ),
-        Some(cpu) if n > 0 => format!(
-            "  client cpu {:.decimals$}us per {unit}\n",
+    cpu_text(cpu, n, elapsed_s, unit, decimals).map_or(String::new(), |t| format!("  {t}\n"))
+}
+
+/// The client's CPU, said one way everywhere: the cost per unit (`row`, `query`, `request`) and
+/// the cores it kept busy over the span. Cores are CPU seconds per second, a rate: over a span
+/// too short to be one, the line says so instead of a figure.
+pub(crate) fn cpu_text(
+    cpu: Option<f64>,
+    n: u64,
+    elapsed_s: f64,
+    unit: &str,
+    decimals: usize,
+) -> Option<String> {
+    let cpu = cpu?;
+    let cores = match super::rate(0, elapsed_s) {
+        Some(_) => format!("{:.2} cores over {elapsed_s:.2}s", cpu / elapsed_s),
+        None => format!("{elapsed_s:.2}s too short for cores"),
+    };
+    Some(match n {
+        0 => format!("client cpu ({cores})"),
+        n => format!(
+            "client cpu {:.decimals$}us per {unit} ({cores})",
             cpu * 1e6 / n as f64
         ),
-        _ => String::new(),
-    }
+    })
 }
 
 /// Open loop: service time, and how close to their intended times the sends left; empty in
@@ -276,14 +305,21 @@ fn service_line(service: Option<&super::Latency>, a: &super::Accounting) -> Stri
 
 /// A query phase: the overall line, then a table of its query types.
 fn query_lines(r: &QueryReport) -> String {
+    let latency = if r.latency.count == 0 {
+        "no latency, no query succeeded".to_string()
+    } else {
+        format!(
+            "latency p50 {} p99 {} max {}",
+            ms(r.latency.p50_us),
+            ms(r.latency.p99_us),
+            ms(r.latency.max_us),
+        )
+    };
     let mut out = format!(
-        "{} ({}, {} workers); latency p50 {} p99 {} max {}\n",
+        "{} ({}, {} workers); {latency}\n",
         counts(r, "queries", r.output.qps),
         r.load,
         r.setup.workers,
-        ms(r.latency.p50_us),
-        ms(r.latency.p99_us),
-        ms(r.latency.max_us),
     );
     out += &cpu_line(r.client_cpu_s, r.ok + r.failed, r.elapsed_s, "query", 0);
     out += &accounting_line(&r.accounting, r.ok, r.failed, "queries");
@@ -303,11 +339,11 @@ fn query_lines(r: &QueryReport) -> String {
                 thousands(t.failed),
                 t.qps.map_or("-".into(), |q| format!("{q:.1}")),
                 t.rows_per_query.map_or("-".into(), |v| format!("{v:.1}")),
-                ms(t.latency.mean_us as u64),
-                ms(t.latency.p50_us),
-                ms(t.latency.p95_us),
-                ms(t.latency.p99_us),
-                ms(t.latency.max_us),
+                of(&t.latency, t.latency.mean_us as u64),
+                of(&t.latency, t.latency.p50_us),
+                of(&t.latency, t.latency.p95_us),
+                of(&t.latency, t.latency.p99_us),
+                of(&t.latency, t.latency.max_us),
             ]
         })
         .collect();
@@ -370,10 +406,10 @@ fn label_lines(r: &QueryReport) -> String {
             thousands(l.ok),
             thousands(l.failed),
             fmt_rate(l.qps, "q"),
-            ms(l.latency.p50_us),
-            ms(l.latency.p95_us),
-            ms(l.latency.p99_us),
-            ms(l.latency.max_us),
+            of(&l.latency, l.latency.p50_us),
+            of(&l.latency, l.latency.p95_us),
+            of(&l.latency, l.latency.p99_us),
+            of(&l.latency, l.latency.max_us),
             l.queries.join(", ")
         );
     }
@@ -465,14 +501,7 @@ fn ingest_summary(r: &IngestReport) -> String {
             ms(r.batch_latency.p99_us)
         ));
     }
-    // Cores are CPU seconds per second: below the minimum span, the seconds alone.
-    if let Some(cpu) = r.client_cpu_s {
-        match super::rate(0, r.elapsed_s) {
-            Some(_) => parts.push(format!("client cpu {:.2} cores", cpu / r.elapsed_s)),
-            None if r.elapsed_s > 0.0 => parts.push(format!("client cpu {:.1}ms", cpu * 1e3)),
-            None => {}
-        }
-    }
+    parts.extend(cpu_text(r.client_cpu_s, r.rows_sent, r.elapsed_s, "row", 2));
     if let Some(c) = &r.calibration {
         parts.push(match c.ratio {
             Some(ratio) => format!(
@@ -483,6 +512,15 @@ fn ingest_summary(r: &IngestReport) -> String {
         });
     }
     parts.join(", ")
+}
+
+/// One figure of `l`, or `-` when it measured nothing (no figure from nothing).
+fn of(l: &crate::report::Latency, us: u64) -> String {
+    if l.count == 0 {
+        "-".into()
+    } else {
+        ms(us)
+    }
 }
 
 /// A latency as a bare number of milliseconds, for a column whose header says `ms`.

@@ -93,6 +93,7 @@ pub(super) fn query_report() -> QueryReport {
             queries_per_worker: vec![24, 23],
         },
         client_cpu_s: Some(0.25),
+        client_wait_s: None,
         accounting: accounting(),
         repeats: vec![repeat()],
         detail: QueryDetail {
@@ -170,6 +171,7 @@ pub(super) fn request_report() -> RequestReport {
         errors: errors(),
         traffic: RequestTraffic {
             statuses,
+            warmup_statuses: BTreeMap::from([(200, 7)]),
             counters,
             bytes_sent: 1000,
             bytes_received: 2000,
@@ -177,6 +179,7 @@ pub(super) fn request_report() -> RequestReport {
             requests_per_worker: vec![50, 45],
         },
         client_cpu_s: None,
+        client_wait_s: None,
         accounting: Accounting::default(),
         repeats: vec![repeat()],
         detail: RequestDetail {
@@ -297,6 +300,16 @@ fn full_report() -> Report {
     open_r.service = Some(latency(70));
     open_r.accounting = accounting();
     open_r.client_cpu_s = Some(1.5);
+    // Nothing succeeded: no latency figure from nothing.
+    let mut failing_r = request_report();
+    failing_r.ok = 0;
+    failing_r.failed = 50;
+    failing_r.latency = Latency::default();
+    let mut failing_q = query_report();
+    failing_q.ok = 0;
+    failing_q.failed = 50;
+    failing_q.latency = Latency::default();
+    failing_q.detail.query_types[0].latency = Latency::default();
     r.cells.push(CellReport {
         index: 2,
         key: String::new(),
@@ -307,6 +320,8 @@ fn full_report() -> Report {
             PhaseReport::Requests(Box::new(quiet_r)),
             PhaseReport::Queries(Box::new(labelled)),
             PhaseReport::Requests(Box::new(open_r)),
+            PhaseReport::Requests(Box::new(failing_r)),
+            PhaseReport::Queries(Box::new(failing_q)),
             PhaseReport::NotRun {
                 name: "x".into(),
                 reason: "why".into(),
@@ -431,6 +446,8 @@ pub(super) fn findmax_search(
         samples_from: "p99".into(),
         probes: false,
         answer_per_s: answer,
+        confirmed: answer.is_some(),
+        non_monotonic: vec![],
         outcome: outcome.into(),
         why: outcome.into(),
         steps,

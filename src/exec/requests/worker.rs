@@ -49,8 +49,11 @@ pub(super) struct Worker {
     /// A hook's request, rendered: reused, so a request costs no allocation of its own.
     pub(super) out: Vec<u8>,
     pub(super) stats: TypeStats,
-    /// (status, count): a handful of codes, so a linear scan beats a map.
+    /// (status, count) of the measured answers: a handful of codes, so a linear scan beats a
+    /// map.
     pub(super) statuses: Vec<(u16, u64)>,
+    /// The same for warm-up answers, kept apart so that `statuses` agrees with ok and failed.
+    pub(super) warmup_statuses: Vec<(u16, u64)>,
     /// This connection's part of the run's time series.
     pub(super) series: crate::exec::series::Slot,
     pub(super) bytes_sent: u64,
@@ -414,9 +417,13 @@ impl Worker {
             let result = match result {
                 Ok(answer) => {
                     if answer.status != 0 {
-                        match self.statuses.iter_mut().find(|(c, _)| *c == answer.status) {
+                        let statuses = match record {
+                            true => &mut self.statuses,
+                            false => &mut self.warmup_statuses,
+                        };
+                        match statuses.iter_mut().find(|(c, _)| *c == answer.status) {
                             Some((_, n)) => *n += 1,
-                            None => self.statuses.push((answer.status, 1)),
+                            None => statuses.push((answer.status, 1)),
                         }
                     }
                     self.bytes_sent += answer.sent_bytes;
