@@ -98,18 +98,26 @@ ingest steady {{
         "all visible {after} ms after sending ended, D {D_MS} ms: {f:#}"
     );
     assert_eq!(u(&f["rows_target"]), u(&p["rows_sent"]));
-    // The samples add up: each saw at most what had been sent before the next one.
+    // The samples add up: each saw at most what had been sent before the next one, and the
+    // batches they saw first are the lag's samples, each batch once.
     let samples = f["samples"].as_array().unwrap();
     assert_eq!(samples.len() as u64, u(&f["probes_sent"]));
     let last = samples.last().unwrap();
     assert_eq!(u(&last["visible"]), u(&p["rows_sent"]));
     for s in samples {
         assert!(u(&s["visible"]) <= u(&p["rows_sent"]));
-        assert_eq!(s["lag_s"].is_null(), u(&s["visible"]) == 0, "{s}");
+        assert_eq!(s["lag_s"].is_null(), u(&s["batches"]) == 0, "{s}");
     }
+    let batches = u(&p["rows_sent"]) / 200;
+    assert_eq!(
+        samples.iter().map(|s| u(&s["batches"])).sum::<u64>(),
+        batches
+    );
+    assert_eq!(u(&f["lag"]["count"]), batches, "{f:#}");
     assert!(
         printed.contains("freshness  lag p50 ")
-            && printed.contains("probes every 50ms; resolution ±50ms + probe p50")
+            && printed.contains(" batches (")
+            && printed.contains("probes every 50ms; resolution 50ms + probe p99")
             && printed.contains("after sending ended"),
         "{printed}"
     );
@@ -315,4 +323,95 @@ ingest steady {{
     assert!(u(&f["lag"]["count"]) > 0, "{f:#}");
     assert_eq!(u(&f["last_visible"]), u(&p["rows_sent"]), "{f:#}");
     assert!(f["all_visible_after_s"].as_f64().is_some(), "{f:#}");
+}
+
+/// Batches 500 ms apart, ten probes between two of them, rows visible `d` after they arrive:
+/// the exit code, the phase and what the run printed. Each of the 6 batches is one sample.
+fn spaced_batches(d: Duration) -> (i32, Value, String, FreshServer, tempfile::TempDir) {
+    let server = FreshServer::start(d, 0);
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{SCHEMA}{}
+ingest spaced {{
+  into fake via ilp_http
+  rows s limit 6_000
+  batch 1_000 rows
+  rate 2_000/s
+  probe visible every 50ms within 10s
+}}
+",
+        server.target()
+    );
+    let (code, p, printed) = run(dir.path(), &text);
+    for l in printed.lines().filter(|l| l.contains("freshness")) {
+        eprintln!("D {} ms, batches 500 ms apart: {}", d.as_millis(), l.trim());
+    }
+    (code, p, printed, server, dir)
+}
+
+/// The bound a lag sample keeps above the server's delay: one interval, the probe's own
+/// latency (p99) and the machine's allowance.
+fn resolution_ms(f: &Value) -> f64 {
+    f["every_s"].as_f64().unwrap() * 1e3 + ms(&f["probe_latency"]["p99_us"]) + ALLOWANCE_MS
+}
+
+#[test]
+fn the_lag_is_per_batch_not_the_batch_spacing() {
+    const D_MS: f64 = 300.0;
+    let (code, p, printed, server, dir) = spaced_batches(Duration::from_millis(D_MS as u64));
+    assert_eq!(code, 0, "{printed}\n{p:#}");
+    assert_eq!(u(&p["rows_sent"]), 6_000, "{p:#}");
+    assert_eq!(server.rows(), 6_000);
+    let f = &p["freshness"];
+    let bound = D_MS + resolution_ms(f);
+    let p50 = ms(&f["lag"]["p50_us"]);
+    assert!(
+        (D_MS..=bound).contains(&p50),
+        "lag p50 {p50} ms, rows visible {D_MS} ms after they arrive (at most {bound} ms): {f:#}"
+    );
+    // One sample per batch, taken by the first probe that saw it, however many probes follow.
+    assert_eq!(u(&f["lag"]["count"]), 6, "{f:#}");
+    assert!(u(&f["probes_sent"]) >= 30, "{f:#}");
+    let max = ms(&f["lag"]["max_us"]);
+    assert!(max <= bound, "lag max {max} ms, at most {bound} ms: {f:#}");
+    // The last batch's lag, as the probe that first saw every row measured it.
+    let after = f["all_visible_after_s"].as_f64().expect("all visible") * 1e3;
+    assert!(
+        (D_MS..=bound).contains(&after),
+        "all visible {after} ms after sending ended, D {D_MS} ms: {f:#}"
+    );
+    // A probe gives a lag only for the batches it saw first: most probes see nothing new.
+    let samples = f["samples"].as_array().unwrap();
+    let with_lag = samples.iter().filter(|s| !s["lag_s"].is_null()).count();
+    assert_eq!(with_lag, 6, "{f:#}");
+    assert_eq!(
+        samples.iter().map(|s| u(&s["batches"])).sum::<u64>(),
+        6,
+        "{f:#}"
+    );
+    // The series holds the same samples: its lag histograms merge to the report's.
+    let (_, logged) = series_of(dir.path(), &p);
+    let lag = series::merged(&logged, series::TAG_LAG).expect("lag histograms");
+    assert_eq!(lag.len(), 6);
+    assert_eq!(lag.value_at_quantile(0.5), u(&f["lag"]["p50_us"]));
+    assert_eq!(lag.max(), u(&f["lag"]["max_us"]));
+}
+
+#[test]
+fn rows_visible_at_once_lag_under_the_resolution() {
+    let (code, p, printed, _server, _dir) = spaced_batches(Duration::ZERO);
+    assert_eq!(code, 0, "{printed}\n{p:#}");
+    let f = &p["freshness"];
+    let bound = resolution_ms(f);
+    let p50 = ms(&f["lag"]["p50_us"]);
+    assert!(
+        p50 <= bound,
+        "lag p50 {p50} ms, rows visible at once (at most {bound} ms): {f:#}"
+    );
+    assert_eq!(u(&f["lag"]["count"]), 6, "{f:#}");
+    let after = f["all_visible_after_s"].as_f64().expect("all visible") * 1e3;
+    assert!(
+        after <= bound,
+        "all visible {after} ms after sending ended: {f:#}"
+    );
 }

@@ -108,7 +108,7 @@ struct Acc {
     /// Runs: latency. Ingest: batch latency.
     latency: Histogram<u64>,
     service: Histogram<u64>,
-    /// Ingest with `probe visible`: the lag of the probes answered.
+    /// Ingest with `probe visible`: the lag of the batches the interval's probes saw first.
     lag: Histogram<u64>,
     /// The highest count a probe answered (counts only grow, so it is the last one's).
     visible: Option<u64>,
@@ -256,12 +256,13 @@ impl Slot {
     }
 
     /// A `probe visible` count answered at `at`: it saw `visible` of the phase's rows, and
-    /// gave `lag` when it saw any.
-    pub fn probe_answered(&self, at: Instant, visible: u64, lag: Option<Duration>) {
+    /// `lags` are those of the batches it was the first to include (one sample per batch,
+    /// none when it found nothing new), so the interval's lag is the report's, batch by batch.
+    pub fn probe_answered(&self, at: Instant, visible: u64, lags: &[Duration]) {
         self.with(at, |a| {
             a.counts[PROBES] += 1;
             a.visible = a.visible.max(Some(visible));
-            if let Some(l) = lag {
+            for &l in lags {
                 put(&mut a.lag, l);
             }
         });
@@ -922,19 +923,23 @@ mod tests {
         worker.sent(Instant::now(), 100, 1000, 1100);
         worker.acked(Instant::now(), 100, Some(Duration::from_micros(900)));
         std::thread::sleep(Duration::from_millis(30));
-        probe.probe_answered(Instant::now(), 0, None);
+        probe.probe_answered(Instant::now(), 0, &[]);
         probe.probe_failed(Instant::now());
         std::thread::sleep(Duration::from_millis(30));
-        probe.probe_answered(Instant::now(), 40, Some(Duration::from_millis(300)));
+        probe.probe_answered(Instant::now(), 40, &[Duration::from_millis(300)]);
+        // A probe that finds nothing new counts, and adds no lag.
+        probe.probe_answered(Instant::now(), 40, &[]);
         rec.pause(Instant::now());
-        // Sending is over; the probe goes on until the rows show, intervals later.
+        // Sending is over; the probe goes on until the rows show, intervals later, and its
+        // last answer is the first to include two batches: a sample each.
         std::thread::sleep(Duration::from_millis(70));
-        probe.probe_answered(Instant::now(), 100, Some(Duration::from_millis(310)));
+        let two = [Duration::from_millis(310), Duration::from_millis(290)];
+        probe.probe_answered(Instant::now(), 100, &two);
         let r = rec.finish().0.unwrap();
         let Series::Ingest(rows) = read(dir.path(), &r, true).unwrap() else {
             panic!("an ingest series")
         };
-        assert_eq!(rows.iter().map(|r| r.probes).sum::<u64>(), 3, "{rows:?}");
+        assert_eq!(rows.iter().map(|r| r.probes).sum::<u64>(), 4, "{rows:?}");
         assert_eq!(rows.iter().map(|r| r.probes_failed).sum::<u64>(), 1);
         let last = rows.last().unwrap();
         assert_eq!(last.span_ms, 0, "after the measured span: {rows:?}");
@@ -954,7 +959,7 @@ mod tests {
         let logged = read_hlog(&dir.path().join(&r.hlog)).unwrap();
         // Every interval has its batch and its lag histogram, empty or not.
         assert_eq!(logged.len(), rows.len() * 2);
-        assert_eq!(merged(&logged, TAG_LAG).unwrap().len(), 2);
+        assert_eq!(merged(&logged, TAG_LAG).unwrap().len(), 3);
         assert_eq!(merged(&logged, TAG_BATCH).unwrap().len(), 1);
         let line: crate::report::series::Announced = serde_json::from_str(
             std::fs::read_to_string(dir.path().join("series/phases.jsonl"))

@@ -40,22 +40,23 @@ pub struct Freshness {
     pub first_error: Option<String>,
     /// Probes that answered 0 of the phase's rows: no lag sample (nothing is visible yet).
     pub probes_empty: u64,
-    /// Probes that saw every row sent before them: the server had caught up, and their lag is
-    /// only the age of the last batch sent (a gap in the sending shows as lag there).
+    /// Probes that saw every row sent before them: the server had caught up. Such a probe
+    /// samples only the batches it was the first to include, if any.
     #[serde(default)]
     pub probes_caught_up: u64,
-    /// Lag samples that came out negative (the count saw rows the timeline had not recorded
-    /// as sent when the probe was sent, or more rows than were ever sent) and were set to 0.
+    /// Batches whose lag came out negative (a probe sent before the batch's send began
+    /// included it) and were recorded as 0.
     pub lag_clamped: u64,
     /// A search step's warm-up (`find max rate` on an ingest), seconds: probes sent in it are
-    /// kept as samples but not in `lag`. 0 elsewhere.
+    /// kept as samples, but the batches they include first are not in `lag`. 0 elsewhere.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub warmup_s: f64,
-    /// Probes answered during the warm-up: not in `lag`.
+    /// Probes answered during the warm-up that saw rows: their batches are not in `lag`.
     #[serde(default, skip_serializing_if = "is_zero_count")]
     pub probes_warmup: u64,
-    /// Per sample: the probe's send time minus the moment the V-th row of the phase had been
-    /// sent, V being what the probe saw (after the warm-up, if any).
+    /// One sample per batch: the send time of the first probe whose count included it minus
+    /// the batch's send mark (the previous probe, which did not include it, bounds it below),
+    /// after the warm-up, if any.
     pub lag: Latency,
     /// The probe's own latency: count query sent -> answered (failures included).
     pub probe_latency: Latency,
@@ -65,7 +66,8 @@ pub struct Freshness {
     /// The last count a probe answered, baseline subtracted.
     pub last_visible: Option<u64>,
     /// From the moment the last row was sent to the send time of the first probe sent after
-    /// it that saw every row; `None` when none did within `within_s` of the end of sending.
+    /// it that saw every row: the last batch's lag when every row sent must show. `None` when
+    /// none did within `within_s` of the end of sending.
     pub all_visible_after_s: Option<f64>,
     /// One probe in `samples_stride` is kept (1 until `MAX_SAMPLES` is reached).
     pub samples_stride: u64,
@@ -89,7 +91,10 @@ pub struct FreshSample {
     pub sent: u64,
     /// Rows the probe saw (baseline subtracted).
     pub visible: u64,
-    /// `None` when the probe saw no rows.
+    /// Batches whose lag this answer recorded: those it was the first to include.
+    #[serde(default)]
+    pub batches: u64,
+    /// The lag of the oldest of those batches; `None` when the probe included no new batch.
     pub lag_s: Option<f64>,
 }
 
@@ -136,30 +141,35 @@ impl Freshness {
         }
     }
 
-    /// `freshness  lag p50 212ms p99 480ms max 510ms (1,204 probes every 100ms; resolution
-    /// ±100ms + probe p50 2ms); all visible 0.8s after sending ended`. `interrupted`: the phase
-    /// was stopped (or killed), so probing may have ended before the rows could show.
+    /// `freshness  lag p50 212ms p99 480ms max 510ms of 300 batches (1,204 probes every
+    /// 100ms; resolution 100ms + probe p99 2ms); all visible 0.8s after sending ended`.
+    /// `interrupted`: the phase was stopped (or killed), so probing may have ended before the
+    /// rows could show.
     pub fn line(&self, interrupted: bool) -> String {
         let mut s = String::from("freshness  ");
         if self.lag.count > 0 {
             s += &format!(
-                "lag p50 {} p99 {} max {} ",
+                "lag p50 {} p99 {} max {} of {} batch{} ",
                 ms(self.lag.p50_us),
                 ms(self.lag.p99_us),
-                ms(self.lag.max_us)
+                ms(self.lag.max_us),
+                thousands(self.lag.count),
+                if self.lag.count == 1 { "" } else { "es" }
             );
         } else {
             s += "no lag sample ";
         }
+        // A sample is late by at most the time between two probes and early by at most the
+        // probe's latency: the batches' spacing is no part of it.
         s += &format!(
-            "({} probes every {}; resolution ±{}",
+            "({} probes every {}; resolution {}",
             thousands(self.probes_sent),
             secs(self.every_s),
             secs(self.every_s),
         );
         // A report rebuilt from the series has no probe latency.
         if self.probe_latency.count > 0 {
-            s += &format!(" + probe p50 {}", ms(self.probe_latency.p50_us));
+            s += &format!(" + probe p99 {}", ms(self.probe_latency.p99_us));
         }
         if self.probes_failed > 0 {
             s += &format!(", {} failed", thousands(self.probes_failed));

@@ -1,13 +1,20 @@
 //! `probe visible every I`: while an ingest sends, a probe of its own (a task and a
 //! connection, so it never holds a worker up) counts the phase's visible rows every I, and each
-//! answer is set against the timeline of rows sent: a probe sent at `t` that sees V rows gives
-//! the lag `t - (the moment the V-th row had been sent)`. After sending ends it goes on until
-//! every row the phase must show is visible, or `within` passes.
+//! answer is set against the timeline of batches sent. A batch's lag runs from its send mark to
+//! the send time of the first probe whose count included it (reached its last row, batches
+//! taken in the order they were marked); the previous probe, which did not include it, bounds
+//! it below. Each batch is one sample, taken once: a probe that finds nothing new adds none, so
+//! however far apart the batches are, a probe that finds the server caught up does not report
+//! the last batch's age. After sending ends it goes on until every row the phase must show is
+//! visible, or `within` passes.
 //!
 //! The lag is taken at the probe's send time: the count describes the server at some moment
 //! between the probe's send and its answer, and the send time charges none of the probe's own
-//! latency to the server. The V-th row became visible after the previous probe's count and
-//! before this one's answer, so a sample errs by at most one interval plus the probe's latency.
+//! latency to the server. The batch became visible after the previous probe's send and before
+//! this one's answer, so a sample is late by at most the time between the two probes (one
+//! interval, or the previous probe's latency when it took longer) and early by at most this
+//! probe's latency: the resolution is one interval plus the probe's latency, whatever the
+//! batches' spacing.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,21 +37,33 @@ use crate::report::{IngestReport, Latency, Status};
 use crate::value::Value;
 
 /// The phase's cumulative rows sent, one mark per batch. A mark is pushed under a lock held for
-/// a few instructions; marks the probe no longer needs are dropped as it goes, so the timeline
+/// a few instructions; a batch's mark is dropped once a probe has seen it, so the timeline
 /// holds the batches not yet seen visible, not the whole phase.
 pub(super) struct Timeline {
     marks: Mutex<Marks>,
     started: Notify,
 }
 
+/// Counts that ran ahead of the marks are kept up to this many (see `Marks::ahead`).
+const AHEAD: usize = 64;
+
 #[derive(Default)]
 struct Marks {
     /// The phase's start (its first send slot): what sample times are offsets from.
     start: Option<Instant>,
     total: u64,
-    /// `(moment, rows sent by then)`, both non-decreasing; never emptied once pushed to, so
-    /// the last is always the last batch's.
-    sent: VecDeque<(Instant, u64)>,
+    /// `(moment, rows sent by then)` of the batches no probe has seen yet, both non-decreasing.
+    unseen: VecDeque<(Instant, u64)>,
+    /// The last batch's moment, kept once it has been seen.
+    last: Option<Instant>,
+    /// The rows sent by the last batch seen: no batch up to it is sampled again.
+    seen: u64,
+    /// Probes that counted more rows than had been marked when they answered (a batch showed
+    /// before its send returned and marked it): `(send time, count)`, both increasing. A batch
+    /// marked later within such a count was first seen by that probe, not by the next one.
+    /// Only a count that includes foreign rows stays here long; past `AHEAD` entries the last
+    /// one's count grows instead, so its batches' lags may err early by an interval.
+    ahead: VecDeque<(Instant, u64)>,
 }
 
 impl Timeline {
@@ -68,12 +87,17 @@ impl Timeline {
 
     /// `rows` more were counted as sent; their batch was handed to the connection at `at`.
     pub(super) fn sent(&self, at: Instant, rows: u64) {
+        // A batch of no rows never shows: it would be a sample of nothing.
+        if rows == 0 {
+            return;
+        }
         let mut m = self.lock();
         m.total += rows;
         // Workers race to the lock: a mark never goes back in time.
-        let at = m.sent.back().map_or(at, |&(last, _)| last.max(at));
+        let at = m.last.map_or(at, |last| last.max(at));
         let total = m.total;
-        m.sent.push_back((at, total));
+        m.last = Some(at);
+        m.unseen.push_back((at, total));
     }
 
     fn total(&self) -> u64 {
@@ -81,18 +105,42 @@ impl Timeline {
     }
 
     fn last_sent(&self) -> Option<Instant> {
-        self.lock().sent.back().map(|&(t, _)| t)
+        self.lock().last
     }
 
-    /// When the `v`-th row had been sent (`v` >= 1), `None` if fewer rows were ever sent.
-    /// Marks wholly before it are dropped: a later probe sees at least as many rows (a count
-    /// that went back would find a later moment, a smaller lag).
-    fn moment_of(&self, v: u64) -> Option<Instant> {
+    /// A probe sent at `at` counted `visible` rows: into `out`, in the order sent, the batches
+    /// that no earlier probe included and this count (or an earlier one that ran ahead of the
+    /// marks) includes, each as `(its mark, the send time of the first probe that included
+    /// it)`. A count includes a batch when it reaches the batch's last row; a count that
+    /// repeats an earlier one, or goes back, includes nothing new.
+    fn newly_included(&self, at: Instant, visible: u64, out: &mut Vec<(Instant, Instant)>) {
+        out.clear();
         let mut m = self.lock();
-        while m.sent.len() > 1 && m.sent[0].1 < v {
-            m.sent.pop_front();
+        let m = &mut *m;
+        let reach = m.ahead.back().map_or(visible, |&(_, v)| v.max(visible));
+        while let Some(&(mark, rows)) = m.unseen.front() {
+            if rows > reach {
+                break;
+            }
+            let by = m
+                .ahead
+                .iter()
+                .find(|&&(_, v)| v >= rows)
+                .map_or(at, |&(t, _)| t);
+            out.push((mark, by));
+            m.seen = rows;
+            m.unseen.pop_front();
         }
-        m.sent.front().filter(|&&(_, c)| c >= v).map(|&(t, _)| t)
+        while m.ahead.front().is_some_and(|&(_, v)| v <= m.seen) {
+            m.ahead.pop_front();
+        }
+        if visible > m.total && m.ahead.back().is_none_or(|&(_, v)| v < visible) {
+            if m.ahead.len() < AHEAD {
+                m.ahead.push_back((at, visible));
+            } else if let Some(back) = m.ahead.back_mut() {
+                back.1 = visible;
+            }
+        }
     }
 }
 
@@ -177,10 +225,15 @@ struct Tally {
     lag: Histogram<u64>,
     own: Histogram<u64>,
     answered: u64,
-    /// The end of a search step's warm-up: lags of probes sent before it are not recorded.
+    /// The end of a search step's warm-up: lags of batches first seen by probes sent before
+    /// it are not recorded.
     warm_until: Instant,
     /// The probe's slot of the phase's time series.
     series: Slot,
+    /// The batches a probe included first, and their recorded lags: reused from probe to
+    /// probe.
+    included: Vec<(Instant, Instant)>,
+    lags: Vec<Duration>,
 }
 
 async fn probe(
@@ -205,6 +258,8 @@ async fn probe(
         answered: 0,
         warm_until: start + Duration::from_secs_f64(fresh.warmup_s),
         series,
+        included: Vec::new(),
+        lags: Vec::new(),
     };
     let mut tick = tokio::time::interval_at((start + every).into(), every);
     // A probe slower than its interval delays the next one rather than bunching them.
@@ -297,39 +352,44 @@ async fn one_probe(
     if visible > 0 && visible >= sent_then {
         fresh.probes_caught_up += 1;
     }
-    let lag = if visible == 0 {
+    if visible == 0 {
         fresh.probes_empty += 1;
-        None
-    } else {
-        let lag = match timeline.moment_of(visible) {
-            Some(sent) if sent <= at => at - sent,
-            // Seen before it was recorded as sent (the server read the batch before the write
-            // returned), or more rows than were ever sent: impossible as a lag.
-            _ => {
-                fresh.lag_clamped += 1;
-                Duration::ZERO
-            }
-        };
-        if at < tally.warm_until {
-            fresh.probes_warmup += 1;
+    } else if at < tally.warm_until {
+        fresh.probes_warmup += 1;
+    }
+    timeline.newly_included(at, visible, &mut tally.included);
+    tally.lags.clear();
+    // The oldest batch this answer sampled: the probe's point in `samples`.
+    let mut oldest: Option<Duration> = None;
+    for &(mark, by) in &tally.included {
+        let lag = if by >= mark {
+            by - mark
         } else {
+            // Seen by a probe sent before the batch's send began (a count taken late in the
+            // probe's flight, or workers' batches shown out of their marks' order): impossible
+            // as a lag.
+            fresh.lag_clamped += 1;
+            Duration::ZERO
+        };
+        oldest = oldest.max(Some(lag));
+        if by >= tally.warm_until {
             tally.lag.saturating_record(micros(lag));
+            tally.lags.push(lag);
         }
-        Some(lag)
-    };
-    // In the series the probe counts where its answer arrived, as a query's answer does; a
-    // warm-up's lag is left out there as in `lag`.
-    let measured = lag.filter(|_| at >= tally.warm_until);
+    }
+    // In the series the batches count where the answer that saw them arrived, as a query's
+    // answer does; a warm-up's lag is left out there as in `lag`.
     tally
         .series
-        .probe_answered(Instant::now(), visible, measured);
+        .probe_answered(Instant::now(), visible, &tally.lags);
     fresh.keep(
         tally.answered,
         FreshSample {
             t_s: at.saturating_duration_since(start).as_secs_f64(),
             sent: sent_then,
             visible,
-            lag_s: lag.map(|l| l.as_secs_f64()),
+            batches: tally.included.len() as u64,
+            lag_s: oldest.map(|l| l.as_secs_f64()),
         },
     );
     tally.answered += 1;
@@ -390,5 +450,64 @@ pub(super) fn judge(report: &mut IngestReport, interrupted: bool) {
         if report.status == Status::Ok {
             report.status = Status::Failed;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn each_batch_is_sampled_once_by_the_first_count_that_includes_it() {
+        let t0 = Instant::now();
+        let timeline = Timeline::new();
+        timeline.sent(t0, 100);
+        timeline.sent(t0 + ms(500), 100);
+        timeline.sent(t0 + ms(1000), 100);
+        let mut out = Vec::new();
+        // Half of the second batch shows: only the first is included.
+        timeline.newly_included(t0 + ms(600), 150, &mut out);
+        assert_eq!(out, [(t0, t0 + ms(600))]);
+        // The server caught up with nothing new: no sample, however old the last batch is.
+        timeline.newly_included(t0 + ms(650), 150, &mut out);
+        assert!(out.is_empty());
+        timeline.newly_included(t0 + ms(1100), 300, &mut out);
+        assert_eq!(
+            out,
+            [
+                (t0 + ms(500), t0 + ms(1100)),
+                (t0 + ms(1000), t0 + ms(1100))
+            ]
+        );
+        for (at, visible) in [(1150, 300), (1200, 250)] {
+            timeline.newly_included(t0 + ms(at), visible, &mut out);
+            assert!(out.is_empty(), "{visible} at {at} ms: {out:?}");
+        }
+        // Seen batches are dropped; the last one's moment stays for `all_visible_after`.
+        assert!(timeline.lock().unseen.is_empty());
+        assert_eq!(timeline.last_sent(), Some(t0 + ms(1000)));
+    }
+
+    #[test]
+    fn a_batch_counted_before_its_mark_belongs_to_the_probe_that_counted_it() {
+        let t0 = Instant::now();
+        let timeline = Timeline::new();
+        timeline.sent(t0, 100);
+        let mut out = Vec::new();
+        // The probe at 300 ms counts a second batch whose send has not returned yet.
+        timeline.newly_included(t0 + ms(300), 200, &mut out);
+        assert_eq!(out, [(t0, t0 + ms(300))]);
+        timeline.sent(t0 + ms(250), 100);
+        // The next probe, even one whose count went back, gives it to the probe at 300 ms.
+        timeline.newly_included(t0 + ms(350), 150, &mut out);
+        assert_eq!(out, [(t0 + ms(250), t0 + ms(300))]);
+        assert!(timeline.lock().ahead.is_empty());
+        timeline.sent(t0 + ms(400), 100);
+        timeline.newly_included(t0 + ms(450), 300, &mut out);
+        assert_eq!(out, [(t0 + ms(400), t0 + ms(450))]);
     }
 }

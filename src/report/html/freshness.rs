@@ -98,13 +98,15 @@ fn from_samples(out: &mut Vec<String>, f: &Freshness) {
     if f.samples.is_empty() {
         return;
     }
+    // A probe's lag is that of the oldest batch it saw first; a probe that saw nothing new
+    // has none, and leaves a gap.
     let note = if f.samples_stride > 1 {
         format!(
-            "one point per probe answered, every {}th kept",
+            "one point per probe answered: the lag of the oldest batch it saw first, every {}th kept",
             f.samples_stride
         )
     } else {
-        "one point per probe answered".to_string()
+        "one point per probe answered: the lag of the oldest batch it saw first".to_string()
     };
     let lag = Line {
         name: "lag".into(),

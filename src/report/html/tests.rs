@@ -312,6 +312,7 @@ fn mixed(dir: &Path, with_series: bool) -> Report {
                 t_s: i as f64 * 0.1,
                 sent: i * 10,
                 visible: (i * 10).saturating_sub(3),
+                batches: u64::from(i > 0),
                 lag_s: (i > 0).then_some(0.3),
             })
             .collect(),
@@ -467,7 +468,7 @@ fn without_series_the_lag_is_drawn_from_the_samples() {
         .find(|c| c.contains("aria-label=\"Visibility lag over time\""))
         .expect("a lag chart");
     assert!(lag.contains("<title>lag: 300ms to 300ms</title>"), "{lag}");
-    assert!(page.contains("one point per probe answered"));
+    assert!(page.contains("one point per probe answered: the lag of the oldest batch it saw first"));
     assert!(page.contains("aria-label=\"Rows sent and seen visible\""));
 }
 
