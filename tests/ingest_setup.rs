@@ -454,3 +454,30 @@ fn postgresql_and_sqlite_say_no_such_table_in_their_own_ways() {
         });
     }
 }
+
+#[test]
+fn a_probe_alone_gives_a_metric_stores_setup_its_way_to_the_api() {
+    // VictoriaMetrics over ILP/TCP: setup deletes series through the `http` API that the
+    // probe counts with, as it would through verify's.
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{SCHEMA}
+target vm {{
+  dialect victoriametrics
+  ilp_tcp \"tcp://127.0.0.1:8089\"
+  http    \"http://127.0.0.1:8428\" as api
+  count samples via api promql \"sum(count_over_time({{__name__=~\\\"${{table}}_.*\\\"}}[1d]))\"
+}}
+ingest load {{
+  into vm via ilp_tcp
+  rows s limit 100
+  probe visible every 100ms
+}}
+"
+    );
+    std::fs::write(dir.path().join("w.wl"), &text).unwrap();
+    let out = cli::wlrun(dir.path(), &["check", "w.wl"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("E0302"), "{err}");
+}
