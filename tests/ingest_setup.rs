@@ -118,6 +118,14 @@ ingest load {{
     // One drop and create per step, each before the step's rows: the rows received before a
     // step's DDL are the earlier steps' rows, every one of them sent.
     let log = ddl(&server);
+    // The truth next to the steps, for whoever runs this with --nocapture.
+    for step in steps {
+        eprintln!(
+            "step {} at {}/s: {} rows ok",
+            step["step"], step["rate_per_s"], step["ok"]
+        );
+    }
+    eprintln!("DDL the oracle received (statement, rows received before it): {log:?}");
     assert_eq!(log.len(), 2 * steps.len(), "{log:?}");
     let mut before = 0;
     for (i, step) in steps.iter().enumerate() {
