@@ -21,7 +21,7 @@ schema s {
   field v: double = uniform(0.0, 1.0)
   timestamp ts = every 1m from 2016-01-01T00:00:00Z for 1h
 }
-ingest load { into questdb via protocol  rows s  batch 10 rows }
+ingest load { into questdb via protocol  rows s  batch 10 rows  setup shared }
 "#;
 
 /// A local port nothing listens on: bound by us, then closed. QuestDB's own 9000 and 9009 are

@@ -58,10 +58,27 @@ impl HttpSql {
         self.run(sql).await.map(|_| ())
     }
 
+    /// `execute`, or `false` when the table it names does not exist.
+    pub async fn execute_if_exists(&mut self, sql: &str) -> Result<bool, DriverError> {
+        Ok(matches!(self.answer(sql).await?, Answer::Json(_)))
+    }
+
     /// Runs a query and returns its first row's first value, which must be a non-negative
     /// integer.
     pub async fn count(&mut self, sql: &str) -> Result<u64, DriverError> {
         let answer = self.run(sql).await?;
+        self.count_of(sql, &answer)
+    }
+
+    /// `count`, or `None` when the table it counts does not exist.
+    pub async fn count_if_exists(&mut self, sql: &str) -> Result<Option<u64>, DriverError> {
+        match self.answer(sql).await? {
+            Answer::Json(j) => self.count_of(sql, &j).map(Some),
+            Answer::NoTable(_) => Ok(None),
+        }
+    }
+
+    fn count_of(&self, sql: &str, answer: &Json) -> Result<u64, DriverError> {
         let fail = |why: String| {
             DriverError::new(
                 ErrorClass::Server,
@@ -86,6 +103,13 @@ impl HttpSql {
     }
 
     async fn run(&mut self, sql: &str) -> Result<Json, DriverError> {
+        match self.answer(sql).await? {
+            Answer::Json(j) => Ok(j),
+            Answer::NoTable(e) => Err(e),
+        }
+    }
+
+    async fn answer(&mut self, sql: &str) -> Result<Answer, DriverError> {
         let target = with_query(&self.path, &format!("query={}", url_encode(sql)));
         let answer = self
             .client
@@ -93,7 +117,7 @@ impl HttpSql {
             .await?;
         let parsed = serde_json::from_slice::<Json>(&answer.body).ok();
         if let Some(message) = parsed.as_ref().and_then(|j| sql_error(j, sql)) {
-            return Err(DriverError::new(
+            let e = DriverError::new(
                 ErrorClass::Server,
                 format!(
                     "{} rejected `{}`: {message} (HTTP {})",
@@ -102,13 +126,23 @@ impl HttpSql {
                     answer.status
                 ),
                 false,
-            ));
+            );
+            let no_table = parsed
+                .as_ref()
+                .and_then(|j| j.get("error"))
+                .and_then(Json::as_str)
+                .is_some_and(super::says_no_table);
+            return if no_table {
+                Ok(Answer::NoTable(e))
+            } else {
+                Err(e)
+            };
         }
         if !answer.is_success() {
             return Err(reject(&self.client, sql, &answer));
         }
         match parsed {
-            Some(j) => Ok(j),
+            Some(j) => Ok(Answer::Json(j)),
             None => Err(DriverError::new(
                 ErrorClass::Server,
                 format!(
@@ -121,6 +155,13 @@ impl HttpSql {
             )),
         }
     }
+}
+
+/// A statement's answer: its JSON, or the server's refusal because the table it names does not
+/// exist (the error, for the callers to whom that is one).
+enum Answer {
+    Json(Json),
+    NoTable(DriverError),
 }
 
 fn reject(client: &HttpClient, sql: &str, answer: &Response) -> DriverError {

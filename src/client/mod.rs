@@ -72,4 +72,52 @@ impl SqlClient {
             SqlClient::Qwp(c) => c.count(sql).await,
         }
     }
+
+    /// `count`, or `None` when the server says the table it counts does not exist (a first
+    /// run, before anything created it): a table that is not there shows no rows. Any other
+    /// error is an error.
+    pub async fn count_if_exists(&mut self, sql: &str) -> Result<Option<u64>, DriverError> {
+        match self {
+            SqlClient::Pg(c) => c.count_if_exists(sql).await,
+            SqlClient::Sqlite(c) => c.count_if_exists(sql),
+            SqlClient::Http(c) => c.count_if_exists(sql).await,
+            SqlClient::Qwp(c) => c.count_if_exists(sql).await,
+        }
+    }
+
+    /// `execute`, or `false` when the server says the table the statement names does not
+    /// exist (a `TRUNCATE` of a table no run created yet has nothing to empty).
+    pub async fn execute_if_exists(&mut self, sql: &str) -> Result<bool, DriverError> {
+        match self {
+            SqlClient::Pg(c) => c.execute_if_exists(sql).await,
+            SqlClient::Sqlite(c) => c.execute_if_exists(sql),
+            SqlClient::Http(c) => c.execute_if_exists(sql).await,
+            SqlClient::Qwp(c) => c.execute_if_exists(sql).await,
+        }
+    }
+}
+
+/// Whether a server's error text says that the table a statement names does not exist, for
+/// the servers that give no code for it: SQLite (`no such table: t`) and QuestDB over HTTP,
+/// PostgreSQL wire and QWP (`table does not exist [table=t]`). PostgreSQL itself is asked by
+/// its code, 42P01, whatever the language of its messages.
+pub(crate) fn says_no_table(message: &str) -> bool {
+    message.starts_with("no such table") || message.contains("table does not exist")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn missing_tables_by_the_servers_words() {
+        assert!(super::says_no_table("no such table: cpu"));
+        assert!(super::says_no_table("table does not exist [table=cpu]"));
+        for other in [
+            "no such column: x",
+            "syntax error at or near \"FROM\"",
+            "relation \"cpu\" already exists",
+            "permission denied for table cpu",
+        ] {
+            assert!(!super::says_no_table(other), "{other}");
+        }
+    }
 }

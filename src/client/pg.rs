@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use tokio_postgres::error::SqlState;
 use tokio_postgres::SimpleQueryMessage;
 
 use crate::net::error::{DriverError, ErrorClass};
@@ -35,12 +36,43 @@ impl PgClient {
             .await
     }
 
+    /// `execute`, or `false` when the table it names does not exist.
+    pub async fn execute_if_exists(&mut self, sql: &str) -> Result<bool, DriverError> {
+        let conn = &self.conn;
+        let run = async {
+            match conn.client.batch_execute(sql).await {
+                Err(e) if no_table(&e) => Ok(false),
+                r => r.map(|()| true),
+            }
+        };
+        conn.wait(|| statement_name(sql), run).await
+    }
+
     /// Runs `sql` and returns its first row's first column as a count.
     pub async fn count(&mut self, sql: &str) -> Result<u64, DriverError> {
         let conn = &self.conn;
         let messages = conn
             .wait(|| statement_name(sql), conn.client.simple_query(sql))
             .await?;
+        self.first_count(sql, &messages)
+    }
+
+    /// `count`, or `None` when the table it counts does not exist.
+    pub async fn count_if_exists(&mut self, sql: &str) -> Result<Option<u64>, DriverError> {
+        let conn = &self.conn;
+        let run = async {
+            match conn.client.simple_query(sql).await {
+                Err(e) if no_table(&e) => Ok(None),
+                r => r.map(Some),
+            }
+        };
+        match conn.wait(|| statement_name(sql), run).await? {
+            Some(messages) => self.first_count(sql, &messages).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn first_count(&self, sql: &str, messages: &[SimpleQueryMessage]) -> Result<u64, DriverError> {
         let row = messages.iter().find_map(|m| match m {
             SimpleQueryMessage::Row(r) => Some(r),
             _ => None,
@@ -48,7 +80,7 @@ impl PgClient {
         let bad = |why: String| {
             DriverError::new(
                 ErrorClass::Server,
-                format!("{}: {why} (query: {sql})", conn.label),
+                format!("{}: {why} (query: {sql})", self.conn.label),
                 false,
             )
         };
@@ -61,6 +93,14 @@ impl PgClient {
             Err(_) => Err(bad("the count query returned no column".to_string())),
         }
     }
+}
+
+/// PostgreSQL's `undefined_table`, or QuestDB's words over the same protocol (it sends no
+/// SQLSTATE of its own).
+fn no_table(e: &tokio_postgres::Error) -> bool {
+    e.code() == Some(&SqlState::UNDEFINED_TABLE)
+        || e.as_db_error()
+            .is_some_and(|d| super::says_no_table(d.message()))
 }
 
 /// A count as the server wrote it: decimal digits only.

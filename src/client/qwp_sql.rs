@@ -48,6 +48,19 @@ impl QwpSql {
             .map_err(|e| self.failed(sql, e))
     }
 
+    /// `execute`, or `false` when the table it names does not exist.
+    pub async fn execute_if_exists(&mut self, sql: &str) -> Result<bool, DriverError> {
+        match self
+            .transport
+            .run_into::<First>(&statement(sql), None)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if no_table(&e) => Ok(false),
+            Err(e) => Err(self.failed(sql, e)),
+        }
+    }
+
     /// Runs a query and returns its first row's first value, which must be a non-negative
     /// integer.
     pub async fn count(&mut self, sql: &str) -> Result<u64, DriverError> {
@@ -56,6 +69,24 @@ impl QwpSql {
             .run_into(&statement(sql), Some(&mut first))
             .await
             .map_err(|e| self.failed(sql, e))?;
+        self.count_of(sql, first)
+    }
+
+    /// `count`, or `None` when the table it counts does not exist.
+    pub async fn count_if_exists(&mut self, sql: &str) -> Result<Option<u64>, DriverError> {
+        let mut first = First::default();
+        match self
+            .transport
+            .run_into(&statement(sql), Some(&mut first))
+            .await
+        {
+            Ok(_) => self.count_of(sql, first).map(Some),
+            Err(e) if no_table(&e) => Ok(None),
+            Err(e) => Err(self.failed(sql, e)),
+        }
+    }
+
+    fn count_of(&self, sql: &str, first: First) -> Result<u64, DriverError> {
         let bad = |why: String| {
             DriverError::new(
                 ErrorClass::Server,
@@ -94,6 +125,11 @@ impl QwpSql {
             e
         }
     }
+}
+
+/// QuestDB's words for a table that does not exist, in an error the server sent.
+fn no_table(e: &QueryError) -> bool {
+    e.class == QueryErrorClass::Sql && super::says_no_table(&e.message)
 }
 
 fn statement(sql: &str) -> Instance {

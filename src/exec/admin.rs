@@ -1,9 +1,11 @@
 //! Around the measured part of an ingest phase: the table's setup and teardown, and the count
-//! that says how many rows the server shows. Which endpoint does each is decided here.
+//! that says how many rows the server shows.
 //!
-//! On InfluxDB and VictoriaMetrics setup and teardown go through the store's HTTP API
-//! (`ddl::store`): the check refuses them where the phase gives no way to it, so a second run
-//! never silently starts from the first run's rows.
+//! Setup and teardown run SQL DDL on the endpoint the plan names (`IngestPhase::ddl`: the
+//! ingest endpoint when it speaks SQL, else the SQL endpoint of the phase's count), or on
+//! InfluxDB and VictoriaMetrics go through the store's HTTP API (`ddl::store`). A setup with
+//! no way to the server is refused by the check, and again here before anything is sent, so
+//! a second run never silently starts from the first run's rows.
 
 use std::time::Duration;
 
@@ -13,6 +15,7 @@ use crate::client::SqlClient;
 use crate::gen::batch::BatchSchema;
 use crate::net::error::{DriverError, ErrorClass};
 use crate::net::http::{option_text, url_encode, with_query};
+use crate::plan::setup::{self, Admin};
 use crate::plan::store::{self, Store};
 use crate::plan::{EndpointPlan, IngestPhase, Setup, Teardown, VerifyPlan};
 use crate::value::Value;
@@ -58,6 +61,16 @@ impl Visibility {
         self.count_now().await
     }
 
+    /// What the server shows before the phase: a SQL count of a table that does not exist yet
+    /// (a first run, with `setup shared` or `truncate`, before line protocol creates it) is
+    /// 0; any other failure fails the phase.
+    async fn baseline_now(&mut self) -> Result<u64, DriverError> {
+        match &mut self.counter {
+            Counter::Sql(c, q) => Ok(c.count_if_exists(q).await?.unwrap_or(0)),
+            _ => self.count_now().await,
+        }
+    }
+
     /// `count`, for a task that does not hold the run's environment (the probe).
     pub async fn count_now(&mut self) -> Result<u64, DriverError> {
         let raw = match &mut self.counter {
@@ -85,29 +98,6 @@ impl Visibility {
     }
 }
 
-/// The dialect whose DDL an endpoint takes: SQLite is SQLite whatever the target says, and a
-/// generic PostgreSQL-wire endpoint takes PostgreSQL's.
-fn ddl_dialect(ep: &EndpointPlan) -> &str {
-    match (ep.kind.as_str(), ep.dialect.as_str()) {
-        ("sqlite", _) => "sqlite",
-        (_, "generic") => "postgres",
-        (_, d) => d,
-    }
-}
-
-/// The endpoint that takes the table's DDL: the ingest endpoint when it speaks SQL, else the
-/// SQL endpoint the phase counts with.
-fn ddl_endpoint(phase: &IngestPhase) -> Option<&EndpointPlan> {
-    if matches!(phase.endpoint.kind.as_str(), "pg" | "sqlite") {
-        return Some(&phase.endpoint);
-    }
-    phase
-        .verify
-        .as_ref()
-        .filter(|v| v.language == "sql")
-        .map(|v| &v.endpoint)
-}
-
 /// The endpoint's URL with `env(...)` filled in, and its timeout.
 fn url_and_timeout(ep: &EndpointPlan) -> Result<(String, Duration), DriverError> {
     let url = match &ep.url {
@@ -127,34 +117,57 @@ async fn metrics_client(ep: &EndpointPlan) -> Result<MetricsClient, DriverError>
     MetricsClient::connect(ep, &url, timeout).await
 }
 
-/// Sets the table up as the phase says, and prepares the count with its baseline.
+/// Sets the table up as the phase says, and prepares the count with its baseline. A setup
+/// or teardown that has no way to the server fails here, before anything is sent.
 pub async fn prepare(
     env: &RunEnv,
     phase: &IngestPhase,
     layout: &BatchSchema,
     end_ms: Option<i64>,
 ) -> Result<Option<Visibility>, DriverError> {
-    if let Some(store) = store::store(phase) {
-        if phase.setup != Setup::Shared {
-            store_admin(phase, store, layout, false).await?;
-        }
-    } else if let Some(ep) = ddl_endpoint(phase) {
-        let dialect = ddl_dialect(ep);
-        let statements: Vec<String> = match phase.setup {
-            Setup::Recreate => ddl::drop_table(dialect, &phase.table)
-                .into_iter()
-                .chain(ddl::create_table(dialect, &phase.table, layout))
-                .collect(),
-            Setup::Truncate => ddl::truncate_table(dialect, &phase.table)
-                .into_iter()
-                .collect(),
-            Setup::Shared => Vec::new(),
-        };
-        if !statements.is_empty() {
-            let mut client = sql_client(env, ep).await?;
-            for s in &statements {
-                client.execute(s).await?;
+    match setup::admin(phase) {
+        Admin::Nothing => {}
+        Admin::Store(store) => {
+            if phase.setup != Setup::Shared {
+                store_admin(phase, store, layout, false).await?;
             }
+        }
+        Admin::Sql { endpoint, dialect } => {
+            let table = &phase.table;
+            let mut client = None;
+            match phase.setup {
+                Setup::Recreate => {
+                    let statements = ddl::drop_table(dialect, table)
+                        .into_iter()
+                        .chain(ddl::create_table(dialect, table, layout));
+                    let c = connected(&mut client, env, endpoint).await?;
+                    for s in statements {
+                        c.execute(&s).await?;
+                    }
+                }
+                // A table no run has created yet has nothing to empty: the first rows create
+                // it (line protocol), or the ingest says it is missing (SQL).
+                Setup::Truncate => {
+                    if let Some(s) = ddl::truncate_table(dialect, table) {
+                        connected(&mut client, env, endpoint)
+                            .await?
+                            .execute_if_exists(&s)
+                            .await?;
+                    }
+                }
+                Setup::Shared => {}
+            }
+        }
+        Admin::Unreachable(why) => {
+            let what = if phase.setup != Setup::Shared {
+                format!("setup {}", phase.setup)
+            } else {
+                "teardown drop".to_string()
+            };
+            return Err(crate::net::http::config_error(
+                &phase.endpoint,
+                format!("`{what}` cannot run: {}", why.why(phase)),
+            ));
         }
     }
     let Some(v) = &phase.verify else {
@@ -210,8 +223,20 @@ pub async fn counting(
         baseline: 0,
         counter,
     };
-    vis.baseline = vis.count(env).await?;
+    vis.baseline = vis.baseline_now().await?;
     Ok(vis)
+}
+
+/// The SQL client `slot` holds, connected to `ep` on first use.
+async fn connected<'c>(
+    slot: &'c mut Option<SqlClient>,
+    env: &RunEnv,
+    ep: &EndpointPlan,
+) -> Result<&'c mut SqlClient, DriverError> {
+    if slot.is_none() {
+        *slot = Some(sql_client(env, ep).await?);
+    }
+    Ok(slot.as_mut().expect("connected just above"))
 }
 
 fn now_ms() -> i64 {
@@ -298,13 +323,15 @@ pub async fn teardown(
     if phase.teardown != Teardown::Drop {
         return Ok(());
     }
-    if let Some(store) = store::store(phase) {
-        return store_admin(phase, store, layout, true).await;
-    }
-    if let Some(ep) = ddl_endpoint(phase) {
-        if let Some(sql) = ddl::drop_table(ddl_dialect(ep), &phase.table) {
-            sql_client(env, ep).await?.execute(&sql).await?;
+    match setup::admin(phase) {
+        Admin::Store(store) => store_admin(phase, store, layout, true).await,
+        Admin::Sql { endpoint, dialect } => {
+            if let Some(sql) = ddl::drop_table(dialect, &phase.table) {
+                sql_client(env, endpoint).await?.execute(&sql).await?;
+            }
+            Ok(())
         }
+        // `prepare` refused it before anything was sent.
+        Admin::Unreachable(_) | Admin::Nothing => Ok(()),
     }
-    Ok(())
 }

@@ -650,6 +650,7 @@ mod tests {
             ack: crate::plan::Ack::None,
             setup: Setup::Recreate,
             teardown: Teardown::Drop,
+            ddl: None,
             verify: None,
             calibrate: false,
             replay_budget: None,

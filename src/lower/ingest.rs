@@ -119,7 +119,9 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         (None, RowSource::File { .. }) => "fnv1a64(first tag) % workers".to_string(),
         (None, RowSource::Schema(_)) => "fnv1a64(row index) % workers".to_string(),
     };
-    if setup == Setup::Shared && rows.range.is_none() {
+    // Without a count, `shared` only leaves the table alone: no time range is needed.
+    let counts = verify.is_some() || probe.is_some();
+    if setup == Setup::Shared && rows.range.is_none() && counts {
         return ev.fail(
             Diagnostic::error(
                 Code::E0501,
@@ -146,7 +148,13 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
     if let Some(rows) = rows_expected {
         super::stages::warn_unreached(ev, i, &stages, rows);
     }
-    let phase = IngestPhase {
+    let ddl = super::setup::ddl_endpoint(
+        ev,
+        (tinst, target, ep, &endpoint),
+        verify.as_ref(),
+        probe.as_ref(),
+    );
+    let mut phase = IngestPhase {
         name: i.name.name.clone(),
         endpoint,
         table,
@@ -159,6 +167,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         ack,
         setup,
         teardown,
+        ddl,
         verify,
         calibrate: !i.calibrate.is_empty(),
         replay_budget: replay_budget?,
@@ -176,6 +185,19 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         i.setup.first().map(|c| c.value.span),
         i.teardown.first().map(|c| c.value.span),
         into.span,
+    )?;
+    if crate::plan::store::store(&phase).is_some() {
+        phase.ddl = None;
+    }
+    super::setup::check_setup(
+        ev,
+        &mut phase,
+        (
+            i.setup.first().map(|c| c.value.span),
+            i.teardown.first().map(|c| c.value.span),
+        ),
+        into.span,
+        rows.range.is_some(),
     )?;
     Some(phase)
 }

@@ -16,6 +16,7 @@ mod probe;
 mod query;
 mod run;
 mod schema;
+mod setup;
 pub mod shards;
 mod stages;
 mod target;

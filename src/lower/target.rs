@@ -597,8 +597,8 @@ pub fn check_store_admin(
         .label(label)
         .note(format!(
             "{api} goes to the `http` endpoint of the target's count \
-             (`count rows via api ...` with `verify visible`), else to an `ilp_http` ingest \
-             endpoint"
+             (`count rows via api ...` with `verify visible` or `probe visible`), else to an \
+             `ilp_http` ingest endpoint"
         ))
         .note(leave);
         return ev.fail(default_note(d));

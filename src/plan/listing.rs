@@ -276,6 +276,13 @@ pub fn listing(plan: &Plan) -> String {
                         );
                     }
                     let _ = writeln!(o, "    routing {}", p.routing);
+                    // Where the DDL goes when it is not the ingest endpoint: a line-protocol
+                    // ingest sets its table up over another endpoint of the target.
+                    if let super::setup::Admin::Sql { endpoint: e, .. } = super::setup::admin(p) {
+                        if (&e.target, &e.name) != (&p.endpoint.target, &p.endpoint.name) {
+                            let _ = writeln!(o, "    ddl via {}", endpoint(e));
+                        }
+                    }
                     if let Some(v) = &p.verify {
                         let _ = writeln!(
                             o,

@@ -4,6 +4,7 @@
 
 mod findmax;
 mod listing;
+pub mod setup;
 mod stages;
 pub mod store;
 
@@ -245,6 +246,13 @@ pub struct IngestPhase {
     pub ack: Ack,
     pub setup: Setup,
     pub teardown: Teardown,
+    /// The SQL endpoint that takes the table's DDL (`setup recreate|truncate`, `teardown
+    /// drop`): the ingest endpoint when it is `pg` or `sqlite`, else the SQL endpoint of
+    /// `verify visible`'s count, of `probe visible`'s, of the target's first SQL count rule,
+    /// else the target's first `pg` or `sqlite` endpoint (`lower::setup`). `None` for a null
+    /// sink, a store with its own API (`store`), or a phase with no endpoint that takes SQL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ddl: Option<EndpointPlan>,
     pub verify: Option<VerifyPlan>,
     pub calibrate: bool,
     /// `replay`: encode every batch before the clock starts, within this many bytes.

@@ -29,16 +29,18 @@ pub fn store(phase: &IngestPhase) -> Option<Store> {
     }
 }
 
-/// The endpoint through which setup and teardown reach a store: the count's `http` endpoint
-/// when it is on the ingest target, else the ingest endpoint itself when it is `ilp_http`
-/// (InfluxDB 1.x and single-node VictoriaMetrics serve their whole API on one port). `None`
-/// when the phase gives no way to the API (`ilp_tcp` without an `http` count).
+/// The endpoint through which setup and teardown reach a store: the `http` endpoint of the
+/// phase's count (`verify visible`'s, else `probe visible`'s) when it is on the ingest target,
+/// else the ingest endpoint itself when it is `ilp_http` (InfluxDB 1.x and single-node
+/// VictoriaMetrics serve their whole API on one port). `None` when the phase gives no way to
+/// the API (`ilp_tcp` without an `http` count).
 pub fn store_endpoint(phase: &IngestPhase) -> Option<&EndpointPlan> {
     let counted = phase
         .verify
-        .as_ref()
+        .iter()
+        .chain(phase.probe.as_ref().map(|p| &p.count))
         .map(|v| &v.endpoint)
-        .filter(|e| e.kind == "http" && e.target == phase.endpoint.target);
+        .find(|e| e.kind == "http" && e.target == phase.endpoint.target);
     counted.or_else(|| (phase.endpoint.kind == "ilp_http").then_some(&phase.endpoint))
 }
 
@@ -113,6 +115,77 @@ pub fn influx_db(path: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::{Ack, ProbePlan, RowSource, Setup, Teardown, VerifyPlan};
+
+    fn ep(kind: &str) -> EndpointPlan {
+        EndpointPlan {
+            target: "vm".into(),
+            name: kind.into(),
+            kind: kind.into(),
+            dialect: "victoriametrics".into(),
+            url: None,
+            options: Default::default(),
+        }
+    }
+
+    fn phase(kind: &str) -> IngestPhase {
+        IngestPhase {
+            name: "load".into(),
+            endpoint: ep(kind),
+            table: "cpu".into(),
+            source: RowSource::File {
+                path: "rows.ilp".into(),
+                format: "ilp".into(),
+                bytes: None,
+            },
+            rows_expected: None,
+            bytes_expected: None,
+            batch_rows: 10,
+            workers: 1,
+            routing: "fnv1a64".into(),
+            ack: Ack::None,
+            setup: Setup::Recreate,
+            teardown: Teardown::Keep,
+            ddl: None,
+            verify: None,
+            calibrate: false,
+            replay_budget: None,
+            duration: None,
+            rate: None,
+            probe: None,
+            findmax: None,
+            warmup: None,
+            stages: Vec::new(),
+        }
+    }
+
+    fn count() -> VerifyPlan {
+        VerifyPlan {
+            endpoint: ep("http"),
+            language: "promql".into(),
+            unit: "samples".into(),
+            query: "count(cpu_v)".into(),
+            within: Value::Duration(1),
+        }
+    }
+
+    #[test]
+    fn a_probes_count_reaches_the_stores_api_as_verifys_does() {
+        let mut p = phase("ilp_tcp");
+        assert!(store_endpoint(&p).is_none());
+        p.probe = Some(ProbePlan {
+            count: count(),
+            every: Value::Duration(1_000_000),
+        });
+        assert_eq!(store_endpoint(&p).map(|e| e.name.as_str()), Some("http"));
+        p.probe = None;
+        p.verify = Some(count());
+        assert_eq!(store_endpoint(&p).map(|e| e.name.as_str()), Some("http"));
+        assert_eq!(
+            store_endpoint(&phase("ilp_http")).map(|e| e.name.as_str()),
+            Some("ilp_http")
+        );
+    }
 
     #[test]
     fn influx_database_names_from_paths() {

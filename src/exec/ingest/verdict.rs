@@ -268,6 +268,7 @@ mod tests {
             ack: Ack::None,
             setup: Setup::Recreate,
             teardown: Teardown::Keep,
+            ddl: None,
             verify: None,
             calibrate: false,
             replay_budget: None,

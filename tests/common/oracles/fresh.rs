@@ -3,14 +3,22 @@
 //! `{"dataset":[[N]]}`) as if each request's rows became visible a fixed `delay` after the
 //! request arrived whole, or, with `start_applying`, as if a single applier made them visible
 //! in arrival order at a fixed number of rows per second (QuestDB's WAL apply, reduced to its
-//! capacity). Other `/exec` statements (DDL) answer `{"ddl":"OK"}`; with
-//! `fail_every` n > 0, every n-th count answers HTTP 500.
+//! capacity). Other `/exec` statements (DDL) answer `{"ddl":"OK"}` and are logged (`ddl`,
+//! with the rows received before each); with `fail_every` n > 0, every n-th count answers
+//! HTTP 500.
+//!
+//! With `start_with_tables` the server also knows which tables exist, as QuestDB does: a count
+//! or `TRUNCATE` of a table that does not exist answers HTTP 400 `table does not exist
+//! [table=NAME]`, `CREATE TABLE` creates one, `DROP TABLE IF EXISTS` drops one, a line-protocol
+//! write creates its measurement's table, and a drop or truncate makes the rows received until
+//! then uncountable (the server holds one table's rows).
 //!
 //! Plain threads, one per connection, on an ephemeral port of 127.0.0.1; dropping the handle
 //! stops accepting. Part of `oracles` (tests/common/oracles/mod.rs).
 
 #![allow(dead_code)]
 
+use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -43,6 +51,12 @@ struct Shared {
     arrivals: Mutex<Vec<(Instant, u64)>>,
     counts: AtomicU64,
     failed: AtomicU64,
+    /// The tables that exist; `None`: every table does (the server knows none).
+    tables: Mutex<Option<HashSet<String>>>,
+    /// Every statement that is not a count, with the rows received before it arrived.
+    ddl: Mutex<Vec<(String, u64)>>,
+    /// Arrivals before this index were dropped or truncated away: no count includes them.
+    cleared: AtomicU64,
 }
 
 impl FreshServer {
@@ -54,6 +68,22 @@ impl FreshServer {
     /// becomes visible `delay` after it arrived or once the applier has finished the writes
     /// before it, whichever is later, and then takes its rows / `apply_per_s` to show.
     pub fn start_applying(delay: Duration, fail_every: u64, apply_per_s: f64) -> FreshServer {
+        FreshServer::spawn(delay, fail_every, apply_per_s, None)
+    }
+
+    /// As `start`, on a server that knows which tables exist: `tables` at first (see the
+    /// module's comment).
+    pub fn start_with_tables(delay: Duration, tables: &[&str]) -> FreshServer {
+        let tables = tables.iter().map(|t| t.to_string()).collect();
+        FreshServer::spawn(delay, 0, 0.0, Some(tables))
+    }
+
+    fn spawn(
+        delay: Duration,
+        fail_every: u64,
+        apply_per_s: f64,
+        tables: Option<HashSet<String>>,
+    ) -> FreshServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Shared {
@@ -63,6 +93,9 @@ impl FreshServer {
             arrivals: Mutex::new(Vec::new()),
             counts: AtomicU64::new(0),
             failed: AtomicU64::new(0),
+            tables: Mutex::new(tables),
+            ddl: Mutex::new(Vec::new()),
+            cleared: AtomicU64::new(0),
         });
         let stop = Arc::new(AtomicBool::new(false));
         let (s, st) = (shared.clone(), stop.clone());
@@ -109,6 +142,27 @@ target fake {{
             .iter()
             .map(|a| a.1)
             .sum()
+    }
+
+    /// Every statement other than a count, in arrival order, each with the rows received
+    /// before it.
+    pub fn ddl(&self) -> Vec<(String, u64)> {
+        self.shared.ddl.lock().unwrap().clone()
+    }
+
+    /// The tables that exist now (`start_with_tables` only).
+    pub fn tables(&self) -> Vec<String> {
+        let mut t: Vec<String> = self
+            .shared
+            .tables
+            .lock()
+            .unwrap()
+            .iter()
+            .flatten()
+            .cloned()
+            .collect();
+        t.sort();
+        t
     }
 
     /// Count requests answered (failed ones included), and those answered 500.
@@ -158,6 +212,14 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
         r.read_exact(&mut body)?;
         let (status, answer) = if target.starts_with("/write") {
             let rows = body.iter().filter(|&&b| b == b'\n').count() as u64;
+            // Line protocol creates the table of a measurement it has not seen.
+            if let Some(tables) = s.tables.lock().unwrap().as_mut() {
+                let first = body
+                    .split(|&b| b == b',' || b == b' ')
+                    .next()
+                    .unwrap_or(&[]);
+                tables.insert(String::from_utf8_lossy(first).into_owned());
+            }
             s.arrivals.lock().unwrap().push((Instant::now(), rows));
             (204, String::new())
         } else if target.starts_with("/exec") {
@@ -168,6 +230,7 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
         let reason = match status {
             200 => "OK",
             204 => "No Content",
+            400 => "Bad Request",
             404 => "Not Found",
             _ => "Internal Server Error",
         };
@@ -181,8 +244,14 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
 }
 
 fn exec(s: &Shared, query: &str) -> (u16, String) {
-    if !query.to_ascii_lowercase().contains("count(") {
-        return (200, r#"{"ddl":"OK"}"#.into());
+    let lower = query.to_ascii_lowercase();
+    if !lower.contains("count(") {
+        let received = s.arrivals.lock().unwrap().iter().map(|a| a.1).sum();
+        s.ddl.lock().unwrap().push((query.to_string(), received));
+        return ddl(s, query);
+    }
+    if let Some(missing) = missing_table(s, query) {
+        return missing;
     }
     let n = s.counts.fetch_add(1, Ordering::Relaxed) + 1;
     if s.fail_every > 0 && n % s.fail_every == 0 {
@@ -198,9 +267,97 @@ fn exec(s: &Shared, query: &str) -> (u16, String) {
     )
 }
 
+/// A statement other than a count: on a server that knows its tables, what QuestDB does with
+/// it; else `OK`.
+fn ddl(s: &Shared, query: &str) -> (u16, String) {
+    const OK: &str = r#"{"ddl":"OK"}"#;
+    if s.tables.lock().unwrap().is_none() {
+        return (200, OK.into());
+    }
+    let words: Vec<&str> = query.split_whitespace().collect();
+    let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
+    let upper: Vec<&str> = upper.iter().map(String::as_str).collect();
+    let name = |i: usize| {
+        let w = words.get(i).copied().unwrap_or("");
+        w.split('(')
+            .next()
+            .unwrap_or("")
+            .trim_matches('"')
+            .to_string()
+    };
+    let clear = || {
+        let n = s.arrivals.lock().unwrap().len() as u64;
+        s.cleared.store(n, Ordering::Relaxed);
+    };
+    match upper.as_slice() {
+        ["DROP", "TABLE", "IF", "EXISTS", ..] => {
+            let table = name(4);
+            if let Some(t) = s.tables.lock().unwrap().as_mut() {
+                t.remove(&table);
+            }
+            clear();
+        }
+        ["CREATE", "TABLE", ..] => {
+            let table = name(2);
+            let created = s
+                .tables
+                .lock()
+                .unwrap()
+                .as_mut()
+                .map(|t| t.insert(table.clone()));
+            if created == Some(false) {
+                return error(query, &format!("table already exists [table={table}]"));
+            }
+        }
+        ["TRUNCATE", "TABLE", ..] => {
+            if let Some(missing) = missing_table(s, query) {
+                return missing;
+            }
+            clear();
+        }
+        _ => {}
+    }
+    (200, OK.into())
+}
+
+/// QuestDB's answer to a statement on a table that does not exist, if it names one: the
+/// table after `FROM` or `TABLE`.
+fn missing_table(s: &Shared, query: &str) -> Option<(u16, String)> {
+    let tables = s.tables.lock().unwrap();
+    let tables = tables.as_ref()?;
+    let words: Vec<&str> = query.split_whitespace().collect();
+    let at = words
+        .iter()
+        .position(|w| w.eq_ignore_ascii_case("from") || w.eq_ignore_ascii_case("table"))?;
+    let table = words.get(at + 1)?.trim_end_matches(';').trim_matches('"');
+    if tables.contains(table) {
+        return None;
+    }
+    Some(error(
+        query,
+        &format!("table does not exist [table={table}]"),
+    ))
+}
+
+/// QuestDB's HTTP 400 answer: the query, the error and where in the query it is.
+fn error(query: &str, message: &str) -> (u16, String) {
+    let json = |t: &str| t.replace('\\', "\\\\").replace('"', "\\\"");
+    (
+        400,
+        format!(
+            r#"{{"query":"{}","error":"{}","position":0}}"#,
+            json(query),
+            json(message)
+        ),
+    )
+}
+
 /// The rows visible at `now`.
 fn visible(s: &Shared, now: Instant) -> u64 {
     let arrivals = s.arrivals.lock().unwrap();
+    // Rows a drop or truncate took away are never counted again.
+    let cleared = s.cleared.load(Ordering::Relaxed) as usize;
+    let arrivals = &arrivals[cleared.min(arrivals.len())..];
     if s.apply_per_s <= 0.0 {
         return arrivals
             .iter()

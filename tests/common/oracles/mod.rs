@@ -4,7 +4,8 @@
 //! these (or is listed there as derived, with its formula). A later feature adds its oracle here.
 //!
 //! - `fresh`: an ILP/HTTP ingest endpoint whose rows become countable a set delay after they
-//!   arrive (or at a set apply rate), counted over HTTP SQL.
+//!   arrive (or at a set apply rate), counted over HTTP SQL; it logs the DDL it receives and,
+//!   with `start_with_tables`, knows which tables exist (QuestDB's "table does not exist").
 //! - `load`: HTTP request servers of known capacity.
 //! - `intake`: an ILP/HTTP ingest endpoint of known capacity in rows per second.
 //!

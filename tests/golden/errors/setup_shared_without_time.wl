@@ -6,4 +6,5 @@ schema s {
 ingest load {
   into db via sqlite  rows s
   setup shared
+  verify visible
 }

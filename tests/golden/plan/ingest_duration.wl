@@ -9,6 +9,7 @@ schema cpu {
 
 ingest soak {
   into t via ilp_http
+  setup shared          // the target takes no SQL: no DDL to run
   rows cpu
   workers 2
   duration 30s

@@ -11,6 +11,7 @@ schema cpu {
 
 ingest steady {
   into t via ilp_http
+  setup shared          // the target takes no SQL: no DDL to run
   rows cpu
   batch 1000 rows
   workers 2

@@ -12,6 +12,7 @@ schema cpu {
 
 ingest staged {
   into t via ilp_http
+  setup shared          // the target takes no SQL: no DDL to run
   rows cpu
   batch 500 rows
   workers 2
