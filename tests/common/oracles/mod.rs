@@ -6,6 +6,8 @@
 //! - `fresh`: an ILP/HTTP ingest endpoint whose rows become countable a set delay after they
 //!   arrive (or at a set apply rate), counted over HTTP SQL.
 //! - `load`: HTTP request servers of known capacity.
+//! - `refuse`: PostgreSQL-wire servers that refuse a password or offer an untrusted
+//!   certificate, counting the attempts and TLS handshakes a client made.
 //!
 //! Use with `#[path = "common/oracles/mod.rs"] mod oracles;` (std threads, 127.0.0.1, port 0).
 
@@ -13,3 +15,4 @@
 
 pub mod fresh;
 pub mod load;
+pub mod refuse;
