@@ -3,7 +3,8 @@
 //! certificate) exits 3; a run that measured and failed (an HTTP 401 is the server's answer, a
 //! threshold missed against a server of known service time) exits 1, and so does a run where
 //! both happened. A refusal fails the phase at its first connection: the refusing oracle
-//! (tests/common/oracles/refuse.rs) counts one attempt per worker, not one per query.
+//! (tests/common/oracles/refuse.rs) counts one attempt per worker, not one per query. And
+//! `sslmode prefer` against a server offering TLS warns once per run and endpoint.
 
 #[path = "common/cli.rs"]
 mod cli;
@@ -11,6 +12,8 @@ mod cli;
 mod http_server;
 #[path = "common/oracles/mod.rs"]
 mod oracles;
+#[path = "common/servers.rs"]
+mod servers;
 
 use std::time::Duration;
 
@@ -223,4 +226,38 @@ run slow {{ against svc.http  request GET "/"  count 20  expect p99 < 1ms }}
     assert!(connect_error(&ps[0]).contains("cannot connect"));
     assert_eq!(ps[1]["failed"], 0);
     assert_eq!(code, FAILED, "{err}\n{report:#}");
+}
+
+/// Two phases through the same `sslmode prefer` endpoint of a server offering TLS (the local
+/// PostgreSQL, with its snakeoil certificate): the unverified TLS is said once for the run.
+#[test]
+fn prefer_warns_once_per_run_and_endpoint() {
+    if !servers::pg_up() {
+        return;
+    }
+    let text = format!(
+        r#"workload w {{ seed 1 }}
+target db {{ pg "{}" }}
+query q {{ sql "SELECT 1" }}
+run a {{ against db.pg  queries q  count 5 }}
+run b {{ against db.pg  queries q  count 5 }}
+"#,
+        servers::pg_url()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = cli::run_out(dir.path(), &text, &[]);
+    assert_eq!(out.code, 0, "{}", out.printed());
+    let ps = phases(&out.report);
+    let tls = &ps[0]["connecting"]["tls"];
+    if tls.is_null() || tls["full_handshakes"].as_u64().unwrap_or(0) == 0 {
+        servers::missing("PostgreSQL offering TLS on 127.0.0.1:5432");
+        return;
+    }
+    let printed = out.printed();
+    let said = printed.matches("TLS without verification").count();
+    assert_eq!(said, 1, "{printed}");
+    // The report still says so in every phase, where a reader of one phase looks.
+    for p in &ps {
+        assert_eq!(p["connecting"]["tls"]["verification"], "off", "{p:#}");
+    }
 }
