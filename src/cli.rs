@@ -37,8 +37,9 @@ Examples:
   wlrun merge runs/shard-* --out runs/merged   put a sharded run's shards together
 
 Exit codes: 0 ok, 1 run failed or a threshold was exceeded (for `compare --threshold`: a
-significant regression beyond it), 2 usage error or workload diagnostics, 130 interrupted
-(Ctrl-C), 143 stopped by SIGTERM.";
+significant regression beyond it), 2 usage error or workload diagnostics, 3 could not measure
+(a refused connection, password or certificate, an unknown host), 130 interrupted (Ctrl-C),
+143 stopped by SIGTERM.";
 
 #[derive(Debug, Parser)]
 #[command(

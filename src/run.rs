@@ -13,9 +13,10 @@ use clap::Parser;
 use crate::check::{self, Options};
 use crate::cli::{
     Cli, Color, Command, Select, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED,
-    EXIT_USAGE,
+    EXIT_UNMEASURED, EXIT_USAGE,
 };
 use crate::diag::{self, Style};
+use crate::report::outcome::Outcome;
 use crate::{compile, exec, lower, plan, report, shard};
 
 const SUBCOMMANDS: &[&str] = &[
@@ -368,10 +369,12 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 EXIT_TERMINATED
             } else if report.interrupted {
                 EXIT_INTERRUPTED
-            } else if report.ok() {
-                EXIT_OK
             } else {
-                EXIT_FAILED
+                match report.outcome() {
+                    Outcome::Passed => EXIT_OK,
+                    Outcome::Failed => EXIT_FAILED,
+                    Outcome::Unmeasured => EXIT_UNMEASURED,
+                }
             };
             if let Some(dir) = out {
                 match report::files::write_report(&dir, &report) {

@@ -311,14 +311,14 @@ fn version_exits_0() {
 #[test]
 fn run_reports_every_cell_and_fails_when_a_server_is_missing() {
     // Nothing listens on these loopback ports: both cells fail to connect, naming the
-    // endpoint, and both are in the table.
+    // endpoint, and both are in the table; nothing was measured (exit 3).
     let (text, qwp, ilp) = matrix_on_closed_ports();
     let run = Test::new()
         .file("w.wl", &text)
         .args(["run", "w.wl", "--quiet"])
         .run()
         .no_panic()
-        .code(1)
+        .code(3)
         .stderr_has(&format!(
             "cannot connect to questdb.ilp_tcp (tcp://127.0.0.1:{ilp})"
         ))
@@ -337,7 +337,7 @@ fn bare_file_behaves_like_run() {
     let t = Test::new().file("w.wl", &text);
     let bare = t.args(["w.wl", "--quiet", "--json"]).run();
     assert_eq!(bare.code, run.code);
-    assert_eq!(bare.code, 1);
+    assert_eq!(bare.code, 3);
     let keys = |out: &str| -> Vec<String> {
         let v: Value = serde_json::from_str(out).unwrap();
         v["cells"]
@@ -609,7 +609,7 @@ fn a_text_param_from_the_command_line_is_what_the_run_connects_to() {
         .args(["--param", &format!("qwp_url=ws://127.0.0.1:{port}")])
         .run()
         .no_panic()
-        .code(1)
+        .code(3)
         .stderr_has(&format!(
             "questdb.qwp: cannot connect to ws://127.0.0.1:{port}/write/v4"
         ));

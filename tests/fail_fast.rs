@@ -59,8 +59,10 @@ fn a_wrong_password_is_named_not_just_counted() {
         query q { sql \"SELECT 1\" }\n\
         run r {\n  against db.pg\n  queries q\n  count 5\n}\n";
     let (code, out) = human(text, &[]);
-    assert_eq!(code, 1, "{out}");
+    // The server refused the login: the run could not measure (tests/exit_codes.rs).
+    assert_eq!(code, 3, "{out}");
     assert!(out.contains("password authentication failed"), "{out}");
+    assert!(out.contains("could not measure"), "{out}");
 }
 
 #[test]

@@ -499,8 +499,8 @@ run r {{ against db.pg  queries q  duration 3s  workers 3 }}
     );
 }
 
-/// No server at all: every attempt is a counted connection error, the run ends on time and
-/// fails, and nothing counts as throughput.
+/// No server at all: every attempt is a counted `connect` error, the run ends on time, could
+/// not measure (exit 3), and nothing counts as throughput.
 #[test]
 fn no_server_fails_the_run_on_time() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -518,10 +518,10 @@ run r {{ against db.pg  queries q  duration 2s  workers 2 }}
     let started = std::time::Instant::now();
     let (code, report, _) = run(&text, &[]);
     assert!(started.elapsed().as_secs_f64() < 15.0);
-    assert_eq!(code, 1);
+    assert_eq!(code, 3);
     let q = &query_phases(&report)[0];
     assert_eq!(u(&q["ok"]), 0);
     assert_eq!(q["qps"].as_f64(), Some(0.0));
-    assert!(u(&q["errors"]["connection"]["count"]) >= 2, "{q:#}");
+    assert!(u(&q["errors"]["connect"]["count"]) >= 2, "{q:#}");
     assert_eq!(q["status"], "failed");
 }

@@ -398,7 +398,7 @@ async fn connecting_to_nothing_is_a_connection_error() {
         &format!("postgres://u:secret@127.0.0.1:{port}/db"),
     )
     .await;
-    assert_eq!(e.class, QueryErrorClass::Connection, "{e}");
+    assert_eq!(e.class, QueryErrorClass::Connect, "{e}");
     assert!(e.broken);
     assert!(!e.message.contains("secret"), "{e}");
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -408,7 +408,7 @@ async fn connecting_to_nothing_is_a_connection_error() {
         &format!("http://127.0.0.1:{port}"),
     )
     .await;
-    assert_eq!(e.class, QueryErrorClass::Connection, "{e}");
+    assert_eq!(e.class, QueryErrorClass::Connect, "{e}");
     assert!(e.broken);
 
     // The closed port, not QuestDB's 9000: where QuestDB runs, qwp would connect there.
@@ -790,7 +790,7 @@ async fn sqlite_a_missing_directory_is_a_connection_error() {
     else {
         panic!("opened a database in a missing directory");
     };
-    assert_eq!(e.class, QueryErrorClass::Connection, "{e}");
+    assert_eq!(e.class, QueryErrorClass::Connect, "{e}");
     assert!(e.broken);
 }
 

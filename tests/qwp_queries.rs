@@ -356,7 +356,7 @@ async fn servers_that_misbehave_give_errors_not_hangs() {
     .await
     .err()
     .expect("a 404");
-    assert_eq!(e.class, QueryErrorClass::Connection, "{e}");
+    assert_eq!(e.class, QueryErrorClass::Connect, "{e}");
     assert!(e.message.contains("404"), "{e}");
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -371,7 +371,7 @@ async fn servers_that_misbehave_give_errors_not_hangs() {
     .await
     .err()
     .expect("nothing listens");
-    assert_eq!(e.class, QueryErrorClass::Connection, "{e}");
+    assert_eq!(e.class, QueryErrorClass::Connect, "{e}");
     assert!(e.broken);
 }
 

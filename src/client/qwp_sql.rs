@@ -145,6 +145,7 @@ fn statement(sql: &str) -> Instance {
 /// The query runner's error in the classes of the one-statement clients.
 fn driver_error(e: QueryError) -> DriverError {
     let class = match e.class {
+        QueryErrorClass::Connect => ErrorClass::Connect,
         QueryErrorClass::Connection => ErrorClass::Connection,
         QueryErrorClass::Timeout => ErrorClass::Timeout,
         QueryErrorClass::Client => ErrorClass::Encode,

@@ -1,11 +1,20 @@
-//! A phase's connector as its report's `connections`.
+//! A phase's connector as its report's `connections`, and the warnings about how its
+//! connections were secured, said once per run and endpoint.
+
+use std::collections::HashSet;
 
 use crate::net::tls::Connector;
 use crate::report::connections::{ConnectionsReport, TlsReport};
-use crate::report::Latency;
+use crate::report::{Latency, PhaseReport};
+
+/// How the warnings of `attach` begin: `once_per_run` knows them by it.
+const UNVERIFIED: &str = "TLS without verification: ";
+const IN_CLEAR: &str = "connections in clear: ";
 
 /// The phase's `connecting`, and a warning each for a server that was not authenticated and
-/// for connections that went on in clear: loud, in the human output, the page and the JSON.
+/// for connections that went on in clear (the human output, the page and the JSON). Each
+/// names the endpoint, not the phase's counts, so that `once_per_run` can keep it to the
+/// first phase that met it; the counts stay in `connecting`.
 pub(crate) fn attach(
     c: &Connector,
     connecting: &mut Option<ConnectionsReport>,
@@ -17,17 +26,34 @@ pub(crate) fn attach(
     };
     if t.verification == "off" && t.full_handshakes + t.resumed_handshakes > 0 {
         warnings.push(format!(
-            "TLS without verification: the server's certificate was not checked ({}), so \
-             nothing says these figures came from the server intended",
+            "{UNVERIFIED}the server's certificate was not checked ({}), so nothing says these \
+             figures came from the server intended",
             c.label()
         ));
     }
     if t.plaintext_fallbacks > 0 {
         warnings.push(format!(
-            "{} connection(s) to {} went on in clear: the server refused TLS (sslmode prefer)",
-            t.plaintext_fallbacks,
+            "{IN_CLEAR}{} refused TLS, and `sslmode prefer` went on without it",
             c.label()
         ));
+    }
+}
+
+/// Keeps each of `attach`'s warnings to the first phase of the run that gave it: a run of
+/// ten phases against a local server with the default `sslmode prefer` says once that TLS
+/// was not verified, not ten times. Later phases still say it in `connecting` (`verification
+/// off`, `plaintext_fallbacks`) and on their TLS line. `said` is the run's memory.
+pub(crate) fn once_per_run(phases: &mut [PhaseReport], said: &mut HashSet<String>) {
+    for p in phases {
+        let warnings = match p {
+            PhaseReport::Ingest(r) => &mut r.warnings,
+            PhaseReport::Queries(r) => &mut r.warnings,
+            PhaseReport::Requests(r) => &mut r.warnings,
+            PhaseReport::NotRun { .. } => continue,
+        };
+        warnings.retain(|w| {
+            !(w.starts_with(UNVERIFIED) || w.starts_with(IN_CLEAR)) || said.insert(w.clone())
+        });
     }
 }
 

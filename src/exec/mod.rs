@@ -129,6 +129,8 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
     }
     let total = plan.cells.len();
     let mut cells = Vec::new();
+    // What the run said once and will not say again (`connections::once_per_run`).
+    let mut said = std::collections::HashSet::new();
     for cell in &plan.cells {
         if env.stop.load(Ordering::Relaxed) || env.shard.as_ref().is_some_and(|s| s.broken()) {
             break;
@@ -176,6 +178,7 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
                 }
             }
         }
+        connections::once_per_run(&mut phases, &mut said);
         let report = CellReport {
             index: cell.index,
             key: cell.key.clone(),

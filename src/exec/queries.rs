@@ -28,7 +28,7 @@ use tokio::sync::mpsc;
 use super::account::{Cutoff, Sends};
 use super::end::{End, Member};
 use super::judge::{self, errors, failed_thresholds, judge, Units};
-use super::link::Link;
+use super::link::{refused_line, Link};
 use super::pace::Pacer;
 use super::progress::RunCounts;
 use super::require::requirements;
@@ -217,8 +217,12 @@ pub async fn run(
     member.setup.pass().await;
     // Sharded, shard 0 reads the guards for all (a failed one stops every shard at the start).
     let guards = super::shards::guards(env, &phase.run.require);
-    if let Err(e) = requirements(env, guards, &phase.endpoint, &url).await {
-        return refused(phase, Status::Failed, e);
+    if let Err(unmet) = requirements(env, guards, &phase.endpoint, &url).await {
+        let mut r = QueryReport::empty(phase);
+        r.status = Status::Failed;
+        let why = unmet.failure(&mut r.errors);
+        r.failures.push(why);
+        return r;
     }
 
     let connector = match crate::net::connect::connector(&phase.endpoint, &url) {
@@ -375,6 +379,9 @@ pub async fn run(
         &phase.run.expects,
         "queries",
     ));
+    if workers.iter().any(|w| w.link.refused()) {
+        report.failures.push(refused_line(Units::QUERIES.many));
+    }
     finish(&mut report, phase, workers, scheduled, env);
     super::connections::attach(&connector, &mut report.connecting, &mut report.warnings);
     // The units never sent are known once the run is over: counted at its end.

@@ -29,7 +29,7 @@ use std::time::Instant;
 use super::account::{Cutoff, Sends};
 use super::end::Member;
 use super::judge::{self, failed_thresholds, Units};
-use super::link::Link;
+use super::link::{refused_line, Link};
 use super::pace::Pacer;
 use super::progress::RunCounts;
 use super::require::requirements;
@@ -161,8 +161,12 @@ pub async fn run(
     member.setup.pass().await;
     // Sharded, shard 0 reads the guards for all (a failed one stops every shard at the start).
     let guards = super::shards::guards(env, &phase.run.require);
-    if let Err(e) = requirements(env, guards, &phase.endpoint, &url).await {
-        return refused(phase, e);
+    if let Err(unmet) = requirements(env, guards, &phase.endpoint, &url).await {
+        let mut r = RequestReport::empty(phase);
+        r.status = Status::Failed;
+        let why = unmet.failure(&mut r.errors);
+        r.failures.push(why);
+        return r;
     }
     let connector = match &target {
         Some(t) => t.connector.clone(),
@@ -373,6 +377,9 @@ pub async fn run(
         &phase.run.expects,
         "requests",
     ));
+    if workers.iter().any(|w| w.link.refused()) {
+        report.failures.push(refused_line(Units::REQUESTS.many));
+    }
     finish(&mut report, phase, workers, scheduled, env);
     super::connections::attach(
         &shared.connector,

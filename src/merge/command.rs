@@ -5,11 +5,13 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::Merged;
-use crate::cli::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::cli::{EXIT_FAILED, EXIT_OK, EXIT_UNMEASURED, EXIT_USAGE};
+use crate::report::outcome::Outcome;
 use crate::report::{self, read::Run};
 
-/// `wlrun merge DIRS --out OUT`: 0 when the merged report is ok, 1 when it fails, 2 when an
-/// input cannot be read or OUT cannot take the run.
+/// `wlrun merge DIRS --out OUT`: 0 when the merged report is ok, 1 when it fails, 3 when it
+/// could not measure (every failed phase could not connect), 2 when an input cannot be read or
+/// OUT cannot take the run.
 pub fn run(dirs: &[PathBuf], out: &Path, replace: bool, json: bool) -> i32 {
     let merged = match super::merge(dirs) {
         Ok(m) => m,
@@ -48,10 +50,10 @@ pub fn run(dirs: &[PathBuf], out: &Path, replace: bool, json: bool) -> i32 {
         }
     }
     sayln!("wlrun merge: merged report written to {}", out.display());
-    if merged.report.ok() {
-        EXIT_OK
-    } else {
-        EXIT_FAILED
+    match merged.report.outcome() {
+        Outcome::Passed => EXIT_OK,
+        Outcome::Failed => EXIT_FAILED,
+        Outcome::Unmeasured => EXIT_UNMEASURED,
     }
 }
 

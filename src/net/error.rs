@@ -38,6 +38,10 @@ pub struct DriverError {
     /// The connection is unusable afterwards: the worker stops. A rejected batch on a healthy
     /// connection (an HTTP 400, a failed COPY) is not fatal: the next batch is sent.
     pub fatal: bool,
+    /// The server refused who wlrun is (a password, a certificate, its own certificate that
+    /// wlrun cannot trust, TLS answered to a plain request): connecting again with the same
+    /// settings is refused again, so nothing tries again (`tls::Connector::refuse`).
+    pub refused: bool,
 }
 
 impl DriverError {
@@ -46,6 +50,15 @@ impl DriverError {
             class,
             message: message.into(),
             fatal,
+            refused: false,
+        }
+    }
+
+    /// A connection the server refused for who wlrun is (see `refused`).
+    pub fn refusal(endpoint: &str, e: impl std::fmt::Display) -> DriverError {
+        DriverError {
+            refused: true,
+            ..DriverError::connect(endpoint, e)
         }
     }
 

@@ -172,7 +172,7 @@ impl Conn {
         };
         match tokio::time::timeout_at(deadline.into(), write).await {
             Ok(Ok(())) => Ok(deadline),
-            Ok(Err(e)) => Err(broke(t, &e.to_string())),
+            Ok(Err(e)) => Err(failed(t, &e)),
             Err(_) => Err(DriverError::timeout(&t.name, t.timeout)),
         }
     }
@@ -246,7 +246,7 @@ impl Conn {
                             .stream
                             .read_buf(&mut self.buf)
                             .await
-                            .map_err(|e| broke(t, &e.to_string()))?;
+                            .map_err(|e| failed(t, &e))?;
                         if n == 0 {
                             break;
                         }
@@ -279,7 +279,7 @@ impl Conn {
                 true,
             )),
             Ok(_) => Ok(()),
-            Err(e) => Err(broke(t, &e.to_string())),
+            Err(e) => Err(failed(t, &e)),
         }
     }
 
@@ -296,19 +296,20 @@ impl Conn {
         let len = match r.parse(&self.buf) {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => return Ok(None),
+            // A TLS port answers a plain request with a TLS alert record: every request in
+            // clear would be refused so, and the connector remembers it.
+            Err(e) if !t.url.tls && self.buf.first() == Some(&0x15) => {
+                let refusal = DriverError::refusal(
+                    &t.name,
+                    format!("it answered something that is not HTTP/1.1: {e} (it speaks TLS: use https://)"),
+                );
+                t.connector.refuse(&refusal);
+                return Err(refusal);
+            }
             Err(e) => {
                 return Err(DriverError::new(
                     ErrorClass::Connection,
-                    format!(
-                        "{} answered something that is not HTTP/1.1: {e}{}",
-                        t.name,
-                        // A TLS port answers a plain request with a TLS alert record.
-                        if !t.url.tls && self.buf.first() == Some(&0x15) {
-                            " (it speaks TLS: use https://)"
-                        } else {
-                            ""
-                        }
-                    ),
+                    format!("{} answered something that is not HTTP/1.1: {e}", t.name),
                     true,
                 ));
             }
@@ -436,6 +437,18 @@ async fn open(t: &Target) -> Result<Stream, DriverError> {
     t.connector
         .connect(&t.url.connect_to, t.connect_timeout)
         .await
+}
+
+/// A read or write that failed: the server refusing wlrun's certificate after the handshake
+/// (TLS 1.3) is a refusal the connector remembers, as a refused handshake is; anything else
+/// broke the connection.
+fn failed(t: &Target, e: &std::io::Error) -> DriverError {
+    if super::tls::certificate_refused(e) {
+        let refusal = DriverError::refusal(&t.name, e);
+        t.connector.refuse(&refusal);
+        return refusal;
+    }
+    broke(t, &e.to_string())
 }
 
 fn broke(t: &Target, why: &str) -> DriverError {

@@ -53,7 +53,10 @@ pub enum QueryErrorClass {
     HttpStatus,
     /// No answer within the endpoint's timeout.
     Timeout,
-    /// The connection could not be made or was lost.
+    /// The connection could not be made: refused, an unknown host, a password or a
+    /// certificate refused. Nothing reached the server's query path.
+    Connect,
+    /// The connection was lost (reset, closed, the session ended by the server).
     Connection,
     /// The client could not send the query (a bind that does not fit its parameter, ...).
     Client,
@@ -70,6 +73,7 @@ impl QueryErrorClass {
             QueryErrorClass::Sql => "sql",
             QueryErrorClass::HttpStatus => "http_status",
             QueryErrorClass::Timeout => "timeout",
+            QueryErrorClass::Connect => "connect",
             QueryErrorClass::Connection => "connection",
             QueryErrorClass::Client => "client",
             QueryErrorClass::Body => "body",
@@ -105,10 +109,12 @@ mod tests {
     #[test]
     fn error_class_names_are_serdes_own() {
         use QueryErrorClass::*;
-        for c in [Sql, HttpStatus, Timeout, Connection, Client, Body, Hook] {
+        for c in [
+            Sql, HttpStatus, Timeout, Connect, Connection, Client, Body, Hook,
+        ] {
             // A class added without a name here fails to compile below, not silently.
             match c {
-                Sql | HttpStatus | Timeout | Connection | Client | Body | Hook => {}
+                Sql | HttpStatus | Timeout | Connect | Connection | Client | Body | Hook => {}
             }
             let serde_name = serde_json::to_string(&c).unwrap();
             assert_eq!(serde_name, format!("\"{}\"", c.as_str()));

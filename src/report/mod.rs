@@ -9,6 +9,7 @@ pub mod findmax;
 pub mod freshness;
 pub mod html;
 pub mod merged;
+pub mod outcome;
 pub mod read;
 pub mod rebuild;
 pub mod render;
@@ -643,7 +644,8 @@ pub struct Accounting {
     pub scheduled: u64,
     /// Sent, but still unanswered when the phase ended (its duration plus the grace, or a stop).
     pub cut_off: u64,
-    /// Scheduled within the measured span, never sent: the client or the server fell behind.
+    /// Scheduled within the measured span, never sent: the client or the server fell behind,
+    /// or the workers stopped at a refused password or certificate.
     pub unsent: u64,
     /// Open loop: sent (ok + failed + cut off) over scheduled, a fraction; `null` in closed loop.
     pub achieved_rate: Option<f64>,

@@ -108,6 +108,10 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
             PhaseReport::Requests(r) => run_block(&label, "requests", r, request_lines),
             PhaseReport::NotRun { name, reason } => format!("{label}: {name}: not run: {reason}\n"),
         };
+        // Why the exit code is 3, not 1 (docs/language.md, "Exit codes").
+        if let Some(why) = phase.unmeasured() {
+            out += &format!("  could not measure: {why}\n");
+        }
     }
     out
 }

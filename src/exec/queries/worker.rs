@@ -146,7 +146,7 @@ impl Worker {
         connector: &Connector,
         checksums: bool,
     ) -> Result<(), QueryError> {
-        link.get(|| async move {
+        link.get(connector, || async move {
             let mut t = Transport::connect_via(endpoint, url, base_dir, connector).await?;
             if checksums {
                 t.set_checksums(true);
@@ -229,7 +229,13 @@ impl Worker {
                     self.link.conn = None;
                 }
             }
+            // Refused (a password, a certificate): this one failure says it; asking again per
+            // query would only be refused again. What is left of the order goes unsent.
+            let refused = self.link.refused();
             if record == Record::No {
+                if refused {
+                    break;
+                }
                 continue;
             }
             let stats = &mut self.stats[job.inst.query];
@@ -254,6 +260,9 @@ impl Worker {
                         until.abort.store(true, Ordering::Relaxed);
                     }
                 }
+            }
+            if refused {
+                break;
             }
         }
         self

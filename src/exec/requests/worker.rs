@@ -110,7 +110,7 @@ impl Worker {
         link: &'a mut Link<Conn>,
         shared: &Shared,
     ) -> Result<&'a mut Conn, QueryError> {
-        link.get(|| async {
+        link.get(&shared.connector, || async {
             match &shared.target {
                 Some(t) => http1::Conn::connect(t)
                     .await
@@ -438,9 +438,15 @@ impl Worker {
                 }
                 Err(e) => Err(e),
             };
+            // Refused (a password, a certificate): this one failure says it; asking again per
+            // request would only be refused again. What is left goes unsent.
+            let refused = self.link.refused();
             if !record {
                 if let Some(e) = failed_ahead {
                     self.fail(e, &ctl);
+                    break;
+                }
+                if refused {
                     break;
                 }
                 continue;
@@ -467,6 +473,9 @@ impl Worker {
             }
             if let Some(e) = failed_ahead {
                 self.fail(e, &ctl);
+                break;
+            }
+            if refused {
                 break;
             }
         }

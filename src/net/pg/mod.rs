@@ -361,6 +361,8 @@ pub(crate) async fn connect(
             }
         }
     }
+    // Every host refused who wlrun is: the next connect would be refused the same way.
+    let refused = !failures.is_empty() && failures.iter().all(|e| e.refused);
     let mut err = failures.pop().unwrap_or_else(|| {
         DriverError::connect(&name, "the URL names no host wlrun can connect to")
     });
@@ -368,6 +370,10 @@ pub(crate) async fn connect(
         // Each host's reason: the last one's error, the earlier ones in front of it.
         let earlier: Vec<String> = failures.into_iter().map(|e| e.message).collect();
         err.message = format!("{} (earlier hosts: {})", err.message, earlier.join("; "));
+    }
+    err.refused = refused;
+    if refused {
+        connector.refuse(&err);
     }
     Err(err)
 }
@@ -477,12 +483,21 @@ impl Attempt<'_> {
         }
     }
 
-    /// A start-up the server refused, with a hint where it wants TLS and got clear.
+    /// A start-up the server refused, with a hint where it wants TLS and got clear. A login
+    /// refused (SQLSTATE class 28: a password, a pg_hba.conf rule, a certificate the role
+    /// needs) or a certificate refused by an alert is a refusal (`DriverError::refused`).
     fn refused(&self, e: &tokio_postgres::Error, in_clear: bool) -> DriverError {
-        if let Some(why) = tls_alert(e, self.connector) {
-            return DriverError::connect(self.name, why);
+        if let Some((why, certificate)) = tls_alert(e, self.connector) {
+            return if certificate {
+                DriverError::refusal(self.name, why)
+            } else {
+                DriverError::connect(self.name, why)
+            };
         }
         let mut err = DriverError::connect(self.name, describe(e));
+        err.refused = e
+            .as_db_error()
+            .is_some_and(|db| db.code().code().starts_with("28"));
         let no_encryption = e.as_db_error().is_some_and(|db| {
             db.code() == &tokio_postgres::error::SqlState::INVALID_AUTHORIZATION_SPECIFICATION
                 && db.message().contains("no encryption")
@@ -507,15 +522,26 @@ impl Attempt<'_> {
 
 /// A TLS alert the server sent after the handshake, in words: under TLS 1.3 the server
 /// checks the client's certificate after the client considers the handshake done, so a
-/// refused certificate shows only at the first read of the start-up.
-fn tls_alert(e: &tokio_postgres::Error, connector: &Connector) -> Option<String> {
+/// refused certificate shows only at the first read of the start-up. With it, whether the
+/// alert refused a certificate (or asked for one), which another attempt would meet again.
+fn tls_alert(e: &tokio_postgres::Error, connector: &Connector) -> Option<(String, bool)> {
     use rustls::AlertDescription as A;
     let io = std::error::Error::source(e)?.downcast_ref::<std::io::Error>()?;
     let rustls::Error::AlertReceived(alert) = io.get_ref()?.downcast_ref::<rustls::Error>()? else {
         return None;
     };
     let client_cert = connector.setup().is_some_and(|s| s.client_cert);
-    Some(match alert {
+    let certificate = matches!(
+        alert,
+        A::UnknownCA
+            | A::BadCertificate
+            | A::CertificateUnknown
+            | A::AccessDenied
+            | A::CertificateExpired
+            | A::UnsupportedCertificate
+            | A::CertificateRequired
+    );
+    let why = match alert {
         A::UnknownCA
         | A::BadCertificate
         | A::CertificateUnknown
@@ -533,7 +559,8 @@ fn tls_alert(e: &tokio_postgres::Error, connector: &Connector) -> Option<String>
                                    `tls_key` (or the URL's sslcert and sslkey)"
             .to_string(),
         other => format!("the server ended the TLS session with the alert {other:?}"),
-    })
+    };
+    Some((why, certificate))
 }
 
 impl Opened {

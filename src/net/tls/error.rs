@@ -35,6 +35,28 @@ pub(crate) fn handshake_failure(e: &io::Error, cx: &Context<'_>) -> String {
     }
 }
 
+/// Whether a failed handshake was a certificate refused, either side's: wlrun did not trust
+/// the server's, or the server did not accept wlrun's (or wanted one). Another attempt with
+/// the same settings is refused the same way; a closed connection or a timeout may not be.
+pub(crate) fn refuses_certificate(e: &io::Error) -> bool {
+    use AlertDescription as A;
+    match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+        Some(rustls::Error::InvalidCertificate(_)) => true,
+        Some(rustls::Error::AlertReceived(alert)) => matches!(
+            alert,
+            A::BadCertificate
+                | A::UnsupportedCertificate
+                | A::CertificateRevoked
+                | A::CertificateExpired
+                | A::CertificateUnknown
+                | A::UnknownCA
+                | A::AccessDenied
+                | A::CertificateRequired
+        ),
+        _ => false,
+    }
+}
+
 /// An error read on a connection whose handshake had completed, in words when it is the
 /// server refusing the client's certificate: under TLS 1.3 the client has finished its side of
 /// the handshake before the server checks the certificate, so the refusal is an alert on the
@@ -56,7 +78,27 @@ pub(crate) fn after_handshake(e: io::Error) -> io::Error {
         }
         _ => return e,
     };
-    io::Error::new(e.kind(), why)
+    io::Error::new(e.kind(), CertificateRefused(why))
+}
+
+/// The server refused wlrun's certificate (or wanted one) after the handshake: the words
+/// `after_handshake` put in an I/O error, kept as their own type so that a client can tell
+/// this refusal from a connection that broke (`certificate_refused`).
+#[derive(Debug)]
+struct CertificateRefused(String);
+
+impl std::fmt::Display for CertificateRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CertificateRefused {}
+
+/// Whether a read failed because the server refused wlrun's certificate (`after_handshake`).
+pub(crate) fn certificate_refused(e: &io::Error) -> bool {
+    e.get_ref()
+        .is_some_and(|i| i.downcast_ref::<CertificateRefused>().is_some())
 }
 
 fn rustls_failure(e: &rustls::Error, cx: &Context<'_>) -> String {

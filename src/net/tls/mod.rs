@@ -14,6 +14,10 @@
 //! - `stream`: the counting `Wire` below TLS and the `Stream` every protocol reads and writes;
 //! - `stats`: the per-phase accumulator;
 //! - `error`: handshake failures a user can act on.
+//!
+//! A connector also remembers a refusal (`refuse`): once the server refused who wlrun is (a
+//! password, a certificate), every later connection through it fails at once with the same
+//! error, without a packet sent, instead of asking again per query.
 
 mod config;
 mod error;
@@ -21,7 +25,7 @@ mod options;
 mod stats;
 mod stream;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rustls::pki_types::ServerName;
@@ -31,6 +35,7 @@ use tokio_rustls::TlsConnector;
 
 use crate::net::error::{DriverError, ErrorClass};
 
+pub(crate) use error::certificate_refused;
 pub use options::{TlsOptions, Verify};
 pub use stats::{Negotiated, Summary};
 pub use stream::{Counters, Stream, Timed, Wire};
@@ -48,6 +53,8 @@ struct Inner {
     stats: Arc<stats::Stats>,
     /// Bytes over all connections made through this connector.
     totals: Arc<Counters>,
+    /// The refusal every later connection gets at once (`refuse`).
+    refusal: Mutex<Option<DriverError>>,
 }
 
 struct Secure {
@@ -89,6 +96,7 @@ impl Connector {
                 secure: None,
                 stats: Arc::new(stats::Stats::new()),
                 totals: Arc::default(),
+                refusal: Mutex::new(None),
             }),
         }
     }
@@ -139,6 +147,7 @@ impl Connector {
                 }),
                 stats: Arc::new(stats::Stats::new()),
                 totals: Arc::default(),
+                refusal: Mutex::new(None),
             }),
         })
     }
@@ -166,6 +175,9 @@ impl Connector {
     /// A TCP connection to `addr` (`host:port`), with Nagle off: every protocol here writes
     /// whole messages and then waits on them. Timed as the connection's connect step.
     pub async fn tcp(&self, addr: &str, timeout: Duration) -> Result<Wire<TcpStream>, DriverError> {
+        if let Some(e) = self.refusal() {
+            return Err(e);
+        }
         let started = Instant::now();
         let tcp = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
             Ok(Ok(s)) => s,
@@ -197,8 +209,27 @@ impl Connector {
             return Ok(Stream::Plain(wire));
         }
         let left = timeout.saturating_sub(started.elapsed());
-        let tls = self.handshake(wire, left).await?;
+        let tls = self.handshake(wire, left).await.inspect_err(|e| {
+            if e.refused {
+                self.refuse(e);
+            }
+        })?;
         Ok(Stream::Tls(Box::new(self.timed(tls))))
+    }
+
+    /// Remembers that the server refused who wlrun is (`e.refused`: a password, a
+    /// certificate): every later connection through this connector fails at once with `e`,
+    /// since the next attempt would be refused the same way. Called where a whole connect
+    /// failed (PostgreSQL tries its other hosts first).
+    pub fn refuse(&self, e: &DriverError) {
+        if let Ok(mut r) = self.inner.refusal.lock() {
+            r.get_or_insert_with(|| e.clone());
+        }
+    }
+
+    /// The refusal `refuse` remembered, if any.
+    pub fn refusal(&self) -> Option<DriverError> {
+        self.inner.refusal.lock().ok().and_then(|r| r.clone())
     }
 
     /// The TLS handshake over `wire` (which the caller may have used in clear first, as
@@ -230,10 +261,12 @@ impl Connector {
                     plain: s.plain_scheme,
                     client_cert: s.client_cert,
                 };
-                return Err(DriverError::connect(
-                    &self.inner.label,
-                    error::handshake_failure(&e, &cx),
-                ));
+                let why = error::handshake_failure(&e, &cx);
+                return Err(if error::refuses_certificate(&e) {
+                    DriverError::refusal(&self.inner.label, why)
+                } else {
+                    DriverError::connect(&self.inner.label, why)
+                });
             }
             Err(_) => {
                 return Err(DriverError::new(

@@ -147,7 +147,8 @@ impl Timeouts {
 /// A failure of the crate's shared clients (connecting, HTTP) in the query runner's classes.
 pub(crate) fn from_driver(e: DriverError) -> QueryError {
     let class = match e.class {
-        ErrorClass::Connect | ErrorClass::Connection => QueryErrorClass::Connection,
+        ErrorClass::Connect => QueryErrorClass::Connect,
+        ErrorClass::Connection => QueryErrorClass::Connection,
         ErrorClass::Timeout => QueryErrorClass::Timeout,
         ErrorClass::Encode => QueryErrorClass::Client,
         ErrorClass::Server => QueryErrorClass::HttpStatus,

@@ -8,6 +8,8 @@
 //!   with `start_with_tables`, knows which tables exist (QuestDB's "table does not exist").
 //! - `load`: HTTP request servers of known capacity.
 //! - `intake`: an ILP/HTTP ingest endpoint of known capacity in rows per second.
+//! - `refuse`: PostgreSQL-wire servers that refuse a password or offer an untrusted
+//!   certificate, counting the attempts and TLS handshakes a client made.
 //!
 //! Use with `#[path = "common/oracles/mod.rs"] mod oracles;` (std threads, 127.0.0.1, port 0).
 
@@ -16,3 +18,4 @@
 pub mod fresh;
 pub mod intake;
 pub mod load;
+pub mod refuse;

@@ -99,7 +99,7 @@ impl QwpTransport {
             let class = if e.timed_out {
                 QueryErrorClass::Timeout
             } else {
-                QueryErrorClass::Connection
+                QueryErrorClass::Connect
             };
             broken(class, format!("{name}: {e}"))
         })?;
