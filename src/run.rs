@@ -316,7 +316,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                     let which = report::shard::ShardReport {
                         index: spec.index,
                         count: spec.count,
-                        plan: plan_identity(&plan),
+                        plan: shard::plan_identity(&plan),
                         barrier: address.to_string(),
                         timeout_s: timeout.as_secs_f64(),
                         phases: Vec::new(),
@@ -345,7 +345,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                     Arc::new(exec::shards::ShardRun::new(
                         spec,
                         address,
-                        plan_identity(&plan),
+                        shard::plan_identity(&plan),
                         timeout,
                         stop,
                     ))
@@ -425,14 +425,6 @@ fn shard_flags(
     let timeout = shard::parse_timeout(&flags.barrier_timeout)
         .map_err(|e| format!("--barrier-timeout {e}"))?;
     Ok(Some((spec, address, timeout)))
-}
-
-/// The identity every shard of a run shares: the plan without the workload's path (each
-/// machine may keep the file elsewhere).
-fn plan_identity(plan: &plan::Plan) -> String {
-    let mut p = plan.clone();
-    p.workload.file = String::new();
-    shard::identity(&serde_json::to_vec(&p).expect("plan serializes"))
 }
 
 /// The shard's last line: which shard, and the start skew the barriers measured, or why the
