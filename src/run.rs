@@ -12,8 +12,8 @@ use clap::Parser;
 
 use crate::check::{self, Options};
 use crate::cli::{
-    Cli, Color, Command, Select, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED,
-    EXIT_USAGE,
+    Cli, Color, Command, Select, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK,
+    EXIT_TERMINATED, EXIT_USAGE,
 };
 use crate::diag::{self, Style};
 use crate::{compile, exec, lower, plan, report, shard};
@@ -198,8 +198,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             json,
             html,
             threshold,
+            allow_different,
         } => {
-            let c = match crate::compare::compare(&base, &new, threshold) {
+            let opts = crate::compare::Options {
+                threshold,
+                allow_different,
+            };
+            let c = match crate::compare::compare(&base, &new, opts) {
                 Ok(c) => c,
                 Err(e) => {
                     sayln!("wlrun compare: {e}");
@@ -214,10 +219,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 crate::compare::render::text(&c)
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
-            if c.regressions.is_empty() {
-                EXIT_OK
-            } else {
+            // A measured regression is the stronger news: it wins over what could not be
+            // tested.
+            if !c.regressions.is_empty() {
                 EXIT_FAILED
+            } else if !c.inconclusive.is_empty() {
+                EXIT_INCONCLUSIVE
+            } else {
+                EXIT_OK
             }
         }
         Command::Merge {
