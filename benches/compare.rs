@@ -21,6 +21,11 @@ use synthetic::{write_run, Synthetic};
 const WARMUP: usize = 3;
 const ITERATIONS: usize = 20;
 const BUDGET_MS: f64 = 200.0;
+/// A 5% gate; the synthetic runs carry no plan, so there is nothing to allow.
+const OPTIONS: wlrun::compare::Options = wlrun::compare::Options {
+    threshold: Some(0.05),
+    allow_different: false,
+};
 
 fn report(name: &str, samples: &[Duration]) {
     let (median, p90) = (percentile_ms(samples, 50.0), percentile_ms(samples, 90.0));
@@ -48,7 +53,7 @@ fn main() {
 
     let mut regressions = 0;
     let samples = time(WARMUP, ITERATIONS, || {
-        let c = wlrun::compare::compare(&base, &new, Some(0.05)).expect("the runs compare");
+        let c = wlrun::compare::compare(&base, &new, OPTIONS).expect("the runs compare");
         let text = wlrun::compare::render::text(&c);
         let json = serde_json::to_string_pretty(&c).expect("the comparison serializes");
         regressions = c.regressions.len();
@@ -97,7 +102,7 @@ fn main() {
     );
 
     let samples = time(WARMUP, ITERATIONS, || {
-        let c = wlrun::compare::compare(&base, &new, Some(0.05)).expect("the runs compare");
+        let c = wlrun::compare::compare(&base, &new, OPTIONS).expect("the runs compare");
         std::hint::black_box(wlrun::compare::html::page(&c));
     });
     report(&format!("compare --html {}x2 phases", s.cells), &samples);

@@ -38,8 +38,9 @@ Examples:
 
 Exit codes: 0 ok, 1 run failed or a threshold was exceeded (for `compare --threshold`: a
 significant regression beyond it), 2 usage error or workload diagnostics, 3 could not measure
-(a refused connection, password or certificate, an unknown host), 130 interrupted (Ctrl-C),
-143 stopped by SIGTERM.";
+(a refused connection, password or certificate, an unknown host), 4 `compare --threshold`
+inconclusive (a metric too short to test changed beyond it), 130 interrupted (Ctrl-C), 143
+stopped by SIGTERM.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -153,9 +154,14 @@ pub enum Command {
         #[arg(long)]
         html: bool,
         /// Exit 1 when a metric is significantly worse (alpha 5%) and its change is worse by
-        /// more than this: `5%` or `0.05`.
+        /// more than this: `5%` or `0.05`; exit 4 (inconclusive) when none is, but a metric
+        /// that could not be tested changed for the worse by more than this over the whole run.
         #[arg(long, value_name = "CHANGE", value_parser = parse_threshold)]
         threshold: Option<f64>,
+        /// Compare runs of different plans (params, cells, phases, seed), showing what differs;
+        /// without it they are refused (exit 2).
+        #[arg(long)]
+        allow_different: bool,
     },
     /// Merge the run directories of a sharded run's shards into one run directory.
     ///

@@ -12,8 +12,8 @@ use clap::Parser;
 
 use crate::check::{self, Options};
 use crate::cli::{
-    Cli, Color, Command, Select, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED,
-    EXIT_UNMEASURED, EXIT_USAGE,
+    Cli, Color, Command, Select, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK,
+    EXIT_TERMINATED, EXIT_UNMEASURED, EXIT_USAGE,
 };
 use crate::diag::{self, Style};
 use crate::report::outcome::Outcome;
@@ -199,8 +199,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             json,
             html,
             threshold,
+            allow_different,
         } => {
-            let c = match crate::compare::compare(&base, &new, threshold) {
+            let opts = crate::compare::Options {
+                threshold,
+                allow_different,
+            };
+            let c = match crate::compare::compare(&base, &new, opts) {
                 Ok(c) => c,
                 Err(e) => {
                     sayln!("wlrun compare: {e}");
@@ -215,10 +220,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 crate::compare::render::text(&c)
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
-            if c.regressions.is_empty() {
-                EXIT_OK
-            } else {
+            // A measured regression is the stronger news: it wins over what could not be
+            // tested.
+            if !c.regressions.is_empty() {
                 EXIT_FAILED
+            } else if !c.inconclusive.is_empty() {
+                EXIT_INCONCLUSIVE
+            } else {
+                EXIT_OK
             }
         }
         Command::Merge {
@@ -317,7 +326,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                     let which = report::shard::ShardReport {
                         index: spec.index,
                         count: spec.count,
-                        plan: plan_identity(&plan),
+                        plan: shard::plan_identity(&plan),
                         barrier: address.to_string(),
                         timeout_s: timeout.as_secs_f64(),
                         phases: Vec::new(),
@@ -346,7 +355,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                     Arc::new(exec::shards::ShardRun::new(
                         spec,
                         address,
-                        plan_identity(&plan),
+                        shard::plan_identity(&plan),
                         timeout,
                         stop,
                     ))
@@ -428,14 +437,6 @@ fn shard_flags(
     let timeout = shard::parse_timeout(&flags.barrier_timeout)
         .map_err(|e| format!("--barrier-timeout {e}"))?;
     Ok(Some((spec, address, timeout)))
-}
-
-/// The identity every shard of a run shares: the plan without the workload's path (each
-/// machine may keep the file elsewhere).
-fn plan_identity(plan: &plan::Plan) -> String {
-    let mut p = plan.clone();
-    p.workload.file = String::new();
-    shard::identity(&serde_json::to_vec(&p).expect("plan serializes"))
 }
 
 /// The shard's last line: which shard, and the start skew the barriers measured, or why the

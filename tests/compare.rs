@@ -1,16 +1,25 @@
 //! `wlrun compare` from outside: golden renders (terminal and JSON) of the two checked-in run
 //! directories under tests/golden/compare/ (tests/golden/compare/compare.wl says how they were
-//! made), the exit codes of `--threshold`, and the messages of bad input.
+//! made), the exit codes of `--threshold`, and the messages of bad input; then real runs
+//! against a server whose capacity the test sets (`oracles::load`, `Work::Serial`): a known
+//! drop found, a change too short to test made inconclusive, runs of different plans refused,
+//! a killed run compared.
 //!
 //! Update snapshots with `INSTA_UPDATE=always cargo test --test compare` and read every changed
 //! `.snap` before committing it.
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/oracles/mod.rs"]
+mod oracles;
 
 use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
 
 use cli::wlrun;
+use oracles::load::{LoadServer, Work};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const BASE: &str = "tests/golden/compare/base";
@@ -188,8 +197,14 @@ fn a_report_json_alone_is_compared_without_samples_and_says_why() {
     std::fs::copy(Path::new(ROOT).join(NEW).join("report.json"), &copy).unwrap();
     let copy = copy.display().to_string();
     let (code, text, err) = run(&["compare", BASE, &copy, "--threshold", "5%"]);
-    // Without samples nothing is significant: the threshold cannot fail.
-    assert_eq!(code, 0, "{err}");
+    // Without samples nothing is tested, so nothing fails; but queries/s is down by half over
+    // the whole run, and that is not a pass either.
+    assert_eq!(code, 4, "{err}\n{text}");
+    assert!(
+        text.contains("threshold 5%: inconclusive: ")
+            && text.contains("  workers=2 / explore / qps (queries/s): -52.3% over the whole run; no per-interval samples\n"),
+        "{text}"
+    );
     assert!(
         text.contains("is missing: compared without its per-interval samples"),
         "{text}"
@@ -229,5 +244,253 @@ fn phases_of_another_kind_or_name_are_reported_not_crashed_on() {
     assert!(
         out.contains("phases only in the new run: explore2"),
         "{out}"
+    );
+}
+
+/// The golden new run with its ingest's series gone: the ingest's metrics cannot be tested,
+/// and its batch p50 is up 11% over the whole run, while the queries are measured worse. The
+/// measured regression sets the exit code; the untested change is named beside it.
+#[test]
+fn a_measured_regression_wins_over_an_inconclusive_metric() {
+    let dir = tempfile::tempdir().unwrap();
+    let new = dir.path().join("new");
+    std::fs::create_dir_all(new.join("series")).unwrap();
+    let src = Path::new(ROOT).join(NEW);
+    std::fs::copy(src.join("report.json"), new.join("report.json")).unwrap();
+    for f in std::fs::read_dir(src.join("series")).unwrap() {
+        let f = f.unwrap();
+        if !f.file_name().to_string_lossy().contains("load") {
+            std::fs::copy(f.path(), new.join("series").join(f.file_name())).unwrap();
+        }
+    }
+    let new = new.display().to_string();
+    let (code, text, err) = run(&["compare", BASE, &new, "--threshold", "5%"]);
+    assert_eq!(code, 1, "{err}\n{text}");
+    assert!(text.contains("  workers=2 / explore / qps\n"), "{text}");
+    assert!(
+        text.contains(
+            "and 1 could not be tested and changed for the worse by more than it over the whole \
+             run:\n  workers=2 / load / batch_p50_us (batch p50): +11.3% over the whole run; no \
+             per-interval samples\n"
+        ),
+        "{text}"
+    );
+    let (_, json, _) = run(&["compare", BASE, &new, "--threshold", "5%", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        v["inconclusive"],
+        serde_json::json!(["workers=2 / load / batch_p50_us"])
+    );
+}
+
+/// The runs against the oracles measure rates: one at a time, so that another test's client
+/// does not share the cores with theirs.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// A closed-loop request run, one connection (`conns`), against the server on `SVC_PORT`: the
+/// port comes from the environment, so two runs against two servers run the same plan.
+fn requests_workload(stop: &str) -> String {
+    format!(
+        "workload w {{ seed 1 }}\nparam conns = 1\ntarget svc {{ http \"http://127.0.0.1:${{env(\"SVC_PORT\")}}\" {{ timeout 60s }} }}\nrun r {{\n  against svc.http\n  request GET \"/q\"\n  connections conns\n  {stop}\n}}\n"
+    )
+}
+
+/// `wlrun run w.wl --out NAME -q EXTRA` in `dir` against `server`: the exit code and what it
+/// printed.
+fn run_against(dir: &Path, name: &str, server: &LoadServer, extra: &[&str]) -> (i32, String) {
+    let url = server.url();
+    let port = url.rsplit(':').next().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .current_dir(dir)
+        .env("SVC_PORT", port)
+        .args(["run", "w.wl", "--out", name, "-q"])
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// `wlrun compare ARGS` in `dir`: exit code, standard output, standard error.
+fn compare_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let mut all = vec!["compare"];
+    all.extend_from_slice(args);
+    let out = wlrun(dir, &all);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The truth: a server serving one request at a time in 2 ms, then one taking 6 ms. One
+/// closed-loop connection gets at most 1/d answers a second, so the new run's throughput is a
+/// third of the base's, a little more when the client's own time per request counts (the
+/// ratio `(2 + o) / (6 + o)` for an overhead `o` of up to 2 ms stays under a half). At the
+/// default 1 s interval a 4-second run has four intervals measured over at least half their
+/// length (a 5-second run five or six): the issue's two 4-second runs were "too few samples".
+#[test]
+fn a_threefold_drop_between_two_4_second_runs_fails_the_gate_and_so_does_a_killed_run() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("w.wl"), requests_workload("duration 4s")).unwrap();
+    let fast = LoadServer::start(Work::Serial(Duration::from_millis(2)));
+    let slow = LoadServer::start(Work::Serial(Duration::from_millis(6)));
+    let (code, out) = run_against(d, "base", &fast, &[]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = run_against(d, "new", &slow, &[]);
+    assert_eq!(code, 0, "{out}");
+
+    let (code, text, err) = compare_in(d, &["base", "new", "--threshold", "5%"]);
+    eprintln!("{text}");
+    assert_eq!(code, 1, "{err}\n{text}");
+    assert!(
+        text.contains("significantly worse by more than it:\n  r / rps\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("plan: the same in both runs (sha256:"),
+        "{text}"
+    );
+    let (_, json, _) = compare_in(d, &["base", "new", "--threshold", "5%", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rps = &v["cells"][0]["phases"][0]["metrics"][0];
+    assert_eq!(rps["metric"], "rps", "{rps}");
+    assert_eq!(rps["verdict"], "worse", "{rps}");
+    let change = rps["test"]["change"].as_f64().unwrap();
+    let whole = rps["change"].as_f64().unwrap();
+    eprintln!(
+        "requests/s {} -> {} (whole run {whole:+.3}, per interval {change:+.3}; truth -0.667 \
+         without the client's overhead, above -0.5 with 2 ms of it); intervals {}/{}",
+        rps["base"], rps["new"], rps["base_samples"]["n"], rps["new_samples"]["n"]
+    );
+    for c in [change, whole] {
+        assert!((-0.68..=-0.5).contains(&c), "{c}: {rps}");
+    }
+    assert_eq!(v["plans"]["verdict"], "same");
+
+    // The base run as a SIGKILL leaves it: no report.json, its series and plan.json there.
+    let killed = d.join("killed");
+    std::fs::create_dir_all(killed.join("series")).unwrap();
+    std::fs::copy(d.join("base/plan.json"), killed.join("plan.json")).unwrap();
+    for f in std::fs::read_dir(d.join("base/series")).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), killed.join("series").join(f.file_name())).unwrap();
+    }
+    let (code, text, err) = compare_in(d, &["killed", "new", "--threshold", "5%"]);
+    assert_eq!(code, 1, "{err}\n{text}");
+    assert!(
+        text.contains("base: killed  (w from w.wl, seed 1, started ")
+            && text.contains(", killed: its report rebuilt from its time series)"),
+        "{text}"
+    );
+    assert!(text.contains("plan: the same in both runs\n"), "{text}");
+    assert!(text.contains("  r / rps\n"), "{text}");
+}
+
+/// Two runs too short for a test (one 2 s interval each at most) of the same two servers:
+/// three times slower over the whole run, so the gate cannot pass, and nothing measured says
+/// it failed.
+#[test]
+fn a_drop_too_short_to_test_is_inconclusive_never_a_pass() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("w.wl"), requests_workload("duration 1500ms")).unwrap();
+    let fast = LoadServer::start(Work::Serial(Duration::from_millis(2)));
+    let slow = LoadServer::start(Work::Serial(Duration::from_millis(6)));
+    for (name, server) in [("base", &fast), ("new", &slow)] {
+        let (code, out) = run_against(d, name, server, &["--interval", "2"]);
+        assert_eq!(code, 0, "{out}");
+    }
+    let (code, text, err) = compare_in(d, &["base", "new", "--threshold", "5%"]);
+    eprintln!("{text}");
+    assert_eq!(code, 4, "{err}\n{text}");
+    assert!(
+        text.contains(
+            "threshold 5%: inconclusive: no metric is significantly worse by more than it, but "
+        ),
+        "{text}"
+    );
+    assert!(text.contains("\n  r / rps (requests/s): -"), "{text}");
+    assert!(text.contains("inconclusive at the threshold"), "{text}");
+    let (code, json, _) = compare_in(d, &["base", "new", "--threshold", "5%", "--json"]);
+    assert_eq!(code, 4);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(v["regressions"].as_array().unwrap().is_empty(), "{v}");
+    let named: Vec<&str> = v["inconclusive"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    assert!(named.contains(&"r / rps"), "{named:?}");
+    // Without a threshold there is no gate to be inconclusive about.
+    let (code, _, err) = compare_in(d, &["base", "new"]);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// The same workload run with `--param conns=4` and without: the figures differ because the
+/// plans do, so compare refuses, saying what differs, unless told the difference is the point.
+#[test]
+fn runs_of_different_plans_are_refused_unless_allowed_and_the_difference_is_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("w.wl"), requests_workload("count 40")).unwrap();
+    let server = LoadServer::start(Work::Serial(Duration::from_millis(1)));
+    let (code, out) = run_against(d, "four", &server, &["--param", "conns=4"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = run_against(d, "one", &server, &[]);
+    assert_eq!(code, 0, "{out}");
+
+    let (code, text, err) = compare_in(d, &["four", "one", "--threshold", "5%"]);
+    assert_eq!(code, 2, "{text}{err}");
+    assert!(
+        err.contains(
+            "wlrun compare: four and one ran different plans, so their figures may differ for \
+             reasons no test tells from a regression:\n  param conns: 4 vs 1\n  phase r: \
+             workers: 4 vs 1\npass --allow-different to compare them anyway"
+        ),
+        "{err}"
+    );
+    assert!(text.is_empty(), "{text}");
+
+    let (code, text, err) = compare_in(d, &["four", "one", "--allow-different"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains(
+            "plans differ (compared with --allow-different):\n  param conns: 4 vs 1\n  phase r: \
+             workers: 4 vs 1\n"
+        ),
+        "{text}"
+    );
+    let (_, json, _) = compare_in(d, &["four", "one", "--allow-different", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["plans"]["verdict"], "different");
+    assert_ne!(v["plans"]["base"], v["plans"]["new"]);
+    // A run against itself is the same plan, digest and all.
+    let (code, text, err) = compare_in(d, &["one", "one/report.json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("plan: the same in both runs (sha256:"),
+        "{text}"
+    );
+
+    // report.json alone: no plan.json beside it, its digest still tells the plans apart.
+    std::fs::create_dir(d.join("alone")).unwrap();
+    std::fs::copy(d.join("four/report.json"), d.join("alone/report.json")).unwrap();
+    let (code, _, err) = compare_in(d, &["alone/report.json", "one"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("the plans' digests differ (sha256:")
+            && err.contains("what differs is not known"),
+        "{err}"
     );
 }

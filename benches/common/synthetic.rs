@@ -114,6 +114,7 @@ pub fn write_run(dir: &Path, s: &Synthetic) -> Report {
         workload: "synthetic".into(),
         file: "synthetic.wl".into(),
         seed: s.seed,
+        plan: None,
         started: "2026-12-01T00:00:00Z".into(),
         elapsed_s: (s.cells * 2 * s.intervals) as f64 * s.interval_ms as f64 / 1000.0,
         interrupted: false,

@@ -4,6 +4,7 @@
 //! confidence interval and the verdict in a table. Like the run's page it fetches nothing and
 //! runs no script; like the terminal table it never reads the clock.
 
+use super::plans::{PlanCheck, PlanVerdict};
 use super::render::{pct_plain, pct_signed, value};
 use super::{CellComparison, Comparison, MetricComparison, PhaseComparison, Unit, Verdict};
 use crate::report::html::svg::{self, Bars, Paint};
@@ -27,13 +28,14 @@ pub fn page(c: &Comparison) -> String {
             esc(&r.file),
             r.seed,
             esc(&r.started),
-            if r.interrupted {
-                " · <span class=\"warn\">interrupted</span>"
-            } else {
-                ""
+            match (r.killed, r.interrupted) {
+                (true, _) => " · <span class=\"warn\">killed: rebuilt from its time series</span>",
+                (false, true) => " · <span class=\"warn\">interrupted</span>",
+                _ => "",
             }
         );
     }
+    b += &plans(&c.plans);
     b += &format!(
         "<p class=\"meta\">Welch's t on per-interval means, sample sizes corrected for \
          autocorrelation, alpha {}, {:.0}% confidence intervals (docs/compare.md)</p>",
@@ -53,6 +55,27 @@ pub fn page(c: &Comparison) -> String {
         }
     }
     shell(&format!("wlrun compare: {}", c.base.workload), &b)
+}
+
+/// Whether both runs ran the same plan, or what differs.
+fn plans(p: &PlanCheck) -> String {
+    match p.verdict {
+        PlanVerdict::Same => "<p class=\"meta\">The same plan in both runs.</p>".into(),
+        PlanVerdict::Different => {
+            let mut out =
+                "<p class=\"warn\">The plans differ (compared with --allow-different):</p>\
+                           <ul class=\"msgs\">"
+                    .to_string();
+            for d in &p.differences {
+                out += &format!("<li>{}</li>", esc(d));
+            }
+            out + "</ul>"
+        }
+        PlanVerdict::Unknown => format!(
+            "<p class=\"warn\">{}</p>",
+            esc(p.note.as_deref().unwrap_or("plans not checked"))
+        ),
+    }
 }
 
 /// The headline: how many metrics went which way, and the threshold's verdict.
@@ -75,11 +98,22 @@ fn verdicts(c: &Comparison) -> String {
         count(Verdict::NoSamples),
     );
     if let Some(th) = c.threshold {
-        if c.regressions.is_empty() {
+        if c.regressions.is_empty() && c.inconclusive.is_empty() {
             out += &format!(
                 "<p class=\"ok\">Threshold {}: no metric is significantly worse by more than it.</p>",
                 pct_plain(th)
             );
+        } else if c.regressions.is_empty() {
+            out += &format!(
+                "<p class=\"warn\">Threshold {}: inconclusive: {} could not be tested and changed \
+                 for the worse by more than it over the whole run:</p><ul class=\"msgs\">",
+                pct_plain(th),
+                c.inconclusive.len()
+            );
+            for r in &c.inconclusive {
+                out += &format!("<li>{}</li>", esc(r));
+            }
+            out += "</ul>";
         } else {
             out += &format!(
                 "<p class=\"bad\">Threshold {}: {} significantly worse by more than it:</p>\
@@ -89,6 +123,9 @@ fn verdicts(c: &Comparison) -> String {
             );
             for r in &c.regressions {
                 out += &format!("<li>{}</li>", esc(r));
+            }
+            for r in &c.inconclusive {
+                out += &format!("<li>{} (not tested; worse over the whole run)</li>", esc(r));
             }
             out += "</ul>";
         }
@@ -213,6 +250,8 @@ fn table(p: &PhaseComparison) -> String {
             m.verdict.as_str(),
             if m.exceeds_threshold {
                 " · beyond the threshold"
+            } else if m.inconclusive {
+                " · inconclusive at the threshold"
             } else {
                 ""
             },

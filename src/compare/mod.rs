@@ -5,6 +5,7 @@
 //! docs/compare.md describes the method.
 
 pub mod html;
+pub mod plans;
 pub mod render;
 pub mod stats;
 
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::report::read::read_report;
+use crate::report::read::read_run;
 use crate::report::series::{self, Series, SeriesRef};
 use crate::report::{CellReport, IngestReport, Latency, PhaseReport, RateCounts, Report, Status};
 
@@ -25,6 +26,9 @@ pub struct Comparison {
     pub alpha: f64,
     /// `--threshold` as a fraction (5% is 0.05); `None` without it.
     pub threshold: Option<f64>,
+    /// Whether both runs ran the same plan; runs of different plans are compared only with
+    /// `--allow-different`, and then this says what differs.
+    pub plans: plans::PlanCheck,
     /// Cells in both runs, in the base run's order.
     pub cells: Vec<CellComparison>,
     /// Keys of the cells only one run has, in that run's order.
@@ -35,6 +39,11 @@ pub struct Comparison {
     /// only cell's key is empty); `wlrun compare` exits 1 when this is not empty. Always
     /// empty without `--threshold`.
     pub regressions: Vec<String>,
+    /// With `--threshold`: every metric that could not be tested (too few or no per-interval
+    /// samples) and whose whole-run change is worse by more than the threshold, named as in
+    /// `regressions`; with none in `regressions`, `wlrun compare` exits 4 (inconclusive) when
+    /// this is not empty. Always empty without `--threshold`.
+    pub inconclusive: Vec<String>,
 }
 
 /// Which run a side of the comparison is.
@@ -48,6 +57,8 @@ pub struct RunInfo {
     /// RFC 3339 UTC, when the run started (from its report).
     pub started: String,
     pub interrupted: bool,
+    /// The run was killed (no report.json): its report was rebuilt from its time series.
+    pub killed: bool,
 }
 
 /// One cell both runs have.
@@ -110,6 +121,9 @@ pub struct MetricComparison {
     pub verdict: Verdict,
     /// With `--threshold`: significantly worse and `test.change` worse by more than it.
     pub exceeds_threshold: bool,
+    /// With `--threshold`: not tested (`too few samples`, `no per-interval samples`) and the
+    /// whole-run `change` worse by more than it: the comparison cannot pass on this metric.
+    pub inconclusive: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -200,12 +214,39 @@ pub struct ShownValue {
 /// The significance level of every test.
 pub const ALPHA: f64 = 0.05;
 
-/// Reads both runs (a run directory or a report.json each) and compares them. `Err` when a
-/// path is not a report this wlrun reads, or a series it names does not parse.
-pub fn compare(base: &Path, new: &Path, threshold: Option<f64>) -> Result<Comparison, String> {
-    let (b, _) = read_report(base)?;
-    let (n, _) = read_report(new)?;
+/// How `compare` judges: `--threshold` and `--allow-different`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    pub threshold: Option<f64>,
+    /// Compare runs of different plans, saying what differs, rather than refuse them.
+    pub allow_different: bool,
+}
+
+/// Reads both runs (a run directory, a killed run's directory, or a report.json each) and
+/// compares them. `Err` when a path is not a report this wlrun reads, a series it names does
+/// not parse, or the runs ran different plans without `allow_different`.
+pub fn compare(base: &Path, new: &Path, opts: Options) -> Result<Comparison, String> {
+    let threshold = opts.threshold;
+    let (rb, rn) = (read_run(base)?, read_run(new)?);
+    let (b, n) = (&rb.report, &rn.report);
     let runs = [Run { dir: run_dir(base) }, Run { dir: run_dir(new) }];
+    let plans = plans::check(
+        &plans::plan_of(&runs[0].dir, b.plan.clone()),
+        &plans::plan_of(&runs[1].dir, n.plan.clone()),
+    );
+    if plans.verdict == plans::PlanVerdict::Different && !opts.allow_different {
+        return Err(format!(
+            "{} and {} ran different plans, so their figures may differ for reasons no test \
+             tells from a regression:\n{}pass --allow-different to compare them anyway",
+            base.display(),
+            new.display(),
+            plans
+                .differences
+                .iter()
+                .map(|d| format!("  {d}\n"))
+                .collect::<String>()
+        ));
+    }
     let mut cells = Vec::new();
     for cb in &b.cells {
         if let Some(cn) = n.cells.iter().find(|c| c.key == cb.key) {
@@ -219,31 +260,42 @@ pub fn compare(base: &Path, new: &Path, threshold: Option<f64>) -> Result<Compar
             .map(|c| c.key.clone())
             .collect()
     };
-    let regressions = cells
-        .iter()
-        .flat_map(|c: &CellComparison| {
-            c.phases.iter().flat_map(move |p| {
-                p.metrics
-                    .iter()
-                    .filter(|m| m.exceeds_threshold)
-                    .map(move |m| match c.key.as_str() {
-                        // A workload without a matrix has one cell, with an empty key.
-                        "" => format!("{} / {}", p.name, m.metric),
-                        key => format!("{key} / {} / {}", p.name, m.metric),
-                    })
-            })
-        })
-        .collect();
+    let regressions = named(&cells, |m| m.exceeds_threshold);
+    let inconclusive = named(&cells, |m| m.inconclusive);
     Ok(Comparison {
-        base: info(base, &b),
-        new: info(new, &n),
+        base: info(base, b, rb.rebuilt.is_some()),
+        new: info(new, n, rn.rebuilt.is_some()),
         alpha: ALPHA,
         threshold,
+        plans,
         cells,
-        only_in_base: only(&b, &n),
-        only_in_new: only(&n, &b),
+        only_in_base: only(b, n),
+        only_in_new: only(n, b),
         regressions,
+        inconclusive,
     })
+}
+
+/// The metrics `pick` takes, as `cell key / phase / metric`.
+fn named(cells: &[CellComparison], pick: fn(&MetricComparison) -> bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in cells {
+        for p in &c.phases {
+            for m in p.metrics.iter().filter(|m| pick(m)) {
+                out.push(metric_name(&c.key, &p.name, &m.metric));
+            }
+        }
+    }
+    out
+}
+
+/// `cell key / phase / metric`, or `phase / metric` for a workload without a matrix (its one
+/// cell's key is empty).
+pub fn metric_name(key: &str, phase: &str, metric: &str) -> String {
+    match key {
+        "" => format!("{phase} / {metric}"),
+        key => format!("{key} / {phase} / {metric}"),
+    }
 }
 
 /// A run read back: the directory its series paths are relative to.
@@ -259,7 +311,7 @@ fn run_dir(path: &Path) -> PathBuf {
     }
 }
 
-fn info(path: &Path, r: &Report) -> RunInfo {
+fn info(path: &Path, r: &Report, killed: bool) -> RunInfo {
     RunInfo {
         path: path.display().to_string(),
         workload: r.workload.clone(),
@@ -267,6 +319,7 @@ fn info(path: &Path, r: &Report) -> RunInfo {
         seed: r.seed,
         started: r.started.clone(),
         interrupted: r.interrupted,
+        killed,
     }
 }
 
@@ -430,6 +483,13 @@ fn metric(spec: Spec, b: Figure, n: Figure, threshold: Option<f64>) -> MetricCom
         (Some(x), Some(y)) if x != 0.0 => Some(y / x - 1.0),
         _ => None,
     };
+    // What the test could not judge, the whole-run figures still show: a change beyond the
+    // threshold there is not a pass, whatever the samples could not say.
+    let untested = matches!(verdict, Verdict::TooFewSamples | Verdict::NoSamples);
+    let inconclusive = match (threshold, change) {
+        (Some(th), Some(c)) => untested && stats::worse_change(c, spec.better) > th,
+        _ => false,
+    };
     MetricComparison {
         metric: spec.metric.to_string(),
         label: spec.label,
@@ -443,6 +503,7 @@ fn metric(spec: Spec, b: Figure, n: Figure, threshold: Option<f64>) -> MetricCom
         test,
         verdict,
         exceeds_threshold,
+        inconclusive,
     }
 }
 

@@ -3,7 +3,10 @@
 //! with its confidence interval, the sample sizes and the verdict. Nothing here reads the
 //! clock: the same two runs render the same text.
 
-use super::{CellComparison, Comparison, MetricComparison, PhaseComparison, RunInfo, Unit};
+use super::plans::{short, PlanCheck, PlanVerdict};
+use super::{
+    metric_name, CellComparison, Comparison, MetricComparison, PhaseComparison, RunInfo, Unit,
+};
 use crate::plan::thousands;
 use crate::report::render::fmt_latency;
 
@@ -12,6 +15,7 @@ pub fn text(c: &Comparison) -> String {
     let mut out = String::new();
     out += &run_line("base", &c.base);
     out += &run_line("new ", &c.new);
+    out += &plans_text(&c.plans);
     out += &format!(
         "tests: Welch's t on per-interval means, effective sample sizes for autocorrelation, \
          alpha {}, {:.0}% confidence intervals\n",
@@ -45,8 +49,30 @@ fn run_line(side: &str, r: &RunInfo) -> String {
         r.file,
         r.seed,
         r.started,
-        if r.interrupted { ", interrupted" } else { "" }
+        match (r.killed, r.interrupted) {
+            (true, _) => ", killed: its report rebuilt from its time series",
+            (false, true) => ", interrupted",
+            _ => "",
+        }
     )
+}
+
+/// Whether both ran the same plan: a line, or what differs.
+fn plans_text(p: &PlanCheck) -> String {
+    match p.verdict {
+        PlanVerdict::Same => match &p.base {
+            Some(d) => format!("plan: the same in both runs ({})\n", short(d)),
+            None => "plan: the same in both runs\n".into(),
+        },
+        PlanVerdict::Different => {
+            let mut out = "plans differ (compared with --allow-different):\n".to_string();
+            for d in &p.differences {
+                out += &format!("  {d}\n");
+            }
+            out
+        }
+        PlanVerdict::Unknown => format!("{}\n", p.note.as_deref().unwrap_or("plans not checked")),
+    }
 }
 
 fn cell_text(c: &CellComparison) -> String {
@@ -144,6 +170,9 @@ fn metric_row(m: &MetricComparison) -> Vec<String> {
     if m.exceeds_threshold {
         verdict += ", beyond the threshold";
     }
+    if m.inconclusive {
+        verdict += ", inconclusive at the threshold";
+    }
     vec![
         m.label.clone(),
         v(m.base),
@@ -175,11 +204,20 @@ fn summary(c: &Comparison) -> String {
         count(NoSamples),
     );
     if let Some(th) = c.threshold {
-        if c.regressions.is_empty() {
+        if c.regressions.is_empty() && c.inconclusive.is_empty() {
             out += &format!(
                 "threshold {}: no metric is significantly worse by more than it\n",
                 pct_plain(th)
             );
+        } else if c.regressions.is_empty() {
+            out += &format!(
+                "threshold {}: inconclusive: no metric is significantly worse by more than it, \
+                 but {} could not be tested and changed for the worse by more than it over the \
+                 whole run:\n",
+                pct_plain(th),
+                c.inconclusive.len(),
+            );
+            out += &inconclusive_lines(c);
         } else {
             out += &format!(
                 "threshold {}: {} significantly worse by more than it:\n",
@@ -188,6 +226,37 @@ fn summary(c: &Comparison) -> String {
             );
             for r in &c.regressions {
                 out += &format!("  {r}\n");
+            }
+            if !c.inconclusive.is_empty() {
+                out += &format!(
+                    "and {} could not be tested and changed for the worse by more than it over \
+                     the whole run:\n",
+                    c.inconclusive.len()
+                );
+                out += &inconclusive_lines(c);
+            }
+        }
+    }
+    out
+}
+
+/// Each inconclusive metric, named, with its whole-run change and why it was not tested.
+fn inconclusive_lines(c: &Comparison) -> String {
+    let mut out = String::new();
+    for cell in &c.cells {
+        for p in &cell.phases {
+            for m in p.metrics.iter().filter(|m| m.inconclusive) {
+                let sizes = match (&m.base_samples, &m.new_samples) {
+                    (Some(b), Some(n)) => format!(", {}/{} intervals", b.n, n.n),
+                    _ => String::new(),
+                };
+                out += &format!(
+                    "  {} ({}): {} over the whole run; {}{sizes}\n",
+                    metric_name(&cell.key, &p.name, &m.metric),
+                    m.label,
+                    m.change.map_or("-".into(), pct_signed),
+                    m.verdict.as_str(),
+                );
             }
         }
     }

@@ -11,8 +11,12 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::{Better, Samples, Test, Verdict};
 
-/// Fewer intervals than this are not a sample to test.
-pub const MIN_SAMPLES: usize = 5;
+/// Fewer intervals than this are not a sample to test. Three is the least a standard deviation
+/// and a t-test with a degree of freedom or more can be had from: a 5-second run at the default
+/// 1 s interval has four or five, and a threefold drop between two of them is plain to see;
+/// the t distribution's wide tails at so few degrees of freedom keep a same-vs-same pair from
+/// being flagged more often than alpha.
+pub const MIN_SAMPLES: usize = 3;
 
 /// Below this effective size a standard deviation says nothing (and Welch's degrees of freedom
 /// would be under 1).
@@ -144,9 +148,15 @@ pub fn verdict(test: &Test, better: Better, alpha: f64) -> Verdict {
 
 /// How much worse the point estimate is, as a fraction (negative when it is better).
 pub fn worse_by(test: &Test, better: Better) -> f64 {
+    worse_change(test.change, better)
+}
+
+/// How much worse a relative change `new / base - 1` is, as a fraction (negative when it is
+/// better).
+pub fn worse_change(change: f64, better: Better) -> f64 {
     match better {
-        Better::Higher => -test.change,
-        Better::Lower => test.change,
+        Better::Higher => -change,
+        Better::Lower => change,
     }
 }
 
@@ -236,6 +246,49 @@ mod tests {
         assert!(flags <= 16, "{flags} of 200 flagged at alpha = 5%");
     }
 
+    /// A gate must not fail a build for nothing: pairs drawn from one distribution are flagged
+    /// at most alpha of the time, at every length a run gives, from the three intervals of a
+    /// short run (where the t distribution's tails, not the data, keep the test honest) to
+    /// the sixty of a minute.
+    #[test]
+    fn same_vs_same_pairs_are_flagged_at_most_alpha_at_every_length() {
+        let mut rng = Rng(29);
+        for n in [3, 4, 5, 8, 20, 60] {
+            let pairs = 400;
+            let flags = (0..pairs)
+                .filter(|_| {
+                    let base = white(&mut rng, n, 500.0, 25.0);
+                    let new = white(&mut rng, n, 500.0, 25.0);
+                    flagged(&base, &new)
+                })
+                .count();
+            eprintln!("{n} intervals: {flags} of {pairs} same-vs-same pairs flagged");
+            assert!(
+                flags * 20 <= pairs,
+                "{n} intervals: {flags} of {pairs} flagged at alpha = 5%"
+            );
+        }
+    }
+
+    /// A 5-second run at the default 1 s interval has four or five intervals whose rate is a
+    /// sample; a threefold drop between two such runs is found with three of them.
+    #[test]
+    fn a_threefold_drop_over_a_few_intervals_is_worse() {
+        let mut rng = Rng(5);
+        for n in [3, 4, 5] {
+            let base = white(&mut rng, n, 480.0, 15.0);
+            let new = white(&mut rng, n, 160.0, 5.0);
+            let (b, s) = (samples(&base).unwrap(), samples(&new).unwrap());
+            let t = welch(&b, &s, 0.05).unwrap_or_else(|| panic!("{n} intervals not tested"));
+            assert_eq!(
+                verdict(&t, Better::Higher, 0.05),
+                Verdict::Worse,
+                "{n}: {t:?}"
+            );
+            assert!(worse_by(&t, Better::Higher) > 0.6, "{n}: {t:?}");
+        }
+    }
+
     #[test]
     fn an_autocorrelated_series_is_not_surer_than_its_effective_size_allows() {
         let mut rng = Rng(11);
@@ -273,7 +326,7 @@ mod tests {
 
     #[test]
     fn too_few_samples_and_constant_runs() {
-        let few = samples(&[1.0, 2.0, 3.0]).unwrap();
+        let few = samples(&[1.0, 2.0]).unwrap();
         let many = samples(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
         assert!(welch(&few, &many, 0.05).is_none());
         let a = samples(&[100.0; 10]).unwrap();

@@ -111,6 +111,7 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
                 workload: plan.workload.name.clone(),
                 file: plan.workload.file.clone(),
                 seed: env.seed,
+                plan: Some(crate::shard::plan_identity(plan)),
                 started: rfc3339(started_wall),
                 elapsed_s: 0.0,
                 interrupted: false,
@@ -199,6 +200,7 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
         workload: plan.workload.name.clone(),
         file: plan.workload.file.clone(),
         seed: env.seed,
+        plan: Some(crate::shard::plan_identity(plan)),
         started: rfc3339(started_wall),
         elapsed_s: started.elapsed().as_secs_f64(),
         // A shard that stopped because another was lost failed; nobody interrupted it.

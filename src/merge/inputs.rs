@@ -78,6 +78,7 @@ fn empty_report(dir: &Path) -> Report {
         workload: w["name"].as_str().unwrap_or_default().to_string(),
         file: w["file"].as_str().unwrap_or_default().to_string(),
         seed: w["seed"].as_u64().unwrap_or_default(),
+        plan: None,
         started: String::new(),
         elapsed_s: 0.0,
         interrupted: true,

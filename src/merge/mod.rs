@@ -131,6 +131,7 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Merged, String> {
         workload: first.map(|r| r.workload.clone()).unwrap_or_default(),
         file: first.map(|r| r.file.clone()).unwrap_or_default(),
         seed: checked.seed,
+        plan: Some(checked.plan.clone()),
         started,
         elapsed_s,
         interrupted: checked.merged.iter().any(|s| s.report.interrupted),

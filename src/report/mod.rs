@@ -62,6 +62,11 @@ pub struct Report {
     pub workload: String,
     pub file: String,
     pub seed: u64,
+    /// `sha256:` of the plan that ran, as `shard.plan` (every cell's params and phases, the
+    /// seed; not the workload's path): what tells `wlrun compare` whether two runs ran the
+    /// same plan. Absent from a format 2 report and from a killed run's rebuilt one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
     /// RFC 3339 UTC, when the run started.
     pub started: String,
     pub elapsed_s: f64,

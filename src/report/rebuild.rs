@@ -82,6 +82,8 @@ pub fn rebuild(dir: &Path) -> Result<Report, String> {
         workload: workload["name"].as_str().unwrap_or_default().to_string(),
         file: workload["file"].as_str().unwrap_or_default().to_string(),
         seed: workload["seed"].as_u64().unwrap_or_default(),
+        // plan.json beside it says what ran; `compare` reads it there.
+        plan: None,
         started,
         elapsed_s: last_ms.saturating_sub(first_ms) as f64 / 1000.0,
         interrupted: true,

@@ -252,6 +252,7 @@ pub(super) fn report() -> Report {
         workload: "w".into(),
         file: "w.wl".into(),
         seed: 1,
+        plan: None,
         started: "2026-01-01T00:00:00Z".into(),
         elapsed_s: 4.0,
         interrupted: false,

@@ -193,6 +193,15 @@ pub fn identity(plan_json: &[u8]) -> String {
     out
 }
 
+/// The identity of a plan: `identity` of the plan as JSON without the workload's path (each
+/// machine may keep the file elsewhere). Every shard of a run shares it, and report.json
+/// carries it (`plan`), so that `wlrun compare` knows whether two runs ran the same plan.
+pub fn plan_identity(plan: &crate::plan::Plan) -> String {
+    let mut p = plan.clone();
+    p.workload.file = String::new();
+    identity(&serde_json::to_vec(&p).expect("plan serializes"))
+}
+
 /// `120 s`, `1.5 s`.
 fn fmt_secs(d: Duration) -> String {
     let s = d.as_secs_f64();

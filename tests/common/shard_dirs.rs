@@ -170,6 +170,7 @@ pub fn write_shard(dir: &Path, s: &Spec) -> Report {
         workload: "sharded".into(),
         file: "w.wl".into(),
         seed: s.seed,
+        plan: Some(s.plan.clone()),
         started: format!("2026-12-01T00:00:0{}Z", s.index.min(9)),
         elapsed_s: 5.0,
         interrupted: false,
