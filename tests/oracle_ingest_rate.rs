@@ -53,6 +53,10 @@ fn big_batches_on_a_server_that_keeps_up_report_the_rate_asked() {
     let (code, r, err) = cli::run_json_in(dir.path(), &wl, &[]);
     assert_eq!(code, 0, "{err}");
     let p = ingest(&r);
+    eprintln!(
+        "batches of 2,500 at 5,000/s by count: {} rows/s over {} s",
+        p["rows_per_s"], p["elapsed_s"]
+    );
     assert_eq!(server.rows(), 20_000);
     assert_eq!(p["rows_acked"], 20_000);
     assert!(within(f(&p["rows_per_s"]), 5_000.0, 0.02), "{p}");
@@ -73,6 +77,10 @@ fn big_batches_over_a_duration_report_the_rate_asked() {
     let (code, r, err) = cli::run_json_in(dir.path(), &wl, &[]);
     assert_eq!(code, 0, "{err}");
     let p = ingest(&r);
+    eprintln!(
+        "batches of 2,500 at 5,000/s for 3 s: {} rows/s over {} s",
+        p["rows_per_s"], p["elapsed_s"]
+    );
     assert_eq!(p["rows_acked"], 15_000, "{p}");
     assert!(within(f(&p["rows_per_s"]), 5_000.0, 0.02), "{p}");
 }
@@ -93,6 +101,10 @@ fn a_server_slower_than_the_target_reports_its_capacity() {
     assert_eq!(server.rows(), 10_000, "{err}");
     assert_eq!(p["rows_acked"], 10_000, "{p}");
     let rate = f(&p["rows_per_s"]);
+    eprintln!(
+        "capacity {capacity} rows/s asked 5,000/s: {rate} rows/s, batch p50 {} us",
+        p["batch_latency"]["p50_us"]
+    );
     assert!(within(rate, capacity, 0.02), "{rate} vs {capacity}: {p}");
     // Each batch of 500 rows takes the server 500 / 2,500 s; a batch waits for none before it
     // (one connection sends the next after the answer).
