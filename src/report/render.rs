@@ -582,7 +582,10 @@ fn error_classes(errors: &std::collections::BTreeMap<String, super::ErrorCount>)
 /// What a run prints on the terminal, in one text: each cell's lines as it finished (standard
 /// error during a run), then the final table (standard output).
 pub fn run_text(report: &Report) -> String {
-    let mut text = String::new();
+    let mut text = report
+        .environment
+        .as_ref()
+        .map_or_else(String::new, |e| e.lines());
     for cell in &report.cells {
         text += &cell_lines(cell, report.cells.len());
     }
