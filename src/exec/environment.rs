@@ -10,9 +10,11 @@ use crate::client::pg::PgClient;
 use crate::plan::{EndpointPlan, Phase, Plan};
 use crate::report::environment::{Environment, ServerVersion};
 
-/// How long a server has to connect and say its version: a header is not worth a run's
-/// first seconds, and a server that slow will say more in the figures.
-const ASK_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a server has to connect and say its version, all servers at once: a server that
+/// accepts and never answers delays the run by this much, and a header is not worth more (a
+/// server that slow will say more in the figures). A TLS login and a query take a few round
+/// trips: well under this across a continent.
+const ASK_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The environment before the run: everything but `load_average_end`. `ask` false (`wlrun run
 /// --no-server-versions`) opens no connection, so a server sees only the run's own.
