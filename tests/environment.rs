@@ -7,6 +7,8 @@
 mod cli;
 #[path = "common/http_server.rs"]
 mod http_server;
+#[path = "common/oracles/mod.rs"]
+mod oracles;
 #[path = "common/servers.rs"]
 mod servers;
 
@@ -285,4 +287,23 @@ fn a_server_that_cannot_be_asked_leaves_its_version_out_and_the_run_goes_on() {
     assert_ne!(run.code, 0, "{}", run.printed());
     let asked = asked_of(&run.report["environment"], "qdb.http");
     assert_eq!(asked, &json!({"target": "qdb", "endpoint": "http"}));
+}
+
+#[test]
+fn a_line_protocol_ingest_asks_the_sql_endpoint_of_its_count() {
+    // ILP over HTTP in, counts over the target's /exec: only the latter takes SQL.
+    let server = oracles::fresh::FreshServer::start(std::time::Duration::ZERO, 0);
+    let text = format!(
+        "{}{}\ningest load {{\n  into fake via ilp_http\n  rows s limit 200\n  batch 100 rows\n  \
+         verify visible within 10s\n}}\n",
+        oracles::fresh::SCHEMA,
+        server.target()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_out(dir.path(), &text, &["--quiet"]);
+    assert_eq!(run.code, 0, "{}", run.printed());
+    assert_eq!(
+        run.report["environment"]["servers"],
+        json!([{"target": "fake", "endpoint": "http", "version": oracles::fresh::BUILD}])
+    );
 }
