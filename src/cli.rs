@@ -214,6 +214,10 @@ pub enum Command {
         /// `stop after 1 error` in each would (pgbench's and k6's fail-fast).
         #[arg(long)]
         fail_fast: bool,
+        /// Do not connect to each SQL endpoint before the run to ask its server's version for
+        /// the report's `environment` (a server then sees only the run's own connections).
+        #[arg(long)]
+        no_server_versions: bool,
         /// With --out: the length of the time series' intervals, seconds (aligned to the wall
         /// clock: a 1 s interval starts on a whole second).
         #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]

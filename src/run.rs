@@ -274,6 +274,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             quiet,
             max_error_rate,
             fail_fast,
+            no_server_versions,
             interval,
             shards,
             select,
@@ -361,9 +362,17 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                     ))
                 }),
             };
+            let environment = exec::environment::gather(&plan, !no_server_versions);
+            if !quiet {
+                say!("{}", environment.lines());
+            }
             let total = plan.cells.len();
-            let report = exec::run_plan(&plan, &env, |cell| {
+            let mut report = exec::run_plan(&plan, &env, |cell| {
                 say!("{}", report::render::cell_lines(cell, total));
+            });
+            report.environment = Some(report::environment::Environment {
+                load_average_end: exec::environment::load_average(),
+                ..environment
             });
             let text = if json {
                 serde_json::to_string_pretty(&report).expect("the report serializes") + "\n"

@@ -139,8 +139,8 @@ fn assert_stopped_run_kept(dir: &Path, stdout: &str, err: &str) {
 }
 
 /// `wlrun report` needs neither the workload nor a server: a finished run's directory prints
-/// what the run printed (each cell's lines, then the table), and `--json` gives report.json
-/// back byte for byte.
+/// what the run printed (the environment's header, each cell's lines, then the table), and
+/// `--json` gives report.json back byte for byte.
 #[test]
 fn a_finished_run_re_renders_from_its_directory_alone() {
     let dir = tempfile::tempdir().unwrap();
@@ -162,7 +162,23 @@ fn a_finished_run_re_renders_from_its_directory_alone() {
         .map(|l| format!("{l}\n"))
         .collect();
     let printed = cells + &String::from_utf8_lossy(&run.stdout);
-    assert_eq!(String::from_utf8_lossy(&again.stdout), printed);
+    // Then what the run printed, after the environment's header (`--quiet` left it out of the
+    // run's output; the re-render has it with the load at the end too).
+    let again = String::from_utf8_lossy(&again.stdout);
+    let header = again
+        .lines()
+        .take_while(|l| l.starts_with("wlrun ") || l.starts_with("  server "))
+        .count();
+    assert!(
+        again.starts_with(&format!("wlrun {}", env!("CARGO_PKG_VERSION"))) && header >= 1,
+        "{again}"
+    );
+    let rest: String = again
+        .lines()
+        .skip(header)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(rest, printed);
 
     let json = wlrun(dir.path(), &["report", "res/report.json", "--json"]);
     assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));

@@ -119,6 +119,7 @@ pub fn write_run(dir: &Path, s: &Synthetic) -> Report {
         elapsed_s: (s.cells * 2 * s.intervals) as f64 * s.interval_ms as f64 / 1000.0,
         interrupted: false,
         signal: None,
+        environment: None,
         cells,
         shard: None,
         merged: None,

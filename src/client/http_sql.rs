@@ -102,6 +102,16 @@ impl HttpSql {
         json_count(value).map_err(fail)
     }
 
+    /// Runs a query and returns its first row's first value as text (a string as is, another
+    /// value as JSON), or `None` when the answer has no rows: `SELECT build()` and the like.
+    pub async fn text(&mut self, sql: &str) -> Result<Option<String>, DriverError> {
+        let answer = self.run(sql).await?;
+        Ok(first_value(&answer).map(|v| match v {
+            Json::String(s) => s.clone(),
+            other => other.to_string(),
+        }))
+    }
+
     async fn run(&mut self, sql: &str) -> Result<Json, DriverError> {
         match self.answer(sql).await? {
             Answer::Json(j) => Ok(j),
@@ -164,6 +174,17 @@ enum Answer {
     NoTable(DriverError),
 }
 
+/// The first row's first value of a query's answer.
+fn first_value(answer: &Json) -> Option<&Json> {
+    answer
+        .get("dataset")?
+        .as_array()?
+        .first()?
+        .as_array()?
+        .first()
+        .filter(|v| !v.is_null())
+}
+
 fn reject(client: &HttpClient, sql: &str, answer: &Response) -> DriverError {
     answer.server_error(&format!(
         "{} rejected `{}`",
@@ -220,5 +241,27 @@ mod tests {
             Some("table does not exist [table=nope] (at position 20)")
         );
         assert_eq!(sql_error(&serde_json::json!({"ddl": "OK"}), "x"), None);
+    }
+
+    #[test]
+    fn first_values_of_answers() {
+        let build = serde_json::json!({
+            "query": "SELECT build()",
+            "columns": [{"name": "build", "type": "STRING"}],
+            "dataset": [["Build Information: QuestDB 9.4.4"]],
+            "count": 1
+        });
+        assert_eq!(
+            first_value(&build),
+            Some(&serde_json::json!("Build Information: QuestDB 9.4.4"))
+        );
+        for empty in [
+            serde_json::json!({"ddl": "OK"}),
+            serde_json::json!({"dataset": []}),
+            serde_json::json!({"dataset": [[]]}),
+            serde_json::json!({"dataset": [[null]]}),
+        ] {
+            assert_eq!(first_value(&empty), None, "{empty}");
+        }
     }
 }

@@ -93,6 +93,19 @@ impl PgClient {
             Err(_) => Err(bad("the count query returned no column".to_string())),
         }
     }
+
+    /// Runs `sql` and returns its first row's first column as the server wrote it (`None`
+    /// when there is no row or the value is NULL): `SELECT version()` and the like.
+    pub async fn text(&mut self, sql: &str) -> Result<Option<String>, DriverError> {
+        let conn = &self.conn;
+        let messages = conn
+            .wait(|| statement_name(sql), conn.client.simple_query(sql))
+            .await?;
+        Ok(messages.iter().find_map(|m| match m {
+            SimpleQueryMessage::Row(r) => r.try_get(0).ok().flatten().map(str::to_string),
+            _ => None,
+        }))
+    }
 }
 
 /// PostgreSQL's `undefined_table`, or QuestDB's words over the same protocol (it sends no

@@ -73,6 +73,15 @@ fn no_table(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(_, Some(m)) if super::says_no_table(m))
 }
 
+/// The embedded SQLite's version, as `SELECT sqlite_version()` answers it: asked on a private
+/// in-memory connection, so no database file is opened or created for it.
+pub fn engine_version() -> Result<String, DriverError> {
+    let conn =
+        Connection::open_in_memory().map_err(|e| sqlite_error("an in-memory database", e))?;
+    conn.query_row("SELECT sqlite_version()", [], |r| r.get::<_, String>(0))
+        .map_err(|e| sqlite_error("`SELECT sqlite_version()`", e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,6 +36,7 @@ pub fn page(c: &Comparison) -> String {
         );
     }
     b += &plans(&c.plans);
+    b += &super::environment::html(&c.environment);
     b += &format!(
         "<p class=\"meta\">Welch's t on per-interval means, sample sizes corrected for \
          autocorrelation, alpha {}, {:.0}% confidence intervals (docs/compare.md)</p>",

@@ -4,6 +4,7 @@
 //! (`Comparison` is the JSON's shape, and what the HTML diff page is drawn from).
 //! docs/compare.md describes the method.
 
+pub mod environment;
 pub mod html;
 pub mod plans;
 pub mod render;
@@ -29,6 +30,8 @@ pub struct Comparison {
     /// Whether both runs ran the same plan; runs of different plans are compared only with
     /// `--allow-different`, and then this says what differs.
     pub plans: plans::PlanCheck,
+    /// The parts of the runs' `environment` that differ (`environment`); empty when none do.
+    pub environment: Vec<environment::Difference>,
     /// Cells in both runs, in the base run's order.
     pub cells: Vec<CellComparison>,
     /// Keys of the cells only one run has, in that run's order.
@@ -268,6 +271,7 @@ pub fn compare(base: &Path, new: &Path, opts: Options) -> Result<Comparison, Str
         alpha: ALPHA,
         threshold,
         plans,
+        environment: environment::differences(b.environment.as_ref(), n.environment.as_ref()),
         cells,
         only_in_base: only(b, n),
         only_in_new: only(n, b),

@@ -16,6 +16,7 @@ pub fn text(c: &Comparison) -> String {
     out += &run_line("base", &c.base);
     out += &run_line("new ", &c.new);
     out += &plans_text(&c.plans);
+    out += &super::environment::text(&c.environment);
     out += &format!(
         "tests: Welch's t on per-interval means, effective sample sizes for autocorrelation, \
          alpha {}, {:.0}% confidence intervals\n",

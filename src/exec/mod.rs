@@ -9,6 +9,7 @@ mod connections;
 mod cpu;
 pub mod ddl;
 pub mod end;
+pub mod environment;
 pub mod findmax;
 pub mod ingest;
 pub mod judge;
@@ -116,6 +117,7 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
                 elapsed_s: 0.0,
                 interrupted: false,
                 signal: None,
+                environment: None,
                 cells: Vec::new(),
                 shard: None,
                 merged: None,
@@ -207,6 +209,7 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
         interrupted: env.stop.load(Ordering::Relaxed)
             && !env.shard.as_ref().is_some_and(|s| s.stopped_by_alarm()),
         signal,
+        environment: None,
         cells,
         shard,
         merged: None,

@@ -83,6 +83,7 @@ fn empty_report(dir: &Path) -> Report {
         elapsed_s: 0.0,
         interrupted: true,
         signal: None,
+        environment: None,
         cells: Vec::new(),
         shard: report::files::read_shard(dir),
         merged: None,

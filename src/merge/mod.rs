@@ -136,6 +136,8 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Merged, String> {
         elapsed_s,
         interrupted: checked.merged.iter().any(|s| s.report.interrupted),
         signal: checked.merged.iter().find_map(|s| s.report.signal.clone()),
+        // Shards may run on different machines: each shard's own report.json says where it ran.
+        environment: None,
         cells,
         shard: None,
         merged: Some(merged_info),

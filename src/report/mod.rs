@@ -4,6 +4,7 @@
 
 pub mod connections;
 pub mod csv;
+pub mod environment;
 pub mod files;
 pub mod findmax;
 pub mod freshness;
@@ -74,6 +75,10 @@ pub struct Report {
     /// `SIGINT` or `SIGTERM`: the signal that stopped the run; absent when none did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<String>,
+    /// What ran, where: wlrun's build, the machine, the load, the servers' versions. Absent
+    /// from a format 2 report, a merged one and a killed run's rebuilt one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<environment::Environment>,
     pub cells: Vec<CellReport>,
     /// `wlrun run --shard I/N`: this shard of the run and what its barriers measured; absent
     /// from a run that was not sharded.

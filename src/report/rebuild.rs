@@ -88,6 +88,7 @@ pub fn rebuild(dir: &Path) -> Result<Report, String> {
         elapsed_s: last_ms.saturating_sub(first_ms) as f64 / 1000.0,
         interrupted: true,
         signal: None,
+        environment: None,
         cells,
         // A shard says which it was when it starts.
         shard: super::files::read_shard(dir),

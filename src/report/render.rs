@@ -579,10 +579,14 @@ fn error_classes(errors: &std::collections::BTreeMap<String, super::ErrorCount>)
 
 /// The final tables: one for the ingest phases, one for the query and request runs (their
 /// figures are not the same figures, so they never share a column), then what did not run.
-/// What a run prints on the terminal, in one text: each cell's lines as it finished (standard
-/// error during a run), then the final table (standard output).
+/// What a run prints on the terminal, in one text: the environment's header (with the load at
+/// the end too, known by now), each cell's lines as it finished (standard error during a
+/// run), then the final table (standard output).
 pub fn run_text(report: &Report) -> String {
-    let mut text = String::new();
+    let mut text = report
+        .environment
+        .as_ref()
+        .map_or_else(String::new, |e| e.lines());
     for cell in &report.cells {
         text += &cell_lines(cell, report.cells.len());
     }

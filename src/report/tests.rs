@@ -257,6 +257,7 @@ pub(super) fn report() -> Report {
         elapsed_s: 4.0,
         interrupted: false,
         signal: None,
+        environment: None,
         cells: vec![CellReport {
             index: 1,
             key: "k".into(),

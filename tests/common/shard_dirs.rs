@@ -175,6 +175,7 @@ pub fn write_shard(dir: &Path, s: &Spec) -> Report {
         elapsed_s: 5.0,
         interrupted: false,
         signal: None,
+        environment: None,
         cells: vec![CellReport {
             index: 1,
             key: String::new(),

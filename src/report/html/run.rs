@@ -14,6 +14,7 @@ use crate::report::{CellReport, Latency, PhaseReport, Report, Status};
 pub fn body(report: &Report, dir: Option<&Path>) -> String {
     let mut out = String::new();
     header(&mut out, report);
+    super::environment::table(&mut out, report.environment.as_ref());
     out.push_str(
         "<nav><a href=\"#matrix\">Matrix</a><a href=\"#time\">Over time</a>\
          <a href=\"#plan\">Parameters</a><a href=\"#sources\">Sources</a></nav>",

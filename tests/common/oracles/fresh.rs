@@ -3,9 +3,10 @@
 //! `{"dataset":[[N]]}`) as if each request's rows became visible a fixed `delay` after the
 //! request arrived whole, or, with `start_applying`, as if a single applier made them visible
 //! in arrival order at a fixed number of rows per second (QuestDB's WAL apply, reduced to its
-//! capacity). Other `/exec` statements (DDL) answer `{"ddl":"OK"}` and are logged (`ddl`,
-//! with the rows received before each); with `fail_every` n > 0, every n-th count answers
-//! HTTP 500.
+//! capacity). `SELECT build()` answers `BUILD`, as QuestDB says its build (wlrun asks it once
+//! per run for the report's environment). Other `/exec` statements (DDL) answer
+//! `{"ddl":"OK"}` and are logged (`ddl`, with the rows received before each); with
+//! `fail_every` n > 0, every n-th count answers HTTP 500.
 //!
 //! With `start_with_tables` the server also knows which tables exist, as QuestDB does: a count
 //! or `TRUNCATE` of a table that does not exist answers HTTP 400 `table does not exist
@@ -243,8 +244,19 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
     }
 }
 
+/// What the server says its build is.
+pub const BUILD: &str = "Build Information: QuestDB fresh oracle (test server)";
+
 fn exec(s: &Shared, query: &str) -> (u16, String) {
     let lower = query.to_ascii_lowercase();
+    if lower.trim() == "select build()" {
+        return (
+            200,
+            format!(
+                r#"{{"query":"build","columns":[{{"name":"build","type":"STRING"}}],"dataset":[["{BUILD}"]],"count":1}}"#
+            ),
+        );
+    }
     if !lower.contains("count(") {
         let received = s.arrivals.lock().unwrap().iter().map(|a| a.1).sum();
         s.ddl.lock().unwrap().push((query.to_string(), received));
