@@ -9,6 +9,9 @@
 //! - `Work::Busy(d)`: as `Serial`, but busy-waits `d`: its capacity depends on the CPU it gets.
 //! - `LoadServer::start_failing(d, n)`: `Serial(d)` answering every n-th request with HTTP 500
 //!   (`FAILED`): a set share of failures, counted (`failed_answers`).
+//! - `Work::Serial` and `start_failing` answer a QuestDB `/exec` query (any path starting
+//!   `/exec`) with a one-row result set (`EXEC_ANSWER`), so a query phase over `http` SQL
+//!   measures the same one-at-a-time server as a request run.
 //! - `Work::Smooth`: each request sleeps `base / (1 − rate / capacity)` (at most `cap`), where
 //!   `rate` is what the server saw over the last `WINDOW`: latency grows smoothly with load.
 //!
@@ -26,6 +29,9 @@ use std::time::{Duration, Instant};
 
 const ANSWER: &[u8] =
     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]";
+/// A QuestDB `/exec` answer: one row, one column.
+const EXEC_ANSWER: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 85\r\n\r\n{\"query\":\"SELECT 1\",\"columns\":[{\"name\":\"x\",\"type\":\"LONG\"}],\"dataset\":[[1]],\"count\":1}";
+
 /// `start_failing`'s failure: a server error with a message.
 pub const FAILED: &[u8] =
     b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n\r\nfailed";
@@ -200,6 +206,7 @@ fn serial_server(
                     loop {
                         let mut len = 0usize;
                         let mut first = true;
+                        let mut exec = false;
                         loop {
                             line.clear();
                             match r.read_line(&mut line).await {
@@ -208,6 +215,12 @@ fn serial_server(
                             }
                             if line == "\r\n" && !first {
                                 break;
+                            }
+                            if first {
+                                exec = line
+                                    .split_whitespace()
+                                    .nth(1)
+                                    .is_some_and(|t| t.starts_with("/exec"));
                             }
                             first = false;
                             if let Some((k, v)) = line.split_once(':') {
@@ -236,7 +249,11 @@ fn serial_server(
                         if fail {
                             counts.failed.fetch_add(1, Ordering::Relaxed);
                         }
-                        let answer = if fail { FAILED } else { ANSWER };
+                        let answer = match (fail, exec) {
+                            (true, _) => FAILED,
+                            (false, true) => EXEC_ANSWER,
+                            (false, false) => ANSWER,
+                        };
                         if w.write_all(answer).await.is_err() {
                             return;
                         }
