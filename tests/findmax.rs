@@ -297,6 +297,44 @@ fn a_cap_that_meets_is_the_answer() {
     }
 }
 
+/// `confirm false`: the same search without the repeat: the cap is answered from its one step,
+/// said as unconfirmed.
+#[test]
+fn confirm_false_answers_from_single_steps() {
+    let _serial = serial();
+    let server = LoadServer::start(Work::Serial(Duration::from_micros(100)));
+    let wl = workload(
+        &server.url(),
+        "find max rate from 100/s up to 300/s where p99 < 1s samples 100 confirm false",
+    );
+    let (code, report, err) = cli::run_json(&wl, &[], &[]);
+    assert_eq!(code, 0, "{err}");
+    let f = &phase(&report)["findmax"];
+    let rates: Vec<f64> = f["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["rate_per_s"].as_f64().unwrap())
+        .collect();
+    assert_eq!(rates, vec![100.0, 200.0, 300.0], "{f}");
+    assert_eq!(f["answer_per_s"], 300.0);
+    assert_eq!(f["confirmed"], false);
+    // Anything but a boolean is refused, at its position.
+    let wl = workload(
+        &server.url(),
+        "find max rate from 100/s where p99 < 1s confirm 3",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.wl"), &wl).unwrap();
+    let out = cli::wlrun(dir.path(), &["check", "w.wl"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("w.wl:") && err.contains("`true` or `false`"),
+        "{err}"
+    );
+}
+
 /// workloads/ksql-pull-max.wl against the in-test ksqlDB server, answering every pull query in
 /// about 2 ms: far under 20 ms at p90 at every rate up to the cap, so the answer is the cap.
 #[test]

@@ -111,7 +111,7 @@ pub(super) async fn search<S: Steps>(
         growth: fm.growth,
         resolution: fm.resolution,
         max_steps: fm.max_steps,
-        confirm: true,
+        confirm: fm.confirm,
     });
     let mut rows = Vec::new();
     // Every step that met, by rate: the answer's report is its latest (its confirmation).

@@ -181,12 +181,27 @@ fn lower(
         None => Some(0.05),
         Some(e) => share(ev, e, scope),
     };
+    let confirm = match single(ev, &f.confirm, |e| e.span, "confirm") {
+        None => Some(true),
+        Some(e) => match ev.eval(e, scope)? {
+            Value::Bool(b) => Some(b),
+            other => ev.fail(ev.mismatch(e.span, "`true` or `false`", &other, scope)),
+        },
+    };
     ok &= f.up_to.len() <= 1
         && f.samples.len() <= 1
         && f.growth.len() <= 1
-        && f.resolution.len() <= 1;
-    let (from, up_to, sla, samples, growth, resolution) =
-        (from?, up_to?, sla?, samples?, growth?, resolution?);
+        && f.resolution.len() <= 1
+        && f.confirm.len() <= 1;
+    let (from, up_to, sla, samples, growth, resolution, confirm) = (
+        from?,
+        up_to?,
+        sla?,
+        samples?,
+        growth?,
+        resolution?,
+        confirm?,
+    );
     if !ok {
         return None;
     }
@@ -218,6 +233,7 @@ fn lower(
         resolution,
         max_steps: MAX_STEPS,
         probes: matches!(of, Of::Ingest { .. }),
+        confirm,
     })
 }
 

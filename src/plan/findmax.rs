@@ -41,6 +41,10 @@ pub struct FindMaxPlan {
     /// `samples` probe intervals), and rates are rows per second.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub probes: bool,
+    /// Measure the answer's rate again before answering it (`confirm false`: not). Written to
+    /// plan.json only when off.
+    #[serde(skip_serializing_if = "Clone::clone")]
+    pub confirm: bool,
 }
 
 impl FindMaxPlan {

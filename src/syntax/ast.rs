@@ -500,6 +500,8 @@ pub struct FindMax {
     pub samples: Vec<Expr>,
     pub growth: Vec<Expr>,
     pub resolution: Vec<Expr>,
+    /// `confirm true|false`: measure the answer's rate again before answering (default true).
+    pub confirm: Vec<Expr>,
 }
 
 /// A string literal: its parts (text and `${expr}` interpolations) and its span.

@@ -10,6 +10,7 @@ impl Walker {
         let span = self.span(&c);
         let mut exprs = Vec::new();
         let (mut up_to, mut samples, mut growth, mut resolution) = (vec![], vec![], vec![], vec![]);
+        let mut confirm = vec![];
         for i in c.into_inner() {
             match i.as_rule() {
                 Rule::kw_find | Rule::kw_max | Rule::kw_rate | Rule::kw_from | Rule::kw_where => {}
@@ -22,6 +23,7 @@ impl Walker {
                         Rule::findmax_samples => &mut samples,
                         Rule::findmax_growth => &mut growth,
                         Rule::findmax_resolution => &mut resolution,
+                        Rule::findmax_confirm => &mut confirm,
                         r => unexpected(r, "find max option"),
                     };
                     list.push(self.option_value(o)?);
@@ -37,6 +39,7 @@ impl Walker {
             samples,
             growth,
             resolution,
+            confirm,
         };
         Ok(Clause { value, span })
     }
