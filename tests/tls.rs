@@ -334,7 +334,8 @@ fn nginx_serves_https_request_runs_and_ilp_http() {
     assert_eq!(r.u("rows_sent"), 300, "{}", r.context());
     assert_eq!(r.u("rows_acked"), 300, "{}", r.context());
     let t = r.tls();
-    assert_eq!(t["full_handshakes"], 2, "one connection per worker: {t:#}");
+    // One connection per worker; the second may resume the first's session.
+    assert_two_handshakes(t);
     let c = &r.phase()["connecting"];
     assert!(
         c["socket_bytes_written"].as_u64().unwrap() > r.u("payload_bytes"),
@@ -378,10 +379,11 @@ ingest load {{ into db via qwp  rows tsbs.cpu  batch 100 rows  workers 2 }}
         .expect("the table over wss://");
     same_tables(&a, &b).unwrap_or_else(|e| panic!("wss:// rows differ from ws://: {e}"));
     assert!(behind.malformed().is_empty(), "{:?}", behind.malformed());
-    assert_eq!(front.full_handshakes(), 2);
+    assert!(front.full_handshakes() >= 1);
+    assert_eq!(front.full_handshakes() + front.resumed_handshakes(), 2);
 
     let t = secure.tls();
-    assert_eq!(t["full_handshakes"], 2, "{t:#}");
+    assert_two_handshakes(t);
     assert_eq!(t["alpn"], "http/1.1", "{t:#}");
     let c = &secure.phase()["connecting"];
     assert!(
@@ -536,9 +538,10 @@ fn ilp_tcp_over_tcps_sends_the_bytes_of_tcp() {
         secure.context()
     );
     let t = secure.tls();
-    assert_eq!(t["full_handshakes"], 2, "{t:#}");
+    assert_two_handshakes(t);
     assert!(t["alpn"].is_null(), "no ALPN for ILP: {t:#}");
-    assert_eq!(front.full_handshakes(), 2);
+    assert!(front.full_handshakes() >= 1);
+    assert_eq!(front.full_handshakes() + front.resumed_handshakes(), 2);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -861,4 +864,12 @@ fn reconnects_resume_their_tls_sessions() {
     assert_eq!(r.phase()["connecting"]["opened"], 20, "{t:#}");
     assert_eq!(t["full_handshakes"], 1, "{t:#}\n{}", nginx.logs());
     assert_eq!(t["resumed_handshakes"], 19, "{t:#}");
+}
+
+/// Two workers, two connections: the first a full handshake, the second full or resumed from
+/// the first's session (which one depends on which finishes its handshake first).
+fn assert_two_handshakes(t: &serde_json::Value) {
+    let full = t["full_handshakes"].as_u64().unwrap();
+    let resumed = t["resumed_handshakes"].as_u64().unwrap_or(0);
+    assert!(full >= 1 && full + resumed == 2, "{t:#}");
 }
