@@ -596,3 +596,41 @@ fn skeleton_checks() {
     let rendered = render_all(&out.map, &out.diagnostics, Style::Plain);
     assert!(out.checked.is_some(), "{rendered}");
 }
+
+// ------------------------------------------------------------------------------------------------
+// Values that would panic at run time
+
+/// `rate 1e-300/s` once panicked in main converting its send gap to a time span (rc 101, no
+/// report), and `rate 1e-20/s` panicked a worker: a rate below the floor is a positioned E0203,
+/// in `check` and in `run` (exit 2, nothing sent).
+#[test]
+fn a_tiny_rate_is_e0203_at_its_value() {
+    for (rate, clause) in [
+        (
+            "1e-300/s",
+            "run r { against t.sqlite  queries one  rate RATE  count 10 }",
+        ),
+        (
+            "1e-20/s",
+            "run r { against t.sqlite  queries one  rate RATE  duration 1s }",
+        ),
+        (
+            "1e-300/s",
+            "ingest i { into t via sqlite  rows s  rate RATE }",
+        ),
+    ] {
+        let clause = clause.replace("RATE", rate);
+        let text = format!(
+            "workload w {{ seed 1 }}\nschema s {{\n  series host: symbol = format(\"h%d\", n) for n in 0..2\n  field v: long = uniform(0, 9)\n  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 10s\n}}\ntarget t {{ sqlite \"x.db\" }}\nquery one {{ sql \"SELECT 1\" }}\n{clause}\n"
+        );
+        let got = check_str("rate.wl", text.clone());
+        let col = clause.find(rate).unwrap() + 1;
+        assert_one_error(&got, Code::E0203, &format!("rate.wl:9:{col}"));
+        assert!(got.1.contains("a rate must be at least"), "{}", got.1);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("w.wl"), &text).unwrap();
+        let (code, err) = wlrun(dir.path(), &["run", "w.wl"]);
+        assert_eq!(code, 2, "{rate}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

@@ -145,9 +145,23 @@ pub(super) fn duration(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope, allow_zero: 
     }
 }
 
+/// The lowest rate a clause may ask: one every 11.6 days. Below it the gap between two sends
+/// (1 / rate) no longer fits a time span (`1e-300/s` panicked converting it), and no run could
+/// send a second request anyway.
+pub const MIN_RATE: f64 = 1e-6;
+
 pub(super) fn rate(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope) -> Ev<f64> {
     match ev.eval(e, scope)? {
-        Value::Rate(r) if r > 0.0 => Some(r),
+        Value::Rate(r) if r >= MIN_RATE && r.is_finite() => Some(r),
+        Value::Rate(r) if r > 0.0 => ev.fail(
+            Diagnostic::error(
+                Code::E0203,
+                e.span,
+                format!("a rate must be at least {MIN_RATE}/s and finite, found {r}/s"),
+            )
+            .label("below one send every 11.6 days, no schedule can be kept")
+            .note("for example: rate 100/s   or   rate 0.5/s"),
+        ),
         v => {
             let of_kind = matches!(v, Value::Rate(_));
             not_unit(ev, e, scope, v, of_kind, &RATE)
