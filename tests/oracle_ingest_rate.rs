@@ -113,3 +113,30 @@ fn a_server_slower_than_the_target_reports_its_capacity() {
     // It kept half its schedule's pace: the run says so and fails.
     assert_eq!(code, 1, "{err}");
 }
+
+/// A server that dies after 4 batches of a 2-second ingest due 10,000 rows at 5,000/s: its
+/// remaining slots are unsent rows, not a smaller schedule (which once made "judged on the
+/// 2,500 rows its span allowed" of a phase due 10,000).
+#[test]
+fn a_connection_lost_mid_run_leaves_its_slots_unsent() {
+    let server = IntakeServer::start_dying(0.0, 4);
+    let wl = format!(
+        "{}{}ingest dies {{ into intake via ilp_http  rows r  batch 500 rows  rate 5000/s  duration 2s }}\n",
+        schema(3600),
+        server.target()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (code, r, err) = cli::run_json_in(dir.path(), &wl, &[]);
+    let p = ingest(&r);
+    let s = &p["schedule"];
+    eprintln!(
+        "died after 4 batches: scheduled {} unsent {} achieved {} acked {}",
+        s["scheduled_rows"], s["unsent_rows"], s["achieved_rate"], p["rows_acked"]
+    );
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(p["rows_acked"], 2_000, "{p}");
+    assert_eq!(s["scheduled_rows"], 10_000, "{p}");
+    let sent = p["rows_sent"].as_u64().unwrap() + s["cut_off_rows"].as_u64().unwrap();
+    assert_eq!(s["unsent_rows"].as_u64().unwrap(), 10_000 - sent, "{p}");
+    assert!(f(&s["achieved_rate"]) < 0.5, "{p}");
+}

@@ -777,9 +777,10 @@ async fn worker(
         // and the schedule held what was taken.
         let by_end = end.at().map(|e| e.saturating_duration_since(s.at(0)));
         let span = by_end.into_iter().chain(limit.map(|l| l.duration)).min();
-        // A staged send's span is its stages': a failure that stopped a worker inside it left
-        // its later slots unsent, and the stages they fall in say so.
-        let failed = w.kept.stages.is_some() && !data_ended && !stop.load(Ordering::Relaxed);
+        // A failure that stopped a worker inside the span (its connection lost) left its later
+        // slots unsent: the schedule keeps them, so the phase is judged on the whole span, not
+        // on what the worker took before it died (and a staged send's stages say where).
+        let failed = !data_ended && !stop.load(Ordering::Relaxed);
         w.slots_end = Some(s.at(taken));
         w.kept.scheduled_rows = match span {
             // A worker that never connected missed its whole span too.

@@ -26,6 +26,10 @@ pub struct IntakeServer {
 struct Shared {
     /// Rows per second; 0: unbounded.
     capacity: f64,
+    /// Write requests answered before the server dies (closes every connection unanswered);
+    /// 0: never.
+    dies_after: u64,
+    requests: AtomicU64,
     /// Held while a body is taken: one at a time.
     taking: Mutex<()>,
     rows: AtomicU64,
@@ -33,10 +37,18 @@ struct Shared {
 
 impl IntakeServer {
     pub fn start(capacity: f64) -> IntakeServer {
+        IntakeServer::start_dying(capacity, 0)
+    }
+
+    /// As `start`, answering `n` write requests and then closing every connection, the
+    /// (n + 1)-th request unanswered: a server that died mid-run.
+    pub fn start_dying(capacity: f64, n: u64) -> IntakeServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Shared {
             capacity,
+            dies_after: n,
+            requests: AtomicU64::new(0),
             taking: Mutex::new(()),
             rows: AtomicU64::new(0),
         });
@@ -108,6 +120,9 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
         }
         let mut body = vec![0; length];
         r.read_exact(&mut body)?;
+        if s.dies_after > 0 && s.requests.fetch_add(1, Ordering::Relaxed) >= s.dies_after {
+            return Ok(());
+        }
         let status = if target.starts_with("/write") {
             let rows = body.iter().filter(|&&b| b == b'\n').count() as u64;
             {
