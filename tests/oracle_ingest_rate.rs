@@ -26,6 +26,18 @@ schema r {{
     )
 }
 
+/// Runs an ingest of `r` (`secs` seconds of 100 hosts) into `server` with `clauses` besides
+/// its `into` and `rows`: exit code, report and standard error.
+fn run(server: &IntakeServer, secs: u64, clauses: &str) -> (i32, Value, String) {
+    let wl = format!(
+        "{}{}ingest i {{ into intake via ilp_http  rows r  {clauses} }}\n",
+        schema(secs),
+        server.target()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    cli::run_json_in(dir.path(), &wl, &[])
+}
+
 fn ingest(r: &Value) -> &Value {
     &r["cells"][0]["phases"][0]
 }
@@ -44,13 +56,7 @@ fn within(x: f64, truth: f64, share: f64) -> bool {
 #[test]
 fn big_batches_on_a_server_that_keeps_up_report_the_rate_asked() {
     let server = IntakeServer::start(0.0);
-    let wl = format!(
-        "{}{}ingest big {{ into intake via ilp_http  rows r  batch 2500 rows  rate 5000/s }}\n",
-        schema(200),
-        server.target()
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let (code, r, err) = cli::run_json_in(dir.path(), &wl, &[]);
+    let (code, r, err) = run(&server, 200, "batch 2500 rows  rate 5000/s");
     assert_eq!(code, 0, "{err}");
     let p = ingest(&r);
     eprintln!(
@@ -68,13 +74,7 @@ fn big_batches_on_a_server_that_keeps_up_report_the_rate_asked() {
 #[test]
 fn big_batches_over_a_duration_report_the_rate_asked() {
     let server = IntakeServer::start(0.0);
-    let wl = format!(
-        "{}{}ingest big {{ into intake via ilp_http  rows r  batch 2500 rows  rate 5000/s  duration 3s }}\n",
-        schema(3600),
-        server.target()
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let (code, r, err) = cli::run_json_in(dir.path(), &wl, &[]);
+    let (code, r, err) = run(&server, 3600, "batch 2500 rows  rate 5000/s  duration 3s");
     assert_eq!(code, 0, "{err}");
     let p = ingest(&r);
     eprintln!(
@@ -90,13 +90,7 @@ fn big_batches_over_a_duration_report_the_rate_asked() {
 fn a_server_slower_than_the_target_reports_its_capacity() {
     let capacity = 2_500.0;
     let server = IntakeServer::start(capacity);
-    let wl = format!(
-        "{}{}ingest slow {{ into intake via ilp_http  rows r  batch 500 rows  rate 5000/s }}\n",
-        schema(100),
-        server.target()
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let (code, r, err) = cli::run_json_in(dir.path(), &wl, &[]);
+    let (code, r, err) = run(&server, 100, "batch 500 rows  rate 5000/s");
     let p = ingest(&r);
     assert_eq!(server.rows(), 10_000, "{err}");
     assert_eq!(p["rows_acked"], 10_000, "{p}");
@@ -120,13 +114,7 @@ fn a_server_slower_than_the_target_reports_its_capacity() {
 #[test]
 fn a_connection_lost_mid_run_leaves_its_slots_unsent() {
     let server = IntakeServer::start_dying(0.0, 4);
-    let wl = format!(
-        "{}{}ingest dies {{ into intake via ilp_http  rows r  batch 500 rows  rate 5000/s  duration 2s }}\n",
-        schema(3600),
-        server.target()
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let (code, r, err) = cli::run_json_in(dir.path(), &wl, &[]);
+    let (code, r, err) = run(&server, 3600, "batch 500 rows  rate 5000/s  duration 2s");
     let p = ingest(&r);
     let s = &p["schedule"];
     eprintln!(

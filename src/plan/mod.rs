@@ -281,6 +281,42 @@ pub struct IngestPhase {
     pub stages: Vec<StagePlan>,
 }
 
+#[cfg(test)]
+impl IngestPhase {
+    /// A phase for unit tests: 10-row batches of a file into `cpu` through `endpoint`, one
+    /// worker, `setup recreate`, nothing else; tests set what they are about.
+    pub(crate) fn fixture(endpoint: EndpointPlan) -> IngestPhase {
+        IngestPhase {
+            name: "load".into(),
+            endpoint,
+            table: "cpu".into(),
+            source: RowSource::File {
+                path: "rows.ilp".into(),
+                format: "ilp".into(),
+                bytes: None,
+            },
+            rows_expected: None,
+            bytes_expected: None,
+            batch_rows: 10,
+            workers: 1,
+            routing: "fnv1a64".into(),
+            ack: Ack::None,
+            setup: Setup::Recreate,
+            teardown: Teardown::Keep,
+            ddl: None,
+            verify: None,
+            calibrate: false,
+            replay_budget: None,
+            duration: None,
+            rate: None,
+            probe: None,
+            findmax: None,
+            warmup: None,
+            stages: Vec::new(),
+        }
+    }
+}
+
 /// `probe visible every I [via T.E] [within D]`: the count chosen as `verify visible` chooses
 /// it (its `within` bounds the probing after sending ends), asked every `every`.
 #[derive(Clone, Debug, Serialize)]

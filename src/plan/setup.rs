@@ -95,7 +95,6 @@ impl Unreachable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Ack, RowSource};
 
     fn ep(kind: &str, dialect: &str) -> EndpointPlan {
         EndpointPlan {
@@ -110,32 +109,8 @@ mod tests {
 
     fn phase(kind: &str, dialect: &str, ddl: Option<EndpointPlan>) -> IngestPhase {
         IngestPhase {
-            name: "load".into(),
-            endpoint: ep(kind, dialect),
-            table: "cpu".into(),
-            source: RowSource::File {
-                path: "rows.ilp".into(),
-                format: "ilp".into(),
-                bytes: None,
-            },
-            rows_expected: None,
-            bytes_expected: None,
-            batch_rows: 10,
-            workers: 1,
-            routing: "fnv1a64".into(),
-            ack: Ack::None,
-            setup: Setup::Recreate,
-            teardown: Teardown::Keep,
             ddl,
-            verify: None,
-            calibrate: false,
-            replay_budget: None,
-            duration: None,
-            rate: None,
-            probe: None,
-            findmax: None,
-            warmup: None,
-            stages: Vec::new(),
+            ..IngestPhase::fixture(ep(kind, dialect))
         }
     }
 

@@ -115,7 +115,7 @@ pub fn influx_db(path: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Ack, ProbePlan, RowSource, Setup, Teardown, VerifyPlan};
+    use crate::plan::{ProbePlan, VerifyPlan};
 
     fn ep(kind: &str) -> EndpointPlan {
         EndpointPlan {
@@ -129,34 +129,7 @@ mod tests {
     }
 
     fn phase(kind: &str) -> IngestPhase {
-        IngestPhase {
-            name: "load".into(),
-            endpoint: ep(kind),
-            table: "cpu".into(),
-            source: RowSource::File {
-                path: "rows.ilp".into(),
-                format: "ilp".into(),
-                bytes: None,
-            },
-            rows_expected: None,
-            bytes_expected: None,
-            batch_rows: 10,
-            workers: 1,
-            routing: "fnv1a64".into(),
-            ack: Ack::None,
-            setup: Setup::Recreate,
-            teardown: Teardown::Keep,
-            ddl: None,
-            verify: None,
-            calibrate: false,
-            replay_budget: None,
-            duration: None,
-            rate: None,
-            probe: None,
-            findmax: None,
-            warmup: None,
-            stages: Vec::new(),
-        }
+        IngestPhase::fixture(ep(kind))
     }
 
     fn count() -> VerifyPlan {

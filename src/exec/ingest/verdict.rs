@@ -241,43 +241,19 @@ fn first_error(report: &IngestReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Ack, EndpointPlan, RowSource, Setup, Teardown};
+    use crate::plan::EndpointPlan;
 
     fn phase(rows: u64) -> IngestPhase {
         IngestPhase {
-            name: "load".into(),
-            endpoint: EndpointPlan {
+            rows_expected: Some(rows),
+            ..IngestPhase::fixture(EndpointPlan {
                 target: "t".into(),
                 name: "null".into(),
                 kind: "null".into(),
                 dialect: "generic".into(),
                 url: None,
                 options: Default::default(),
-            },
-            table: "cpu".into(),
-            source: RowSource::File {
-                path: "rows.ilp".into(),
-                format: "ilp".into(),
-                bytes: None,
-            },
-            rows_expected: Some(rows),
-            bytes_expected: None,
-            batch_rows: 10,
-            workers: 1,
-            routing: "fnv1a64".into(),
-            ack: Ack::None,
-            setup: Setup::Recreate,
-            teardown: Teardown::Keep,
-            ddl: None,
-            verify: None,
-            calibrate: false,
-            replay_budget: None,
-            duration: None,
-            rate: None,
-            probe: None,
-            findmax: None,
-            warmup: None,
-            stages: Vec::new(),
+            })
         }
     }
 

@@ -20,7 +20,7 @@
 #![allow(dead_code)]
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -187,30 +187,7 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
     conn.set_nodelay(true)?;
     let mut out = conn.try_clone()?;
     let mut r = BufReader::new(conn);
-    loop {
-        let mut line = String::new();
-        if r.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let target = line.split_whitespace().nth(1).unwrap_or("").to_string();
-        let mut length = 0usize;
-        loop {
-            let mut h = String::new();
-            if r.read_line(&mut h)? == 0 {
-                return Ok(());
-            }
-            let h = h.trim_end();
-            if h.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = h.split_once(':') {
-                if k.eq_ignore_ascii_case("content-length") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-        }
-        let mut body = vec![0; length];
-        r.read_exact(&mut body)?;
+    while let Some((target, body)) = super::http::read_request(&mut r)? {
         let (status, answer) = if target.starts_with("/write") {
             let rows = body.iter().filter(|&&b| b == b'\n').count() as u64;
             // Line protocol creates the table of a measurement it has not seen.
@@ -242,6 +219,7 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
         )?;
         out.flush()?;
     }
+    Ok(())
 }
 
 /// What the server says its build is.

@@ -10,7 +10,7 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -96,30 +96,7 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
     conn.set_nodelay(true)?;
     let mut out = conn.try_clone()?;
     let mut r = BufReader::new(conn);
-    loop {
-        let mut line = String::new();
-        if r.read_line(&mut line)? == 0 {
-            return Ok(());
-        }
-        let target = line.split_whitespace().nth(1).unwrap_or("").to_string();
-        let mut length = 0usize;
-        loop {
-            let mut h = String::new();
-            if r.read_line(&mut h)? == 0 {
-                return Ok(());
-            }
-            let h = h.trim_end();
-            if h.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = h.split_once(':') {
-                if k.eq_ignore_ascii_case("content-length") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-        }
-        let mut body = vec![0; length];
-        r.read_exact(&mut body)?;
+    while let Some((target, body)) = super::http::read_request(&mut r)? {
         if s.dies_after > 0 && s.requests.fetch_add(1, Ordering::Relaxed) >= s.dies_after {
             return Ok(());
         }
@@ -139,4 +116,5 @@ fn serve(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
         write!(out, "HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n")?;
         out.flush()?;
     }
+    Ok(())
 }

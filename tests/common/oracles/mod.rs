@@ -16,6 +16,7 @@
 #![allow(dead_code)]
 
 pub mod fresh;
+mod http;
 pub mod intake;
 pub mod load;
 pub mod refuse;
