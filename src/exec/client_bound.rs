@@ -64,8 +64,8 @@ impl Signs {
             client_waited: client_wait_s
                 .filter(|_| crate::report::rate(0, elapsed_s).is_some())
                 .map(|w| w / elapsed_s),
-            load_average: load_average(),
-            cores: online_cores(),
+            load_average: super::environment::load_average(),
+            cores: super::environment::cores() as usize,
             lanes,
             offered_per_s: accounting.scheduled as f64 / elapsed_s.max(1e-9),
         })
@@ -110,27 +110,6 @@ impl Signs {
             ms(LAG_FLOOR.as_micros() as u64),
         ))
     }
-}
-
-/// The host's online cores (`/proc/stat`'s `cpuN` lines): the machine's, not the ones this
-/// process may use (`taskset`), since the load average is the machine's too.
-fn online_cores() -> usize {
-    let counted = std::fs::read_to_string("/proc/stat").map_or(0, |t| {
-        t.lines()
-            .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
-            .count()
-    });
-    if counted > 0 {
-        counted
-    } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    }
-}
-
-/// The host's 1-minute load average (Linux `/proc/loadavg`).
-pub fn load_average() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
-    text.split_whitespace().next()?.parse().ok()
 }
 
 #[cfg(test)]

@@ -44,16 +44,24 @@ pub fn gather(plan: &Plan, ask: bool) -> Environment {
             .filter(|h| !h.is_empty()),
         kernel,
         cpu_model,
-        cores: cores.or_else(|| {
-            std::thread::available_parallelism()
-                .ok()
-                .map(|n| n.get() as u64)
-        }),
+        cores: Some(cores.unwrap_or_else(available_cores)),
         memory_bytes: read("/proc/meminfo").and_then(|t| mem_total(&t)),
         load_average_start: load_average(),
         load_average_end: None,
         servers,
     }
+}
+
+/// The machine's cores (/proc/cpuinfo's processors), not the ones this process may use
+/// (`taskset`): the load average is the machine's too.
+pub fn cores() -> u64 {
+    read("/proc/cpuinfo")
+        .and_then(|t| cpu(&t).1)
+        .unwrap_or_else(available_cores)
+}
+
+fn available_cores() -> u64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
 }
 
 /// The 1-minute load average now.
