@@ -10,6 +10,7 @@
 //! - `intake`: an ILP/HTTP ingest endpoint of known capacity in rows per second.
 //! - `refuse`: PostgreSQL-wire servers that refuse a password or offer an untrusted
 //!   certificate, counting the attempts and TLS handshakes a client made.
+//! - `pg_wire`: the pieces of PostgreSQL's wire protocol the pg-wire oracles share.
 //!
 //! Use with `#[path = "common/oracles/mod.rs"] mod oracles;` (std threads, 127.0.0.1, port 0).
 
@@ -19,4 +20,5 @@ pub mod fresh;
 mod http;
 pub mod intake;
 pub mod load;
+mod pg_wire;
 pub mod refuse;

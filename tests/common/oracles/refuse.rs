@@ -23,11 +23,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-/// The SSLRequest's and GSSENCRequest's codes, in place of a protocol version.
-const SSL_REQUEST: u32 = 80877103;
-const GSSENC_REQUEST: u32 = 80877104;
-/// Protocol 3.0.
-const PROTOCOL_3: u32 = 196608;
+use super::pg_wire::{self, error_response, read_startup, GSSENC_REQUEST, PROTOCOL_3, SSL_REQUEST};
 
 /// The message a real PostgreSQL sends for a wrong password.
 pub const PASSWORD_REFUSED: &str = "password authentication failed for user";
@@ -62,22 +58,7 @@ impl RefuseServer {
 
     /// Offers TLS with a certificate no trust store holds.
     pub fn untrusted_tls() -> RefuseServer {
-        let key = rcgen::KeyPair::generate().expect("a key pair");
-        let params =
-            rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-                .expect("valid names");
-        let cert = params.self_signed(&key).expect("a self-signed certificate");
-        let der = rustls::pki_types::CertificateDer::from(cert.der().to_vec());
-        let key =
-            rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).expect("a PKCS#8 key");
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("TLS 1.2 and 1.3")
-            .with_no_client_auth()
-            .with_single_cert(vec![der], key)
-            .expect("a server configuration");
-        RefuseServer::start(Refusal::Certificate, Some(Arc::new(config)))
+        RefuseServer::start(Refusal::Certificate, Some(pg_wire::self_signed_tls()))
     }
 
     fn start(refusal: Refusal, tls: Option<Arc<rustls::ServerConfig>>) -> RefuseServer {
@@ -181,35 +162,4 @@ fn serve(
         &format!("{PASSWORD_REFUSED} \"wlrun\""),
     ))?;
     conn.flush()
-}
-
-/// A start-up packet: its code (protocol version or request) and the rest.
-fn read_startup(conn: &mut TcpStream) -> std::io::Result<(u32, Vec<u8>)> {
-    let mut head = [0u8; 8];
-    conn.read_exact(&mut head)?;
-    let len = u32::from_be_bytes(head[..4].try_into().unwrap()) as usize;
-    let code = u32::from_be_bytes(head[4..].try_into().unwrap());
-    let mut body = vec![0u8; len.saturating_sub(8)];
-    conn.read_exact(&mut body)?;
-    Ok((code, body))
-}
-
-/// An ErrorResponse of severity FATAL: the session ends with it.
-fn error_response(sqlstate: &str, message: &str) -> Vec<u8> {
-    let mut fields = Vec::new();
-    for (tag, value) in [
-        (b'S', "FATAL"),
-        (b'V', "FATAL"),
-        (b'C', sqlstate),
-        (b'M', message),
-    ] {
-        fields.push(tag);
-        fields.extend_from_slice(value.as_bytes());
-        fields.push(0);
-    }
-    fields.push(0);
-    let mut out = vec![b'E'];
-    out.extend_from_slice(&(fields.len() as u32 + 4).to_be_bytes());
-    out.extend_from_slice(&fields);
-    out
 }
