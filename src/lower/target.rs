@@ -206,6 +206,8 @@ const OPTIONS: &[(&str, &[EndpointKind], Want)] = &[
     ),
     ("database", &[EndpointKind::Pg], Want::Text),
     ("application_name", &[EndpointKind::Pg], Want::Text),
+    // The largest message the server may send: tokio-postgres buffers each one whole.
+    ("max_message", &[EndpointKind::Pg], Want::Size),
     (
         "path",
         &[EndpointKind::Http, EndpointKind::IlpHttp, EndpointKind::Qwp],

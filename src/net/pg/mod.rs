@@ -7,7 +7,8 @@
 //! wlrun opens the TCP connection itself (through the endpoint's `Connector`, so that it is
 //! timed and counted) and hands it to tokio-postgres's `connect_raw`; `sslmode` reads the
 //! libpq `sslmode` and its companions, `tls` is the TLS layer tokio-postgres asks for after
-//! the SSLRequest.
+//! the SSLRequest; `message_cap` bounds the size of a message the server may send
+//! (`max_message`).
 
 use std::fmt::Write as _;
 use std::future::Future;
@@ -25,9 +26,11 @@ use crate::net::error::{DriverError, ErrorClass};
 use crate::net::tls::{Connector, Counters, Verify};
 use crate::plan::EndpointPlan;
 use crate::value::Value;
+use message_cap::Capped;
 use sslmode::SslMode;
 use tls::{PgTls, PgWire};
 
+mod message_cap;
 mod sslmode;
 mod tls;
 
@@ -163,6 +166,8 @@ pub(crate) struct Canceller {
     /// The name to verify and the TLS options, when the session's connector speaks TLS.
     tls: Option<(String, crate::net::tls::TlsOptions)>,
     timeout: Duration,
+    /// The session's `max_message` (the server answers a cancel request with nothing).
+    cap: u64,
 }
 
 impl Canceller {
@@ -191,10 +196,11 @@ impl Canceller {
         let wire = connector
             .tcp(&socket_addr(host, self.port), self.timeout)
             .await?;
-        let wire = PgWire::new(wire, &connector, self.tls.is_some());
+        let wire = PgWire::new(wire, &connector, self.tls.is_some(), self.cap);
         let handshake = PgTls {
             connector: connector.clone(),
             timeout: self.timeout,
+            cap: self.cap,
             failed: Arc::new(Mutex::new(None)),
         };
         self.token
@@ -263,9 +269,10 @@ fn socket_addr(host: &str, port: u16) -> String {
 
 /// Connects to `endpoint` at `url` through `connector` (from `connector` above), trying the
 /// URL's hosts in order as libpq does. The endpoint options `user`, `password`, `database`
-/// and `application_name` override the URL's. Every failure, including a login the server
-/// refuses, is a `Connect` error naming the endpoint; a connect that takes longer than
-/// `connect_timeout` (refused ports answer at once) is a `Timeout`.
+/// and `application_name` override the URL's; its `max_message` caps every message the
+/// server sends. Every failure, including a login the server refuses, is a `Connect` error
+/// naming the endpoint; a connect that takes longer than `connect_timeout` (refused ports
+/// answer at once) is a `Timeout`.
 pub(crate) async fn connect(
     endpoint: &EndpointPlan,
     url: &str,
@@ -279,6 +286,7 @@ pub(crate) async fn connect(
         tls: tls_options,
     } = sslmode::settings(endpoint, url)?;
     let name = label(endpoint, Some(&config));
+    let cap = message_cap::max_message(endpoint);
     let opt = |key: &str| option_text(endpoint, key).map_err(|e| DriverError::connect(&name, e));
     if let Some(v) = opt("user")? {
         config.user(v);
@@ -325,6 +333,7 @@ pub(crate) async fn connect(
             connector,
             name: &name,
             connect_timeout,
+            cap,
         };
         let result = match tokio::time::timeout(connect_timeout, attempt.run(&place, port)).await {
             Ok(r) => r,
@@ -345,6 +354,7 @@ pub(crate) async fn connect(
                         _ => None,
                     },
                     timeout: connect_timeout,
+                    cap,
                 };
                 opened.into_conn(name.clone(), timeout, Arc::new(cancel))
             }
@@ -392,6 +402,8 @@ struct Attempt<'a> {
     connector: &'a Connector,
     name: &'a str,
     connect_timeout: Duration,
+    /// `max_message`.
+    cap: u64,
 }
 
 /// Where a connection task leaves why it stopped.
@@ -418,7 +430,7 @@ impl Attempt<'_> {
         let mut config = self.config.clone();
         config.ssl_mode(tokio_postgres::config::SslMode::Disable);
         let (client, connection) = config
-            .connect_raw(unix, NoTls)
+            .connect_raw(Capped::new(unix, self.cap), NoTls)
             .await
             .map_err(|e| self.refused(&e, false))?;
         Ok(Opened {
@@ -442,13 +454,14 @@ impl Attempt<'_> {
         }
         let addr = socket_addr(host, port);
         let wire = self.connector.tcp(&addr, self.connect_timeout).await?;
-        let wire = PgWire::new(wire, self.connector, tls);
+        let wire = PgWire::new(wire, self.connector, tls, self.cap);
         let refused = wire.refused();
         let counters = wire.counters();
         let failed = Arc::new(Mutex::new(None));
         let handshake = PgTls {
             connector: self.connector.clone(),
             timeout: self.connect_timeout,
+            cap: self.cap,
             failed: failed.clone(),
         };
         match self.config.connect_raw(wire, handshake).await {

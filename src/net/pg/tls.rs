@@ -2,45 +2,58 @@
 //! sends its SSLRequest on; `PgTls`, the `TlsConnect` that hands that socket to
 //! `Connector::handshake` (timed, counted full or resumed; the session above it timed by
 //! `Connector::timed`); and `PgTlsStream`, the session, with the `tls-server-end-point`
-//! channel binding SCRAM-PLUS asks for.
+//! channel binding SCRAM-PLUS asks for. A session's messages are capped (`message_cap`) where
+//! they are plaintext: on `PgWire` once the session goes on in clear, above TLS otherwise.
 
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_postgres::tls::{ChannelBinding, TlsConnect, TlsStream};
 
+use super::message_cap::{Capped, Frames};
 use crate::net::error::DriverError;
 use crate::net::tls::{Connector, Counters, Timed, Wire};
 
 /// The socket under tokio-postgres. While `watch` is set, the first byte read is the
 /// server's answer to the SSLRequest: an 'N' (no TLS) is noted in `refused`, and the wire is
 /// armed so that the first byte of the session in clear is timed as a TLS one would be.
+/// `frames` caps the messages of a session in clear: from the start, or from the byte after
+/// an 'N' (after an 'S' the bytes are TLS records, capped above TLS).
 pub(crate) struct PgWire {
     wire: Wire<TcpStream>,
     watch: Option<Connector>,
     refused: Arc<AtomicBool>,
+    cap: u64,
+    frames: Option<Frames>,
 }
 
 impl PgWire {
     /// `wire` for a connection that sends an SSLRequest first (`ssl_request`), or in clear
-    /// from the start (armed now).
-    pub(crate) fn new(mut wire: Wire<TcpStream>, connector: &Connector, ssl_request: bool) -> Self {
-        let watch = if ssl_request {
-            Some(connector.clone())
+    /// from the start (armed now); no message larger than `cap` is read.
+    pub(crate) fn new(
+        mut wire: Wire<TcpStream>,
+        connector: &Connector,
+        ssl_request: bool,
+        cap: u64,
+    ) -> Self {
+        let (watch, frames) = if ssl_request {
+            (Some(connector.clone()), None)
         } else {
             connector.arm(&mut wire);
-            None
+            (None, Some(Frames::new(cap)))
         };
         PgWire {
             wire,
             watch,
             refused: Arc::new(AtomicBool::new(false)),
+            cap,
+            frames,
         }
     }
 
@@ -60,17 +73,25 @@ impl AsyncRead for PgWire {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if let Some(frames) = &mut this.frames {
+            return frames.poll_read(Pin::new(&mut this.wire), cx, buf);
+        }
         let before = buf.filled().len();
-        let r = Pin::new(&mut self.wire).poll_read(cx, buf);
+        ready!(Pin::new(&mut this.wire).poll_read(cx, buf))?;
         if buf.filled().len() > before {
-            if let Some(connector) = self.watch.take() {
+            if let Some(connector) = this.watch.take() {
                 if buf.filled()[before] == b'N' {
-                    self.refused.store(true, Ordering::Relaxed);
-                    connector.arm(&mut self.wire);
+                    this.refused.store(true, Ordering::Relaxed);
+                    connector.arm(&mut this.wire);
+                    let mut frames = Frames::new(this.cap);
+                    let scanned = frames.scan(buf, before + 1);
+                    this.frames = Some(frames);
+                    return Poll::Ready(scanned);
                 }
             }
         }
-        r
+        Poll::Ready(Ok(()))
     }
 }
 
@@ -110,6 +131,8 @@ impl AsyncWrite for PgWire {
 pub(crate) struct PgTls {
     pub(crate) connector: Connector,
     pub(crate) timeout: Duration,
+    /// The session's `max_message`.
+    pub(crate) cap: u64,
     pub(crate) failed: Arc<Mutex<Option<DriverError>>>,
 }
 
@@ -136,7 +159,10 @@ impl TlsConnect<PgWire> for PgTls {
         Box::pin(async move {
             match self.connector.handshake(stream.wire, self.timeout).await {
                 // The session's first exchange (startup, authentication) timed above TLS.
-                Ok(tls) => Ok(PgTlsStream(Box::new(self.connector.timed(tls)))),
+                Ok(tls) => Ok(PgTlsStream(Box::new(Capped::new(
+                    self.connector.timed(tls),
+                    self.cap,
+                )))),
                 Err(e) => {
                     let text = e.message.clone();
                     if let Ok(mut slot) = self.failed.lock() {
@@ -149,8 +175,10 @@ impl TlsConnect<PgWire> for PgTls {
     }
 }
 
-/// One PostgreSQL session under TLS.
-pub(crate) struct PgTlsStream(Box<Timed<tokio_rustls::client::TlsStream<Wire<TcpStream>>>>);
+/// One PostgreSQL session under TLS, its messages capped.
+pub(crate) struct PgTlsStream(Box<Capped<Timed<TlsSession>>>);
+
+type TlsSession = tokio_rustls::client::TlsStream<Wire<TcpStream>>;
 
 impl AsyncRead for PgTlsStream {
     fn poll_read(
@@ -196,6 +224,7 @@ impl TlsStream for PgTlsStream {
     fn channel_binding(&self) -> ChannelBinding {
         let cert = self
             .0
+            .get_ref()
             .get_ref()
             .get_ref()
             .1

@@ -10,7 +10,9 @@
 //! - `intake`: an ILP/HTTP ingest endpoint of known capacity in rows per second.
 //! - `refuse`: PostgreSQL-wire servers that refuse a password or offer an untrusted
 //!   certificate, counting the attempts and TLS handshakes a client made.
-//! - `pg_wire`: the pieces of PostgreSQL's wire protocol the pg-wire oracles share.
+//! - `oversize`: a PostgreSQL-wire server that sends one message announcing a size the test
+//!   chooses, counting the body bytes a client took before it closed.
+//! - `pg_wire`: the pieces of PostgreSQL's wire protocol `refuse` and `oversize` share.
 //!
 //! Use with `#[path = "common/oracles/mod.rs"] mod oracles;` (std threads, 127.0.0.1, port 0).
 
@@ -20,5 +22,6 @@ pub mod fresh;
 mod http;
 pub mod intake;
 pub mod load;
+pub mod oversize;
 mod pg_wire;
 pub mod refuse;
