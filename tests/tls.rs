@@ -229,8 +229,10 @@ fn https_request_runs_through_the_front_verify_chain_and_name() {
         "every request reached the server in clear"
     );
     assert!(server.requests().iter().all(|q| q.path == "/x"));
+    // One keep-alive connection per worker; the second may resume the first's session.
+    assert!(front.full_handshakes() >= 1);
     assert_eq!(
-        front.full_handshakes(),
+        front.full_handshakes() + front.resumed_handshakes(),
         2,
         "one keep-alive connection per worker"
     );
@@ -248,13 +250,7 @@ fn https_request_runs_through_the_front_verify_chain_and_name() {
     assert_eq!(t["alpn"], "http/1.1", "{t:#}");
     assert_eq!(t["version"], "TLSv1.3", "{t:#}");
     assert_eq!(t["client_certificate"], false, "{t:#}");
-    assert_eq!(
-        (
-            t["full_handshakes"].as_u64(),
-            t["resumed_handshakes"].as_u64()
-        ),
-        (Some(2), Some(0))
-    );
+    assert_two_handshakes(t);
     assert_eq!(c["handshake"]["count"], 2, "{c:#}");
     // Socket bytes count the TLS records (and the handshakes) below the HTTP bytes.
     let written = c["socket_bytes_written"].as_u64().unwrap();
