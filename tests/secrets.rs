@@ -130,3 +130,58 @@ run written {{
         assert_masked(name, &read(name));
     }
 }
+
+/// Passwords written in the file: in a URL and in a `password` option.
+const LITERAL_WORKLOAD: &str = r#"workload w { seed 1 }
+schema cpu {
+  series host: symbol = format("h%d", n) for n in 0..4
+  field v: long = uniform(0, 9)
+  timestamp ts = every 1s from 2024-01-01T00:00:00Z for 10s
+}
+target db {
+  pg "postgres://wlrun:UrlPass-1234@127.0.0.1:5432/db"
+  http "http://127.0.0.1:9000" { user "bob"  password "OptionPass-77" }
+}
+ingest load { into db via pg  rows cpu }
+run r { against db.http  request GET "/q"  count 1 }
+"#;
+
+const LITERALS: [&str; 2] = ["UrlPass-1234", "OptionPass-77"];
+
+#[test]
+fn a_password_written_in_the_file_is_not_shown_by_wlrun_plan_nor_its_json() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.wl"), LITERAL_WORKLOAD).unwrap();
+    for args in [&["plan", "w.wl"][..], &["plan", "w.wl", "--json"]] {
+        let out = wlrun(dir.path(), args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stdout}");
+        for secret in LITERALS {
+            assert!(
+                !stdout.contains(secret),
+                "{args:?} shows `{secret}`:\n{stdout}"
+            );
+        }
+        // Masked, not dropped: the reader still sees that there is one.
+        assert!(
+            stdout.contains("wlrun:***@127.0.0.1"),
+            "{args:?}:\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn the_k8s_note_on_an_endpoint_of_this_machine_shows_no_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let ingest_only = LITERAL_WORKLOAD.replace("run r {", "// run r {");
+    std::fs::write(dir.path().join("w.wl"), ingest_only).unwrap();
+    let out = wlrun(
+        dir.path(),
+        &["k8s", "w.wl", "--shards", "2", "--image", "w:1"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("names this machine"), "{stderr}");
+    assert!(!stderr.contains("UrlPass-1234"), "{stderr}");
+    assert!(stderr.contains("wlrun:***@127.0.0.1"), "{stderr}");
+}
