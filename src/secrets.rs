@@ -41,7 +41,7 @@ static ANY: AtomicBool = AtomicBool::new(false);
 
 /// A value read from the environment by `env()`.
 pub fn remember(value: &str) {
-    if value.chars().count() < MIN_CHARS || is_number(value) {
+    if value.chars().count() < MIN_CHARS || is_number(value) || known(value) {
         return;
     }
     add(forms(value));
@@ -54,6 +54,9 @@ pub fn remember_credentials(user: &str, password: &str) {
         return;
     }
     let pair = format!("{user}:{password}");
+    if known(&pair) {
+        return;
+    }
     let b64 = base64::engine::general_purpose::STANDARD.encode(&pair);
     let mut all = forms(&b64);
     all.extend(forms(&pair));
@@ -246,6 +249,16 @@ fn forms(s: &str) -> Vec<String> {
     ];
     all.retain(|f| f.chars().count() >= MIN_CHARS);
     all
+}
+
+/// A connection reads its secrets again each time it is made: once known, that costs a look.
+fn known(form: &str) -> bool {
+    ANY.load(Ordering::Acquire)
+        && FORMS
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|f| f == form)
 }
 
 fn add(new: Vec<String>) {
