@@ -15,18 +15,21 @@
 //! The library API exists for the binary and the tests; it makes no stability promise.
 
 /// Writes to standard error, ignoring failures: a closed stderr (`2>&1 | head`) must not turn
-/// a result into a panic.
+/// a result into a panic. Every line goes through the masker: a message may quote a server
+/// that said a secret back (`secrets`).
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = write!(std::io::stderr(), $($arg)*);
+        let text = format!($($arg)*);
+        let _ = std::io::stderr().write_all($crate::secrets::mask(&text).as_bytes());
     }};
 }
 
 macro_rules! sayln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        let text = format!($($arg)*) + "\n";
+        let _ = std::io::stderr().write_all($crate::secrets::mask(&text).as_bytes());
     }};
 }
 
@@ -52,6 +55,7 @@ pub mod query;
 pub mod qwp;
 pub mod report;
 mod run;
+pub mod secrets;
 pub mod shard;
 pub mod source;
 pub mod span;

@@ -311,6 +311,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             }
             let interval = Duration::from_millis((interval * 1000.0).round() as u64);
             let plan = lower::lower(&checked);
+            // Before anything is printed: the server versions asked below may quote a secret.
+            exec::secrets::remember(&plan);
             // Before anything is sent: a directory that cannot take the report must not cost a
             // run, and a run killed midway still leaves what it was running.
             let mut copied_workload = None;
@@ -375,9 +377,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 ..environment
             });
             let text = if json {
-                serde_json::to_string_pretty(&report).expect("the report serializes") + "\n"
+                let text =
+                    serde_json::to_string_pretty(&report).expect("the report serializes") + "\n";
+                crate::secrets::mask_json(&text).into_owned()
             } else {
-                report::render::table(&report)
+                crate::secrets::masked(report::render::table(&report))
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
             if let Some(s) = &report.shard {

@@ -83,6 +83,18 @@ impl Text {
         out
     }
 
+    /// Resolves environment parts from this process's environment, now (at run time); every
+    /// value read from it is a secret from then on (`secrets::remember`), a default is not.
+    pub fn resolve_env(&self) -> Result<String, String> {
+        self.resolve(|name| {
+            let value = std::env::var(name).ok();
+            if let Some(v) = &value {
+                crate::secrets::remember(v);
+            }
+            value
+        })
+    }
+
     /// Resolves environment parts now (at run time): the variable, else its default.
     pub fn resolve(&self, lookup: impl Fn(&str) -> Option<String>) -> Result<String, String> {
         let mut out = String::new();

@@ -280,7 +280,7 @@ async fn store_admin(
         }
         Store::Influx => {
             let resolve = |v: &Value| match v {
-                Value::Str(t) => t.resolve(|n| std::env::var(n).ok()).ok(),
+                Value::Str(t) => t.resolve_env().ok(),
                 _ => None,
             };
             let db = match store::influx_database(phase, resolve) {

@@ -20,6 +20,7 @@ pub mod progress;
 pub mod queries;
 pub mod requests;
 mod require;
+pub mod secrets;
 pub mod series;
 pub mod shards;
 mod slots;
@@ -81,7 +82,7 @@ pub fn stopped_after(limit: Option<u64>, unit: &str) -> String {
 
 /// The URL with `env(...)` parts filled in from the environment, now.
 pub fn resolve_url(t: &Text) -> Result<String, String> {
-    t.resolve(|name| std::env::var(name).ok())
+    t.resolve_env()
 }
 
 /// The endpoint's `timeout` (every wait on the server; default 60 s) and `connect_timeout`
@@ -97,6 +98,7 @@ pub fn timeouts(ep: &EndpointPlan) -> (Duration, Duration) {
 /// Runs every cell of `plan` and returns the report; `on_cell` sees each cell's report as it
 /// completes (the terminal table grows while the run goes on).
 pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport)) -> Report {
+    secrets::remember(plan);
     let started_wall = time::OffsetDateTime::now_utc();
     let started = Instant::now();
     let mut builder = tokio::runtime::Builder::new_multi_thread();

@@ -525,6 +525,7 @@ fn announce(
         probe: id.probe.clone(),
     };
     let line = serde_json::to_string(&line).map_err(|e| e.to_string())?;
+    let line = crate::secrets::mask_json(&line);
     let path = dir.join(crate::report::series::DIR).join("phases.jsonl");
     let mut f = std::fs::OpenOptions::new()
         .create(true)

@@ -51,10 +51,7 @@ pub(super) fn param(v: &Value) -> Dynamic {
         Value::None => Dynamic::UNIT,
         // Secrets resolve as they do for the run's connection strings; a missing variable
         // without a default shows as `${env:NAME}`.
-        Value::Str(t) => t
-            .resolve(|name| std::env::var(name).ok())
-            .unwrap_or_else(|_| t.redacted())
-            .into(),
+        Value::Str(t) => t.resolve_env().unwrap_or_else(|_| t.redacted()).into(),
         Value::Symbol(s) => s.clone().into(),
         Value::Duration(ns) => Dynamic::from_int(*ns),
         Value::List(items) => Dynamic::from_array(items.iter().map(param).collect()),

@@ -5,7 +5,6 @@
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -113,17 +112,17 @@ pub fn engine() -> rhai::Engine {
         }
         None
     });
+    // A script sees the secrets it sends, and may print them or what a server said back.
     e.on_print(|s| {
-        let _ = writeln!(std::io::stderr(), "hook: {s}");
+        sayln!("hook: {s}");
     });
-    e.on_debug(|s, source, pos| {
-        let mut err = std::io::stderr();
-        let _ = match (source, pos.line(), pos.position()) {
-            (Some(src), Some(l), Some(c)) => writeln!(err, "hook: {src}:{l}:{c}: {s}"),
-            (Some(src), ..) => writeln!(err, "hook: {src}: {s}"),
-            _ => writeln!(err, "hook: {s}"),
-        };
-    });
+    e.on_debug(
+        |s, source, pos| match (source, pos.line(), pos.position()) {
+            (Some(src), Some(l), Some(c)) => sayln!("hook: {src}:{l}:{c}: {s}"),
+            (Some(src), ..) => sayln!("hook: {src}: {s}"),
+            _ => sayln!("hook: {s}"),
+        },
+    );
     // `sleep` (from the core package) would stall the worker's thread.
     e.register_fn("sleep", |_: rhai::INT| -> Result<(), Box<EvalAltResult>> {
         Err("sleep() is not available in hooks".into())

@@ -34,7 +34,7 @@ pub fn pod_local(plan: &Plan) -> Result<(), String> {
 pub fn loopback_endpoints(plan: &Plan) -> Vec<String> {
     let mut out = Vec::new();
     for e in endpoints(plan) {
-        let Some(url) = e.url.as_ref().map(|u| u.redacted()) else {
+        let Some(url) = e.shown_url() else {
             continue;
         };
         let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);

@@ -45,10 +45,12 @@ pub struct DriverError {
 }
 
 impl DriverError {
+    /// The message is masked here, where every error of the layer is made: it may quote a
+    /// server, a URL or an option that holds a secret (`secrets`).
     pub fn new(class: ErrorClass, message: impl Into<String>, fatal: bool) -> DriverError {
         DriverError {
             class,
-            message: message.into(),
+            message: crate::secrets::masked(message.into()),
             fatal,
             refused: false,
         }

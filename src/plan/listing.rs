@@ -21,12 +21,12 @@ pub fn thousands(n: u64) -> String {
 
 fn endpoint(e: &EndpointPlan) -> String {
     let mut s = format!("{}.{} ({}", e.target, e.name, e.kind);
-    if let Some(u) = &e.url {
-        let _ = write!(s, " {}", u.redacted());
+    if let Some(u) = e.shown_url() {
+        let _ = write!(s, " {u}");
     }
     s.push(')');
     for (k, v) in &e.options {
-        let _ = write!(s, " {k}={v}");
+        let _ = write!(s, " {k}={}", shown_option(k, v));
     }
     // Loud, as in the report: the server will not be authenticated.
     if matches!(

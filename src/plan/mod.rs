@@ -113,9 +113,56 @@ pub struct EndpointPlan {
     pub name: String,
     pub kind: String,
     pub dialect: String,
-    /// Secrets from `env(...)` show as `${env:NAME}`.
+    /// Secrets from `env(...)` show as `${env:NAME}`, a password written in the file as `***`.
+    #[serde(serialize_with = "shown_url")]
     pub url: Option<Text>,
+    /// A `password` written in the file shows as `***`.
+    #[serde(serialize_with = "shown_options")]
     pub options: IndexMap<String, Value>,
+}
+
+impl EndpointPlan {
+    /// The URL as a plan shows it: `env()` parts by name, a password written in the file as
+    /// `***` (a listing is shared; the file it came from need not be).
+    pub fn shown_url(&self) -> Option<String> {
+        self.url
+            .as_ref()
+            .map(|u| crate::secrets::redact_url(&u.redacted()))
+    }
+}
+
+/// An option as a plan shows it: a `password` written in the file (not all `env()`) as `***`.
+pub fn shown_option<'a>(name: &str, value: &'a Value) -> std::borrow::Cow<'a, Value> {
+    match value {
+        Value::Str(t)
+            if name == "password"
+                && t.parts
+                    .iter()
+                    .any(|p| matches!(p, crate::value::TextPart::Lit(_))) =>
+        {
+            std::borrow::Cow::Owned(Value::Str(Text::lit(crate::secrets::MASK)))
+        }
+        v => std::borrow::Cow::Borrowed(v),
+    }
+}
+
+fn shown_url<S: serde::Serializer>(url: &Option<Text>, s: S) -> Result<S::Ok, S::Error> {
+    let shown = url
+        .as_ref()
+        .map(|u| crate::secrets::redact_url(&u.redacted()));
+    shown.serialize(s)
+}
+
+fn shown_options<S: serde::Serializer>(
+    options: &IndexMap<String, Value>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(options.len()))?;
+    for (k, v) in options {
+        m.serialize_entry(k, &shown_option(k, v))?;
+    }
+    m.end()
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

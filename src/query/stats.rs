@@ -68,7 +68,8 @@ impl TypeStats {
     pub fn record_error(&mut self, e: &QueryError) {
         let entry = self.errors.entry(e.class).or_default();
         if entry.count == 0 {
-            entry.first = e.to_string();
+            // Kept for the report: a hook's verdict or a server's words may carry a secret.
+            entry.first = crate::secrets::masked(e.to_string());
         }
         entry.count += 1;
     }

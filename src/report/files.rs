@@ -145,7 +145,9 @@ pub fn write_start(dir: &Path, plan: &Plan, sources: &[Source]) -> Result<Writte
     let fail =
         |what: &str, e: std::io::Error| format!("cannot write {what} in {}: {e}", dir.display());
     let plan_json = serde_json::to_string_pretty(plan).map_err(|e| e.to_string())? + "\n";
-    std::fs::write(dir.join("plan.json"), plan_json).map_err(|e| fail("plan.json", e))?;
+    let plan_json = crate::secrets::mask_json(&plan_json);
+    std::fs::write(dir.join("plan.json"), plan_json.as_bytes())
+        .map_err(|e| fail("plan.json", e))?;
     let src = dir.join("sources");
     std::fs::create_dir_all(&src).map_err(|e| fail("sources/", e))?;
     let mut written = Written::default();
@@ -189,8 +191,11 @@ pub fn write_start(dir: &Path, plan: &Plan, sources: &[Source]) -> Result<Writte
 /// Writes `SHARD_FILE` (the shard's `shard` object as it starts: no phases yet).
 pub fn write_shard(dir: &Path, shard: &super::shard::ShardReport) -> Result<(), String> {
     let json = serde_json::to_string_pretty(shard).map_err(|e| e.to_string())? + "\n";
-    std::fs::write(dir.join(SHARD_FILE), json)
-        .map_err(|e| format!("cannot write {SHARD_FILE} in {}: {e}", dir.display()))
+    std::fs::write(
+        dir.join(SHARD_FILE),
+        crate::secrets::mask_json(&json).as_bytes(),
+    )
+    .map_err(|e| format!("cannot write {SHARD_FILE} in {}: {e}", dir.display()))
 }
 
 /// Reads `SHARD_FILE` back: `None` where there is none (an unsharded run), or it does not read.
@@ -205,8 +210,11 @@ pub fn read_shard(dir: &Path) -> Option<super::shard::ShardReport> {
 pub fn write_report(dir: &Path, report: &Report) -> Result<Option<String>, String> {
     let fail =
         |what: &str, e: std::io::Error| format!("cannot write {what} in {}: {e}", dir.display());
+    // Masked as a whole too: its messages were masked where they were made, and a secret must
+    // not reach the file through one that was not (`secrets`).
     let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())? + "\n";
-    std::fs::write(dir.join("report.json"), json).map_err(|e| fail("report.json", e))?;
+    let json = crate::secrets::mask_json(&json);
+    std::fs::write(dir.join("report.json"), json.as_bytes()).map_err(|e| fail("report.json", e))?;
     std::fs::write(dir.join("report.csv"), super::csv::csv(report)?)
         .map_err(|e| fail("report.csv", e))?;
     Ok(super::html::write(dir, report).err())

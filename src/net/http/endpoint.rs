@@ -16,7 +16,7 @@ pub fn option_text(endpoint: &EndpointPlan, name: &str) -> Result<Option<String>
     match endpoint.options.get(name) {
         None | Some(Value::None) => Ok(None),
         Some(Value::Str(t)) => t
-            .resolve(|n| std::env::var(n).ok())
+            .resolve_env()
             .map(Some)
             .map_err(|e| config_error(endpoint, format!("option `{name}`: {e}"))),
         Some(other) => Err(config_error(
@@ -68,7 +68,7 @@ pub(crate) fn endpoint_headers(
                     ));
                 };
                 let value = text
-                    .resolve(|n| std::env::var(n).ok())
+                    .resolve_env()
                     .map_err(|e| config_error(endpoint, format!("header `{name}`: {e}")))?;
                 let hname = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
                     config_error(

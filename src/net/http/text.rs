@@ -6,9 +6,12 @@ use serde_json::Value as Json;
 /// Server text quoted in error messages is cut to this many characters.
 pub const MAX_QUOTED_CHARS: usize = 500;
 
-/// `text` trimmed and cut to `MAX_QUOTED_CHARS` characters on a character boundary.
+/// `text` trimmed and cut to `MAX_QUOTED_CHARS` characters on a character boundary, its
+/// secrets masked first: a server may say back what it was sent, and a secret cut in two at
+/// the limit would no longer be found whole.
 pub fn quote_server_text(text: &str) -> String {
-    let t = text.trim();
+    let masked = crate::secrets::mask(text);
+    let t = masked.trim();
     match t.char_indices().nth(MAX_QUOTED_CHARS) {
         Some((cut, _)) => format!("{}...", &t[..cut]),
         None => t.to_string(),

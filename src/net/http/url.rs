@@ -1,6 +1,10 @@
 //! `http://` and `https://` URLs: taking them apart, redacting their passwords, encoding query
 //! strings.
 
+/// The URL with any password replaced by `***`, for messages: one rule for every output
+/// (`secrets`).
+pub use crate::secrets::redact_url;
+
 /// An `http[s]://host[:port][/base]` URL taken apart.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HttpUrl {
@@ -135,24 +139,6 @@ fn split_host_port(authority: &str) -> Result<(&str, Option<u16>), String> {
         },
     };
     Ok((host, port))
-}
-
-/// The URL with any password replaced by `***`, for messages.
-pub fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_string();
-    };
-    let after = &url[scheme_end + 3..];
-    let auth_end = after.find(['/', '?', '#']).unwrap_or(after.len());
-    match after[..auth_end].rfind('@') {
-        Some(at) => {
-            let userinfo = &after[..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            let hidden = if userinfo.contains(':') { ":***" } else { "" };
-            format!("{}{user}{hidden}{}", &url[..scheme_end + 3], &after[at..])
-        }
-        None => url.to_string(),
-    }
 }
 
 fn percent_decode(s: &str) -> Result<String, String> {

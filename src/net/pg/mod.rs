@@ -108,7 +108,7 @@ pub(crate) fn pg_error(e: &tokio_postgres::Error) -> DriverError {
 fn option_text(endpoint: &EndpointPlan, name: &str) -> Result<Option<String>, String> {
     match endpoint.options.get(name) {
         Some(Value::Str(t)) => t
-            .resolve(|var| std::env::var(var).ok())
+            .resolve_env()
             .map(Some)
             .map_err(|e| format!("option `{name}`: {e}")),
         _ => Ok(None),

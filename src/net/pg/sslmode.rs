@@ -178,7 +178,7 @@ fn option_mode(endpoint: &EndpointPlan) -> Result<Option<String>, String> {
     match endpoint.options.get("sslmode") {
         Some(Value::Symbol(w)) => Ok(Some(w.clone())),
         Some(Value::Str(t)) => t
-            .resolve(|var| std::env::var(var).ok())
+            .resolve_env()
             .map(Some)
             .map_err(|e| format!("option `sslmode`: {e}")),
         _ => Ok(None),

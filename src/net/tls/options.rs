@@ -65,20 +65,16 @@ impl TlsOptions {
     pub fn of_endpoint(endpoint: &EndpointPlan, verify: Verify) -> Result<TlsOptions, DriverError> {
         let text = |name: &str| -> Result<Option<String>, DriverError> {
             match endpoint.options.get(name) {
-                Some(Value::Str(t)) => {
-                    t.resolve(|var| std::env::var(var).ok())
-                        .map(Some)
-                        .map_err(|e| {
-                            DriverError::new(
-                                ErrorClass::Connect,
-                                format!(
-                                    "{}.{}: option `{name}`: {e}",
-                                    endpoint.target, endpoint.name
-                                ),
-                                true,
-                            )
-                        })
-                }
+                Some(Value::Str(t)) => t.resolve_env().map(Some).map_err(|e| {
+                    DriverError::new(
+                        ErrorClass::Connect,
+                        format!(
+                            "{}.{}: option `{name}`: {e}",
+                            endpoint.target, endpoint.name
+                        ),
+                        true,
+                    )
+                }),
                 _ => Ok(None),
             }
         };

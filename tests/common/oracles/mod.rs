@@ -8,6 +8,8 @@
 //!   with `start_with_tables`, knows which tables exist (QuestDB's "table does not exist").
 //! - `load`: HTTP request servers of known capacity.
 //! - `intake`: an ILP/HTTP ingest endpoint of known capacity in rows per second.
+//! - `echo`: an HTTP server answering 401 with the secrets of the request in every form a
+//!   server might print them (plain, percent-encoded, base64, Basic credentials decoded).
 //! - `refuse`: PostgreSQL-wire servers that refuse a password or offer an untrusted
 //!   certificate, counting the attempts and TLS handshakes a client made.
 //! - `oversize`: a PostgreSQL-wire server that sends one message announcing a size the test
@@ -18,6 +20,7 @@
 
 #![allow(dead_code)]
 
+pub mod echo;
 pub mod fresh;
 mod http;
 pub mod intake;
