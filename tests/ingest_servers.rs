@@ -5,6 +5,8 @@
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/oracles/mod.rs"]
+mod oracles;
 #[path = "common/servers.rs"]
 mod servers;
 #[path = "common/vm_process.rs"]
@@ -14,6 +16,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use oracles::pg_stall::PgStall;
 use servers::{pg_up, pg_url};
 use vm_process::Victoria;
 
@@ -200,4 +203,76 @@ fn postgres_errors_carry_the_servers_message() {
     assert!(first.contains("42P01"), "{p}");
     assert!(first.contains("wlrun_no_such_table"), "{p}");
     assert_eq!(p["rows_acked"], 0);
+}
+
+/// `url` with one more query parameter.
+fn with_param(url: &str, param: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{param}")
+}
+
+/// A COPY the server committed, whose answer never came (a proxy in front of PostgreSQL
+/// swallows everything after the third COPY's end): its rows were written, so they are sent
+/// and not acknowledged. They once counted as not sent (`rows_sent` 0 while the server had
+/// committed 500 rows), and the count above the rows acknowledged is no failure of its own.
+#[test]
+fn postgres_copy_answered_after_the_timeout_is_sent_not_acknowledged() {
+    if !pg_up() {
+        return;
+    }
+    let url = pg_url();
+    let Some(host) = url
+        .split_once('@')
+        .and_then(|(_, rest)| rest.split(['/', '?']).next())
+    else {
+        panic!("no host:port in {url}");
+    };
+    let proxy = PgStall::start(host, 3);
+    let through = with_param(
+        &url.replacen(host, &proxy.addr.to_string(), 1),
+        "sslmode=disable",
+    );
+    let text = format!(
+        r#"{TSBS}
+target db {{
+  dialect postgres
+  pg "{through}" {{ timeout 1s }}
+  pg "{url}" as direct
+}}
+ingest load {{
+  into db via pg table "cpu_stalled_copy"
+  rows tsbs.cpu
+  batch 1000 rows
+  verify visible via db.direct within 10s
+}}
+"#
+    );
+    let (code, r, err) = run_json(&text, &[]);
+    let p = &r["cells"][0]["phases"][0];
+    eprintln!(
+        "COPYs the server was given whole: {}; sent {} acked {} visible {}",
+        proxy.copies(),
+        p["rows_sent"],
+        p["rows_acked"],
+        p["rows_visible"]
+    );
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(proxy.copies(), 3, "{p}");
+    assert_eq!(p["rows_sent"], 3000, "{p}");
+    assert_eq!(p["rows_acked"], 2000, "{p}");
+    // The server's own count: the third COPY committed.
+    assert_eq!(p["rows_visible"], 3000, "{p}");
+    assert_eq!(p["errors"]["timeout"]["count"], 1, "{p}");
+    let failures: Vec<&str> = p["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        failures
+            .iter()
+            .all(|f| !f.contains("never visible") && !f.contains("could not be counted")),
+        "{failures:?}"
+    );
 }

@@ -214,10 +214,16 @@ pub(super) fn judge(
                 target - visible
             ));
         } else if visible > target && report.rows_acked.is_some() {
-            // More rows than acknowledged: a retried batch, or a table shared with
-            // another writer. Not a failure, but it must show.
+            // More rows than acknowledged: rows sent whose answer never came (the server
+            // stored them all the same), a retried batch, or a table shared with another
+            // writer. Not a failure, but it must show.
+            let why = if visible <= report.rows_sent {
+                ": rows sent and not acknowledged were stored"
+            } else {
+                ""
+            };
             report.failures.push(format!(
-                "note: the count ({visible}) exceeds the rows acknowledged ({target})"
+                "note: the count ({visible}) exceeds the rows acknowledged ({target}){why}"
             ));
         }
     } else if phase.verify.is_some() && report.rows_sent > 0 {

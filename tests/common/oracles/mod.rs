@@ -7,7 +7,10 @@
 //!   arrive (or at a set apply rate), counted over HTTP SQL; it logs the DDL it receives and,
 //!   with `start_with_tables`, knows which tables exist (QuestDB's "table does not exist").
 //! - `load`: HTTP request servers of known capacity.
-//! - `intake`: an ILP/HTTP ingest endpoint of known capacity in rows per second.
+//! - `intake`: an ILP/HTTP ingest endpoint of known capacity in rows per second, which may
+//!   die or go silent after n requests, counting what reached it.
+//! - `pg_stall`: a PostgreSQL-wire proxy in front of the real server that stops passing the
+//!   server's answers on after a connection's n-th COPY, counting the COPYs it passed on.
 //! - `refuse`: PostgreSQL-wire servers that refuse a password or offer an untrusted
 //!   certificate, counting the attempts and TLS handshakes a client made.
 //!
@@ -19,4 +22,5 @@ pub mod fresh;
 mod http;
 pub mod intake;
 pub mod load;
+pub mod pg_stall;
 pub mod refuse;
