@@ -276,3 +276,40 @@ ingest load {{
         "{failures:?}"
     );
 }
+
+/// The server closes the count's connection while the rows go out (its
+/// `idle_session_timeout`, 200 ms, is shorter than the 1.8 s the rows take): the count
+/// reconnects and finds every row, where it once failed the phase with "connection closed
+/// ... the visible rows could not be counted".
+#[test]
+fn verify_reconnects_when_the_server_closed_the_count_connection() {
+    if !pg_up() {
+        return;
+    }
+    let url = pg_url();
+    let counting = with_param(&url, "options=-c%20idle_session_timeout%3D200");
+    let text = format!(
+        r#"{TSBS}
+target db {{
+  dialect postgres
+  pg "{url}"
+  pg "{counting}" as counter
+}}
+ingest load {{
+  into db via pg table "cpu_count_reconnects"
+  rows tsbs.cpu
+  batch 1000 rows
+  rate 4000/s
+  teardown drop
+  verify visible via db.counter within 10s
+}}
+"#
+    );
+    let (code, r, err) = run_json(&text, &[]);
+    let p = &r["cells"][0]["phases"][0];
+    assert_eq!(code, 0, "{err}\n{p}");
+    assert_eq!(p["rows_acked"], 7200, "{p}");
+    assert_eq!(p["rows_visible"], 7200, "{p}");
+    let warnings = p["warnings"].to_string();
+    assert!(warnings.contains("reconnect"), "{warnings}");
+}
