@@ -16,7 +16,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use oracles::pg_stall::PgStall;
+use oracles::pg_stall::{PgStall, COPY_DONE, EXECUTE};
 use servers::{pg_up, pg_url};
 use vm_process::Victoria;
 
@@ -211,12 +211,13 @@ fn with_param(url: &str, param: &str) -> String {
     format!("{url}{sep}{param}")
 }
 
-/// A COPY the server committed, whose answer never came (a proxy in front of PostgreSQL
-/// swallows everything after the third COPY's end): its rows were written, so they are sent
-/// and not acknowledged. They once counted as not sent (`rows_sent` 0 while the server had
-/// committed 500 rows), and the count above the rows acknowledged is no failure of its own.
+/// A COPY (an INSERT) the server committed, whose answer never came (a proxy in front of
+/// PostgreSQL swallows everything after the third batch's end): its rows were written, so
+/// they are sent and not acknowledged. They once counted as not sent (`rows_sent` 0 while the
+/// server had committed 500 rows), and the count above the rows acknowledged is no failure of
+/// its own.
 #[test]
-fn postgres_copy_answered_after_the_timeout_is_sent_not_acknowledged() {
+fn postgres_batches_answered_after_the_timeout_are_sent_not_acknowledged() {
     if !pg_up() {
         return;
     }
@@ -227,54 +228,56 @@ fn postgres_copy_answered_after_the_timeout_is_sent_not_acknowledged() {
     else {
         panic!("no host:port in {url}");
     };
-    let proxy = PgStall::start(host, 3);
-    let through = with_param(
-        &url.replacen(host, &proxy.addr.to_string(), 1),
-        "sslmode=disable",
-    );
-    let text = format!(
-        r#"{TSBS}
+    for (mode, end) in [("copy", COPY_DONE), ("insert", EXECUTE)] {
+        let proxy = PgStall::start(host, end, 3);
+        let through = with_param(
+            &url.replacen(host, &proxy.addr.to_string(), 1),
+            "sslmode=disable",
+        );
+        let text = format!(
+            r#"{TSBS}
 target db {{
   dialect postgres
-  pg "{through}" {{ timeout 1s }}
+  pg "{through}" {{ timeout 1s  insert {mode} }}
   pg "{url}" as direct
 }}
 ingest load {{
-  into db via pg table "cpu_stalled_copy"
+  into db via pg table "cpu_stalled_{mode}"
   rows tsbs.cpu
   batch 1000 rows
   verify visible via db.direct within 10s
 }}
 "#
-    );
-    let (code, r, err) = run_json(&text, &[]);
-    let p = &r["cells"][0]["phases"][0];
-    eprintln!(
-        "COPYs the server was given whole: {}; sent {} acked {} visible {}",
-        proxy.copies(),
-        p["rows_sent"],
-        p["rows_acked"],
-        p["rows_visible"]
-    );
-    assert_eq!(code, 1, "{err}");
-    assert_eq!(proxy.copies(), 3, "{p}");
-    assert_eq!(p["rows_sent"], 3000, "{p}");
-    assert_eq!(p["rows_acked"], 2000, "{p}");
-    // The server's own count: the third COPY committed.
-    assert_eq!(p["rows_visible"], 3000, "{p}");
-    assert_eq!(p["errors"]["timeout"]["count"], 1, "{p}");
-    let failures: Vec<&str> = p["failures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert!(
-        failures
+        );
+        let (code, r, err) = run_json(&text, &[]);
+        let p = &r["cells"][0]["phases"][0];
+        eprintln!(
+            "{mode}: batches the server was given whole: {}; sent {} acked {} visible {}",
+            proxy.batches(),
+            p["rows_sent"],
+            p["rows_acked"],
+            p["rows_visible"]
+        );
+        assert_eq!(code, 1, "{mode}: {err}");
+        assert_eq!(proxy.batches(), 3, "{mode}: {p}");
+        assert_eq!(p["rows_sent"], 3000, "{mode}: {p}");
+        assert_eq!(p["rows_acked"], 2000, "{mode}: {p}");
+        // The server's own count: the third batch committed.
+        assert_eq!(p["rows_visible"], 3000, "{mode}: {p}");
+        assert_eq!(p["errors"]["timeout"]["count"], 1, "{mode}: {p}");
+        let failures: Vec<&str> = p["failures"]
+            .as_array()
+            .unwrap()
             .iter()
-            .all(|f| !f.contains("never visible") && !f.contains("could not be counted")),
-        "{failures:?}"
-    );
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            failures
+                .iter()
+                .all(|f| !f.contains("never visible") && !f.contains("could not be counted")),
+            "{mode}: {failures:?}"
+        );
+    }
 }
 
 /// The server closes the count's connection while the rows go out (its

@@ -257,12 +257,19 @@ impl PgWriter {
                 arrays
                     .fill(&chunk.batch)
                     .map_err(|e| DriverError::new(ErrorClass::Encode, e, false))?;
+                // The rows are in the Bind. Its statement name's length is only known to
+                // within a few bytes (STATEMENT_NAME), so the mark is the whole request with
+                // the shortest name, `s0`: never past its end, and past the Bind's for any
+                // name up to 17 characters.
+                let bound = BIND + arrays.bind_bytes() + EXECUTE_SYNC - (STATEMENT_NAME - 2);
+                let data_out = DataOut::mark(conn, bound);
                 let stored = conn
                     .wait(
                         || format!("INSERT into {table:?}"),
                         conn.client.execute_raw(statement, arrays.params()),
                     )
-                    .await?;
+                    .await
+                    .map_err(|e| data_out.judge(e))?;
                 (stored, BIND + arrays.bind_bytes() + EXECUTE_SYNC)
             }
         };
@@ -322,9 +329,9 @@ impl DataOut {
         DataOut { out, from, len }
     }
 
-    /// `e`, marked `written` when the message had gone out whole: a COPY whose answer timed
-    /// out or whose connection closed after its data was written sent its rows (the server
-    /// may well have committed them).
+    /// `e`, marked `written` when the message had gone out whole: a COPY or INSERT whose
+    /// answer timed out or whose connection closed after its rows were written sent them (the
+    /// server may well have committed them).
     fn judge(&self, mut e: DriverError) -> DriverError {
         if let Some(out) = &self.out {
             e.written |= out.load(Ordering::Relaxed).saturating_sub(self.from) >= self.len;

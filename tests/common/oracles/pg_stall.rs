@@ -1,8 +1,9 @@
-//! A PostgreSQL-wire proxy in front of a real server that goes deaf after a COPY: once a
-//! connection has sent its n-th CopyDone, nothing the server says on it reaches the client any
-//! more. The server has the whole COPY and commits it; the client hears neither its
-//! CommandComplete nor anything after, and its `timeout` fires. The proxy counts the COPYs it
-//! passed on whole (CopyDone), so a test knows what the server was given.
+//! A PostgreSQL-wire proxy in front of a real server that goes deaf after a batch: once a
+//! connection has sent its n-th message of a kind (CopyDone, the end of a COPY; Execute, of
+//! an INSERT), nothing the server says on it reaches the client any more. The server has the
+//! whole batch and commits it; the client hears neither its CommandComplete nor anything
+//! after, and its `timeout` fires. The proxy counts the batches it passed on whole (messages
+//! of that kind), so a test knows what the server was given.
 //!
 //! The client must connect in clear (`sslmode=disable`): the proxy reads the client's
 //! messages to find the CopyDones. Plain threads, two per connection, on an ephemeral port of
@@ -22,19 +23,24 @@ const GSSENC_REQUEST: u32 = 80877104;
 
 pub struct PgStall {
     pub addr: SocketAddr,
-    copies: Arc<AtomicU64>,
+    batches: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
 }
 
+/// The message that ends a batch: CopyDone.
+pub const COPY_DONE: u8 = b'c';
+/// The message that runs an INSERT's bound batch: Execute.
+pub const EXECUTE: u8 = b'E';
+
 impl PgStall {
     /// Proxies to the server at `upstream` (`host:port`); each connection goes deaf after its
-    /// `after`-th CopyDone.
-    pub fn start(upstream: &str, after: u64) -> PgStall {
+    /// `after`-th message of type `kind` (`COPY_DONE`, `EXECUTE`).
+    pub fn start(upstream: &str, kind: u8, after: u64) -> PgStall {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let copies = Arc::new(AtomicU64::new(0));
+        let batches = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
-        let (c, st, up) = (copies.clone(), stop.clone(), upstream.to_string());
+        let (c, st, up) = (batches.clone(), stop.clone(), upstream.to_string());
         thread::spawn(move || {
             for conn in listener.incoming() {
                 if st.load(Ordering::Relaxed) {
@@ -44,15 +50,19 @@ impl PgStall {
                 let Ok(server) = TcpStream::connect(&up) else {
                     continue;
                 };
-                proxy(client, server, after, c.clone());
+                proxy(client, server, (kind, after), c.clone());
             }
         });
-        PgStall { addr, copies, stop }
+        PgStall {
+            addr,
+            batches,
+            stop,
+        }
     }
 
-    /// COPYs passed on to the server whole, over every connection.
-    pub fn copies(&self) -> u64 {
-        self.copies.load(Ordering::Relaxed)
+    /// Batches passed on to the server whole, over every connection.
+    pub fn batches(&self) -> u64 {
+        self.batches.load(Ordering::Relaxed)
     }
 }
 
@@ -63,28 +73,29 @@ impl Drop for PgStall {
     }
 }
 
-fn proxy(client: TcpStream, server: TcpStream, after: u64, copies: Arc<AtomicU64>) {
+fn proxy(client: TcpStream, server: TcpStream, end: (u8, u64), batches: Arc<AtomicU64>) {
     let deaf = Arc::new(AtomicBool::new(false));
     let (Ok(c_in), Ok(s_out)) = (client.try_clone(), server.try_clone()) else {
         return;
     };
     let d = deaf.clone();
     thread::spawn(move || {
-        let _ = to_server(c_in, s_out, after, &d, &copies);
+        let _ = to_server(c_in, s_out, end, &d, &batches);
     });
     thread::spawn(move || {
         let _ = to_client(server, client, &deaf);
     });
 }
 
-/// Passes the client's messages on one by one, counting CopyDones; the `after`-th makes the
-/// connection deaf before it goes out, so that no answer to it can slip through.
+/// Passes the client's messages on one by one, counting those that end a batch; the
+/// `after`-th makes the connection deaf before it goes out, so that no answer to it can slip
+/// through.
 fn to_server(
     mut client: TcpStream,
     mut server: TcpStream,
-    after: u64,
+    (end, after): (u8, u64),
     deaf: &AtomicBool,
-    copies: &AtomicU64,
+    batches: &AtomicU64,
 ) -> std::io::Result<()> {
     let mut done = 0;
     let mut starting = true;
@@ -105,9 +116,9 @@ fn to_server(
                 .get(..4)
                 .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
             starting = matches!(code, Some(SSL_REQUEST | GSSENC_REQUEST));
-        } else if kind[0] == b'c' {
+        } else if kind[0] == end {
             done += 1;
-            copies.fetch_add(1, Ordering::Relaxed);
+            batches.fetch_add(1, Ordering::Relaxed);
             if done >= after {
                 deaf.store(true, Ordering::Relaxed);
             }
