@@ -85,3 +85,62 @@ impl Body for Tracked {
         self.body.size_hint()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use bytes::Bytes;
+    use hyper::header::HeaderMap;
+    use hyper::Method;
+    use tokio::io::AsyncReadExt;
+    use tokio::net::TcpListener;
+
+    use crate::net::error::ErrorClass;
+    use crate::net::http::HttpClient;
+
+    /// A POST of `body` to a server that accepts and, with `reads`, reads everything it is
+    /// sent without ever answering: the error the client ends with.
+    async fn unanswered(reads: bool, body: usize) -> crate::net::error::DriverError {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 64 << 10];
+            while reads && s.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+            // Held open, unread, until the client gives up.
+            std::future::pending::<()>().await;
+        });
+        let timeout = Duration::from_millis(300);
+        let mut c = HttpClient::connect(
+            &format!("http://{addr}"),
+            HeaderMap::new(),
+            timeout,
+            timeout,
+        )
+        .await
+        .unwrap();
+        let body = Bytes::from(vec![b'x'; body]);
+        let e = c
+            .request(Method::POST, "/write", &HeaderMap::new(), body)
+            .await
+            .unwrap_err();
+        server.abort();
+        e
+    }
+
+    #[tokio::test]
+    async fn a_request_read_whole_and_unanswered_was_written() {
+        let e = unanswered(true, 4096).await;
+        assert_eq!(e.class, ErrorClass::Timeout, "{e}");
+        assert!(e.written, "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_request_the_server_never_read_was_not_written_whole() {
+        // Far more than loopback's socket buffers hold.
+        let e = unanswered(false, 64 << 20).await;
+        assert_eq!(e.class, ErrorClass::Timeout, "{e}");
+        assert!(!e.written, "{e}");
+    }
+}
