@@ -5,6 +5,8 @@
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/oracles/mod.rs"]
+mod oracles;
 #[path = "common/servers.rs"]
 mod servers;
 #[path = "common/vm_process.rs"]
@@ -14,6 +16,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use oracles::pg_stall::{PgStall, COPY_DONE, EXECUTE};
 use servers::{pg_up, pg_url};
 use vm_process::Victoria;
 
@@ -200,4 +203,116 @@ fn postgres_errors_carry_the_servers_message() {
     assert!(first.contains("42P01"), "{p}");
     assert!(first.contains("wlrun_no_such_table"), "{p}");
     assert_eq!(p["rows_acked"], 0);
+}
+
+/// `url` with one more query parameter.
+fn with_param(url: &str, param: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{param}")
+}
+
+/// A COPY (an INSERT) the server committed, whose answer never came (a proxy in front of
+/// PostgreSQL swallows everything after the third batch's end): its rows were written, so
+/// they are sent and not acknowledged. They once counted as not sent (`rows_sent` 0 while the
+/// server had committed 500 rows), and the count above the rows acknowledged is no failure of
+/// its own.
+#[test]
+fn postgres_batches_answered_after_the_timeout_are_sent_not_acknowledged() {
+    if !pg_up() {
+        return;
+    }
+    let url = pg_url();
+    let Some(host) = url
+        .split_once('@')
+        .and_then(|(_, rest)| rest.split(['/', '?']).next())
+    else {
+        panic!("no host:port in {url}");
+    };
+    for (mode, end) in [("copy", COPY_DONE), ("insert", EXECUTE)] {
+        let proxy = PgStall::start(host, end, 3);
+        let through = with_param(
+            &url.replacen(host, &proxy.addr.to_string(), 1),
+            "sslmode=disable",
+        );
+        let text = format!(
+            r#"{TSBS}
+target db {{
+  dialect postgres
+  pg "{through}" {{ timeout 1s  insert {mode} }}
+  pg "{url}" as direct
+}}
+ingest load {{
+  into db via pg table "cpu_stalled_{mode}"
+  rows tsbs.cpu
+  batch 1000 rows
+  verify visible via db.direct within 10s
+}}
+"#
+        );
+        let (code, r, err) = run_json(&text, &[]);
+        let p = &r["cells"][0]["phases"][0];
+        eprintln!(
+            "{mode}: batches the server was given whole: {}; sent {} acked {} visible {}",
+            proxy.batches(),
+            p["rows_sent"],
+            p["rows_acked"],
+            p["rows_visible"]
+        );
+        assert_eq!(code, 1, "{mode}: {err}");
+        assert_eq!(proxy.batches(), 3, "{mode}: {p}");
+        assert_eq!(p["rows_sent"], 3000, "{mode}: {p}");
+        assert_eq!(p["rows_acked"], 2000, "{mode}: {p}");
+        // The server's own count: the third batch committed.
+        assert_eq!(p["rows_visible"], 3000, "{mode}: {p}");
+        assert_eq!(p["errors"]["timeout"]["count"], 1, "{mode}: {p}");
+        let failures: Vec<&str> = p["failures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(
+            failures
+                .iter()
+                .all(|f| !f.contains("never visible") && !f.contains("could not be counted")),
+            "{mode}: {failures:?}"
+        );
+    }
+}
+
+/// The server closes the count's connection while the rows go out (its
+/// `idle_session_timeout`, 200 ms, is shorter than the 1.8 s the rows take): the count
+/// reconnects and finds every row, where it once failed the phase with "connection closed
+/// ... the visible rows could not be counted".
+#[test]
+fn verify_reconnects_when_the_server_closed_the_count_connection() {
+    if !pg_up() {
+        return;
+    }
+    let url = pg_url();
+    let counting = with_param(&url, "options=-c%20idle_session_timeout%3D200");
+    let text = format!(
+        r#"{TSBS}
+target db {{
+  dialect postgres
+  pg "{url}"
+  pg "{counting}" as counter
+}}
+ingest load {{
+  into db via pg table "cpu_count_reconnects"
+  rows tsbs.cpu
+  batch 1000 rows
+  rate 4000/s
+  teardown drop
+  verify visible via db.counter within 10s
+}}
+"#
+    );
+    let (code, r, err) = run_json(&text, &[]);
+    let p = &r["cells"][0]["phases"][0];
+    assert_eq!(code, 0, "{err}\n{p}");
+    assert_eq!(p["rows_acked"], 7200, "{p}");
+    assert_eq!(p["rows_visible"], 7200, "{p}");
+    let warnings = p["warnings"].to_string();
+    assert!(warnings.contains("reconnect"), "{warnings}");
 }

@@ -128,3 +128,64 @@ fn a_connection_lost_mid_run_leaves_its_slots_unsent() {
     assert_eq!(s["unsent_rows"].as_u64().unwrap(), 10_000 - sent, "{p}");
     assert!(f(&s["achieved_rate"]) < 0.5, "{p}");
 }
+
+/// Runs 2,000 rows in batches of 500 at 5,000/s into `server`, whose endpoint waits 1 s for
+/// an answer: the third batch is the one the server reads whole and does not answer.
+fn unanswered(server: &IntakeServer) -> (i32, Value, String) {
+    let wl = format!(
+        "{}target intake {{ ilp_http \"{}\" {{ timeout 1s }} }}\n\
+         ingest i {{ into intake via ilp_http  rows r  batch 500 rows  rate 5000/s }}\n",
+        schema(20),
+        server.url()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    cli::run_json_in(dir.path(), &wl, &[])
+}
+
+/// What a server that read a batch whole and never confirmed it must show in the report: the
+/// batch sent and not acknowledged, nothing unsent, every scheduled row accounted for.
+fn written_not_acked(server: &IntakeServer, code: i32, r: &Value, err: &str) {
+    let p = ingest(r);
+    let s = &p["schedule"];
+    eprintln!(
+        "server received {} rows, answered {}: sent {} acked {} unsent {}",
+        server.received(),
+        server.rows(),
+        p["rows_sent"],
+        p["rows_acked"],
+        s["unsent_rows"]
+    );
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(server.received(), 1_500, "{p}");
+    assert_eq!(server.rows(), 1_000, "{p}");
+    // Written is sent: the third batch reached the server.
+    assert_eq!(p["rows_sent"], server.received(), "{p}");
+    assert_eq!(p["rows_acked"], server.rows(), "{p}");
+    assert_eq!(s["unsent_rows"], 0, "{p}");
+    let accounted = p["rows_sent"].as_u64().unwrap()
+        + s["cut_off_rows"].as_u64().unwrap()
+        + s["unsent_rows"].as_u64().unwrap();
+    assert_eq!(s["scheduled_rows"].as_u64().unwrap(), accounted, "{p}");
+    let failures = p["failures"].to_string();
+    assert!(!failures.contains("unsent"), "{failures}");
+}
+
+/// A server that reads the third batch whole and never answers: the client's `timeout`
+/// fires. Its rows were once "not sent" ("1,000 unsent, the client or the server fell
+/// behind"), though every byte of them had reached the server.
+#[test]
+fn a_batch_written_whole_then_timed_out_is_sent_not_acknowledged() {
+    let server = IntakeServer::start_silent(2);
+    let (code, r, err) = unanswered(&server);
+    written_not_acked(&server, code, &r, &err);
+    assert_eq!(ingest(&r)["errors"]["timeout"]["count"], 1, "{r}");
+}
+
+/// The same batch read whole, then the connection closed unanswered.
+#[test]
+fn a_batch_written_whole_then_closed_unanswered_is_sent_not_acknowledged() {
+    let server = IntakeServer::start_dying(0.0, 2);
+    let (code, r, err) = unanswered(&server);
+    written_not_acked(&server, code, &r, &err);
+    assert_eq!(ingest(&r)["errors"]["connection"]["count"], 1, "{r}");
+}

@@ -7,6 +7,7 @@
 //! no way to the server is refused by the check, and again here before anything is sent, so
 //! a second run never silently starts from the first run's rows.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{ddl, resolve_url, timeouts, RunEnv};
@@ -25,6 +26,11 @@ pub struct Visibility {
     pub within: Duration,
     pub baseline: u64,
     counter: Counter,
+    /// Where the count connects, to connect again (a SQLite path is relative to `base_dir`).
+    endpoint: EndpointPlan,
+    base_dir: PathBuf,
+    /// The count's connection was lost: the next count opens a new one first.
+    lost: bool,
 }
 
 enum Counter {
@@ -72,7 +78,35 @@ impl Visibility {
     }
 
     /// `count`, for a task that does not hold the run's environment (the probe).
+    ///
+    /// A count whose connection was lost opens a new one on the next call: the connection
+    /// sat idle while the rows went out, and a server may close it then (PostgreSQL's
+    /// `idle_session_timeout`, a restart, `pg_terminate_backend`, a proxy's idle limit). Kept,
+    /// it failed every later count, and the phase with "the visible rows could not be
+    /// counted" though every row was there.
     pub async fn count_now(&mut self) -> Result<u64, DriverError> {
+        if self.lost {
+            self.reconnect().await?;
+        }
+        let counted = self.count_once().await;
+        if let Err(e) = &counted {
+            self.lost = lost_connection(e);
+        }
+        counted
+    }
+
+    async fn reconnect(&mut self) -> Result<(), DriverError> {
+        match &mut self.counter {
+            Counter::Sql(c, _) => *c = sql_client_in(&self.base_dir, &self.endpoint).await?,
+            Counter::Promql { client, .. } | Counter::Influxql { client, .. } => {
+                *client = metrics_client(&self.endpoint).await?
+            }
+        }
+        self.lost = false;
+        Ok(())
+    }
+
+    async fn count_once(&mut self) -> Result<u64, DriverError> {
         let raw = match &mut self.counter {
             Counter::Sql(c, q) => c.count(q).await?,
             Counter::Promql {
@@ -108,8 +142,27 @@ fn url_and_timeout(ep: &EndpointPlan) -> Result<(String, Duration), DriverError>
 }
 
 async fn sql_client(env: &RunEnv, ep: &EndpointPlan) -> Result<SqlClient, DriverError> {
+    sql_client_in(&env.base_dir, ep).await
+}
+
+async fn sql_client_in(
+    base_dir: &std::path::Path,
+    ep: &EndpointPlan,
+) -> Result<SqlClient, DriverError> {
     let (url, timeout) = url_and_timeout(ep)?;
-    SqlClient::connect(ep, &url, &env.base_dir, timeout).await
+    SqlClient::connect(ep, &url, base_dir, timeout).await
+}
+
+/// Whether a failed count may succeed on a new connection: its connection was lost or broken,
+/// it timed out (an HTTP connection is not used after a timeout), or connecting again failed
+/// (a server restarting). A refused login and an error the server answered (SQL, a status)
+/// would come back the same.
+pub fn lost_connection(e: &DriverError) -> bool {
+    !e.refused
+        && matches!(
+            e.class,
+            ErrorClass::Connection | ErrorClass::Timeout | ErrorClass::Connect
+        )
 }
 
 async fn metrics_client(ep: &EndpointPlan) -> Result<MetricsClient, DriverError> {
@@ -222,6 +275,9 @@ pub async fn counting(
         within,
         baseline: 0,
         counter,
+        endpoint: v.endpoint.clone(),
+        base_dir: env.base_dir.clone(),
+        lost: false,
     };
     vis.baseline = vis.baseline_now().await?;
     Ok(vis)

@@ -7,6 +7,7 @@
 //! staged send and its accounting, `verdict` the visibility count and the judging at the end.
 
 pub(super) mod empty;
+mod failed;
 mod feed;
 mod fresh;
 mod limit;
@@ -727,22 +728,10 @@ async fn worker(
                     live.series.written(now, took);
                 }
                 Err(e) => {
-                    w.error(live, &e);
-                    if e.fatal {
-                        healthy = false;
+                    healthy = false;
+                    if !w.failed(live, &chunk, started, &e) {
                         break;
                     }
-                    // A batch that went out whole and was then rejected (or whose
-                    // acknowledgement never came): it was sent, and not acknowledged. Its
-                    // payload counts with it, so bytes per row stay the sent rows' own.
-                    w.rows_sent += chunk.rows;
-                    w.kept.rejected();
-                    w.payload_bytes += chunk.bytes.len() as u64;
-                    w.socket_bytes += chunk.bytes.len() as u64;
-                    let payload = chunk.bytes.len() as u64;
-                    live.sent(Instant::now(), chunk.rows, payload, payload);
-                    live.mark(started, chunk.rows);
-                    healthy = false;
                 }
             }
             feed.give_back(chunk).await;

@@ -42,6 +42,10 @@ pub struct DriverError {
     /// wlrun cannot trust, TLS answered to a plain request): connecting again with the same
     /// settings is refused again, so nothing tries again (`tls::Connector::refuse`).
     pub refused: bool,
+    /// Every byte of the batch reached the socket before this failure (its answer timed out,
+    /// the server closed the connection after reading it): the rows were sent, and are not
+    /// acknowledged. Only the ingest drivers set it; `false` says nothing was proven written.
+    pub written: bool,
 }
 
 impl DriverError {
@@ -53,6 +57,7 @@ impl DriverError {
             message: crate::secrets::masked(message.into()),
             fatal,
             refused: false,
+            written: false,
         }
     }
 

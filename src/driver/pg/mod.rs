@@ -19,6 +19,7 @@
 
 use std::fmt::Write as _;
 use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -171,7 +172,21 @@ impl PgWriter {
     /// (Bind, Execute, Sync; for COPY also CopyData, CopyDone and the second Sync; the
     /// Parse/Describe/Sync of a statement prepared during the send), not TCP/IP overhead.
     /// Under TLS it is what the socket wrote during the send, TLS records included.
+    ///
+    /// A send whose answer timed out abandons the session: its Terminate would queue behind
+    /// the answer that never came, and `finish` would wait a second timeout for nothing.
     pub async fn send(&mut self, chunk: &Chunk) -> Result<Sent, DriverError> {
+        let sent = self.send_chunk(chunk).await;
+        if sent.as_ref().is_err_and(|e| e.class == ErrorClass::Timeout) {
+            self.statement = None;
+            if let Some(conn) = self.conn.take() {
+                conn.abandon();
+            }
+        }
+        sent
+    }
+
+    async fn send_chunk(&mut self, chunk: &Chunk) -> Result<Sent, DriverError> {
         if chunk.rows == 0 {
             return Ok(Sent {
                 socket_bytes: 0,
@@ -218,18 +233,23 @@ impl PgWriter {
                         }
                         e
                     })?;
+                // The data follows in one CopyData message: once the session has written that
+                // much more, the rows are out, whatever happens to the answer.
+                let data_out = DataOut::mark(conn, HEADER + payload);
                 let mut sink = pin!(sink);
                 conn.wait(
                     || format!("sending COPY data into {table:?}"),
                     sink.as_mut().send(data),
                 )
-                .await?;
+                .await
+                .map_err(|e| data_out.judge(e))?;
                 let stored = conn
                     .wait(
                         || format!("completing COPY into {table:?}"),
                         sink.as_mut().finish(),
                     )
-                    .await?;
+                    .await
+                    .map_err(|e| data_out.judge(e))?;
                 let framing = BIND + EXECUTE_SYNC + HEADER + HEADER + HEADER;
                 (stored, payload + framing)
             }
@@ -237,12 +257,19 @@ impl PgWriter {
                 arrays
                     .fill(&chunk.batch)
                     .map_err(|e| DriverError::new(ErrorClass::Encode, e, false))?;
+                // The rows are in the Bind. Its statement name's length is only known to
+                // within a few bytes (STATEMENT_NAME), so the mark is the whole request with
+                // the shortest name, `s0`: never past its end, and past the Bind's for any
+                // name up to 17 characters.
+                let bound = BIND + arrays.bind_bytes() + EXECUTE_SYNC - (STATEMENT_NAME - 2);
+                let data_out = DataOut::mark(conn, bound);
                 let stored = conn
                     .wait(
                         || format!("INSERT into {table:?}"),
                         conn.client.execute_raw(statement, arrays.params()),
                     )
-                    .await?;
+                    .await
+                    .map_err(|e| data_out.judge(e))?;
                 (stored, BIND + arrays.bind_bytes() + EXECUTE_SYNC)
             }
         };
@@ -284,6 +311,32 @@ impl PgWriter {
             Some((before, c)) => c.written().saturating_sub(before),
             None => closed + TERMINATE,
         })
+    }
+}
+
+/// Where a session's count of bytes out stood before a message of `len` bytes, to tell
+/// whether the message was written whole when its answer fails to come.
+struct DataOut {
+    out: Option<Arc<AtomicU64>>,
+    from: u64,
+    len: u64,
+}
+
+impl DataOut {
+    fn mark(conn: &Conn, len: u64) -> DataOut {
+        let out = conn.out.clone();
+        let from = out.as_ref().map_or(0, |o| o.load(Ordering::Relaxed));
+        DataOut { out, from, len }
+    }
+
+    /// `e`, marked `written` when the message had gone out whole: a COPY or INSERT whose
+    /// answer timed out or whose connection closed after its rows were written sent them (the
+    /// server may well have committed them).
+    fn judge(&self, mut e: DriverError) -> DriverError {
+        if let Some(out) = &self.out {
+            e.written |= out.load(Ordering::Relaxed).saturating_sub(self.from) >= self.len;
+        }
+        e
     }
 }
 

@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use super::WorkersDone;
 use crate::exec::account::DEFAULT_FLOOR;
-use crate::exec::admin::Visibility;
+use crate::exec::admin::{lost_connection, Visibility};
 use crate::exec::{RunEnv, STOP_GRACE};
 use crate::plan::{thousands, IngestPhase};
-use crate::report::{IngestReport, Status};
+use crate::report::{ErrorCount, IngestReport, Status};
 
 /// Polls the count until it reaches `target`, what the server confirmed (or, without acks,
 /// what was sent; under shards, by every shard), or the phase's `within` runs out.
@@ -22,6 +22,9 @@ pub(super) async fn verify(
     let started = Instant::now();
     let mut wait = Duration::from_millis(50);
     let mut last = None;
+    // Counts whose connection was lost: tried again on a new one within `within`, and
+    // errors only if no count got through after them.
+    let mut lost: Option<ErrorCount> = None;
     loop {
         match v.count(env).await {
             Ok(n) => {
@@ -30,6 +33,13 @@ pub(super) async fn verify(
                     report.visible_after_s = Some(started.elapsed().as_secs_f64());
                     break;
                 }
+            }
+            Err(e) if lost_connection(&e) => {
+                let l = lost.get_or_insert_with(|| ErrorCount {
+                    count: 0,
+                    first: e.to_string(),
+                });
+                l.count += 1;
             }
             Err(e) => {
                 let entry = report.errors.entry("verify".into()).or_default();
@@ -48,8 +58,31 @@ pub(super) async fn verify(
         tokio::time::sleep(wait.min(v.within.saturating_sub(started.elapsed()))).await;
         wait = (wait * 2).min(Duration::from_secs(1));
     }
+    match lost {
+        Some(l) if report.visible_after_s.is_some() => report.warnings.push(format!(
+            "verify: the count's connection was lost {} and reconnected (first: {})",
+            times(l.count),
+            l.first
+        )),
+        Some(l) => {
+            let entry = report.errors.entry("verify".into()).or_default();
+            if entry.count == 0 {
+                entry.first = l.first;
+            }
+            entry.count += l.count;
+        }
+        None => {}
+    }
     report.rows_visible = last;
     report.visible_baseline = Some(v.baseline);
+}
+
+fn times(n: u64) -> String {
+    if n == 1 {
+        "once".into()
+    } else {
+        format!("{} times", thousands(n))
+    }
 }
 
 /// The verdict: any error, missing rows or rows that never became visible (of `target`, the
@@ -214,10 +247,16 @@ pub(super) fn judge(
                 target - visible
             ));
         } else if visible > target && report.rows_acked.is_some() {
-            // More rows than acknowledged: a retried batch, or a table shared with
-            // another writer. Not a failure, but it must show.
+            // More rows than acknowledged: rows sent whose answer never came (the server
+            // stored them all the same), a retried batch, or a table shared with another
+            // writer. Not a failure, but it must show.
+            let why = if visible <= report.rows_sent {
+                ": rows sent and not acknowledged were stored"
+            } else {
+                ""
+            };
             report.failures.push(format!(
-                "note: the count ({visible}) exceeds the rows acknowledged ({target})"
+                "note: the count ({visible}) exceeds the rows acknowledged ({target}){why}"
             ));
         }
     } else if phase.verify.is_some() && report.rows_sent > 0 {

@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Request, StatusCode};
@@ -17,6 +17,7 @@ use tokio::io::AsyncWrite;
 
 use crate::plan::EndpointPlan;
 
+use super::delivery::{Delivery, Tracked};
 use super::{endpoint_headers, server_message, HttpUrl};
 use crate::net::connect::http_connector;
 use crate::net::error::{DriverError, ErrorClass};
@@ -106,14 +107,16 @@ impl BodyReader for Buffer {
 /// waits for an answer (`drive`), not by a task of its own: a request then costs no wake-up of a
 /// second task, which halved the client CPU per request against a local nginx.
 struct Conn {
-    sender: SendRequest<Full<Bytes>>,
-    connection: Pin<Box<http1::Connection<Io, Full<Bytes>>>>,
+    sender: SendRequest<Tracked>,
+    connection: Pin<Box<http1::Connection<Io, Tracked>>>,
     /// The connection future has completed: the socket is closed.
     ended: bool,
     /// Bytes that crossed this connection's socket so far (below TLS).
     counters: Arc<Counters>,
     /// The last answer said `Connection: close`.
     closing: bool,
+    /// How far the request in flight got: whether it was written whole.
+    delivery: Arc<Delivery>,
 }
 
 impl Conn {
@@ -294,9 +297,11 @@ impl HttpClient {
             .connect(&self.url.connect_to, self.connect_timeout)
             .await?;
         let counters = stream.counters();
+        let delivery = Arc::new(Delivery::default());
         let io = Io {
             stream,
             scratch: vec![0; READ_CHUNK].into_boxed_slice(),
+            delivery: delivery.clone(),
         };
         // The handshake only sets up state: no bytes are exchanged yet.
         let (sender, connection) = http1::handshake(io)
@@ -308,6 +313,7 @@ impl HttpClient {
             ended: false,
             counters,
             closing: false,
+            delivery,
         })
     }
 
@@ -419,7 +425,7 @@ impl HttpClient {
                 h.append(k, v.clone());
             }
         }
-        let request = builder.body(Full::new(body)).map_err(|e| {
+        let request = builder.body(body).map_err(|e| {
             DriverError::new(
                 ErrorClass::Encode,
                 format!("{}: cannot build the request: {e}", what(&self.name)),
@@ -427,11 +433,16 @@ impl HttpClient {
             )
         })?;
         let timeout = self.timeout;
+        // The previous request's marks must not speak for this one if it fails early.
+        if let Some(c) = &self.conn {
+            c.delivery.start(false);
+        }
         let result = tokio::time::timeout(timeout, self.exchange(request, reader)).await;
         let outcome = match result {
             Ok(r) => r,
             Err(_) => Err(DriverError::timeout(what(&self.name), timeout)),
         };
+        let written = self.conn.as_ref().is_some_and(|c| c.delivery.written());
         match outcome {
             Ok(r) => Ok(r),
             // Reopening a connection the server closed between requests failed: nothing was
@@ -444,7 +455,8 @@ impl HttpClient {
                 // Whatever part of the request reached the server, the connection's state is
                 // unknown now: never send on it again.
                 self.conn = None;
-                let e = DriverError::new(e.class, with_context(&what(&self.name), &e), true);
+                let mut e = DriverError::new(e.class, with_context(&what(&self.name), &e), true);
+                e.written = written;
                 self.broken = Some(DriverError::new(
                     e.class,
                     format!(
@@ -460,7 +472,7 @@ impl HttpClient {
 
     async fn exchange<R: BodyReader + Send>(
         &mut self,
-        request: Request<Full<Bytes>>,
+        request: Request<Bytes>,
         reader: &mut R,
     ) -> Result<Head, DriverError> {
         self.ready_conn().await?;
@@ -472,6 +484,8 @@ impl HttpClient {
                 true,
             ));
         };
+        let (head, body) = request.into_parts();
+        let request = Request::from_parts(head, Tracked::new(body, conn.delivery.clone()));
         let before = conn.counters.written();
         let sending = conn.sender.send_request(request);
         let response = conn
@@ -563,6 +577,7 @@ fn transport_error(endpoint: &str, e: &hyper::Error) -> DriverError {
 struct Io {
     stream: Stream,
     scratch: Box<[u8]>,
+    delivery: Arc<Delivery>,
 }
 
 impl hyper::rt::Read for Io {
@@ -606,7 +621,12 @@ impl hyper::rt::Write for Io {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+        let this = self.get_mut();
+        let flushed = Pin::new(&mut this.stream).poll_flush(cx);
+        if let Poll::Ready(Ok(())) = flushed {
+            this.delivery.flushed();
+        }
+        flushed
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

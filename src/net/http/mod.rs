@@ -9,7 +9,8 @@
 //!   written (not estimated).
 //! - A request that fails once any of it may have reached the server (reset, closed before
 //!   the answer, timeout) is never retried, and the connection is not used again: every later
-//!   request fails with the same cause. A retried POST could store its rows twice.
+//!   request fails with the same cause. A retried POST could store its rows twice. Such a
+//!   failure says whether the whole request had been written (`DriverError::written`).
 //! - A connection the server closed *between* requests (it answered `Connection: close`, as
 //!   VictoriaMetrics does every `-http.connTimeout` (2 minutes), or it dropped an idle
 //!   connection) is reopened before the next request and counted in `reconnects()`: nothing
@@ -19,9 +20,11 @@
 //! - `url`: `http://` and `https://` URLs taken apart, redacted, query strings encoded;
 //! - `endpoint`: what an endpoint's options say (headers, Basic authentication, timeouts);
 //! - `client`: the connection, its requests and the body readers;
+//! - `delivery`: whether a request that failed had reached the socket whole;
 //! - `text`: server text quoted in messages, and counts read from JSON answers.
 
 mod client;
+mod delivery;
 mod endpoint;
 mod text;
 mod url;

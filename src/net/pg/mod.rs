@@ -12,7 +12,7 @@
 
 use std::fmt::Write as _;
 use std::future::Future;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -151,6 +151,9 @@ pub(crate) struct Conn {
     /// The socket's byte counters when the session is under TLS, where the bytes on the
     /// network are not the protocol's framing.
     pub(crate) counters: Option<Arc<Counters>>,
+    /// The session's bytes that reached the socket, counted above TLS (`PgWire::out`); `None`
+    /// over a Unix socket.
+    pub(crate) out: Option<Arc<AtomicU64>>,
     cancel: Arc<Canceller>,
 }
 
@@ -415,6 +418,8 @@ struct Opened {
     task: Box<dyn FnOnce(BrokenSlot) -> JoinHandle<()> + Send>,
     /// The socket's byte counters, under TLS (in clear the driver counts framing).
     counters: Option<Arc<Counters>>,
+    /// `Conn::out`.
+    out: Option<Arc<AtomicU64>>,
 }
 
 impl Attempt<'_> {
@@ -437,6 +442,7 @@ impl Attempt<'_> {
             client,
             task: Box::new(move |slot| drive(connection, slot)),
             counters: None,
+            out: None,
         })
     }
 
@@ -457,6 +463,7 @@ impl Attempt<'_> {
         let wire = PgWire::new(wire, self.connector, tls, self.cap);
         let refused = wire.refused();
         let counters = wire.counters();
+        let out = wire.out();
         let failed = Arc::new(Mutex::new(None));
         let handshake = PgTls {
             connector: self.connector.clone(),
@@ -474,6 +481,7 @@ impl Attempt<'_> {
                     client,
                     task: Box::new(move |slot| drive(connection, slot)),
                     counters: (tls && !in_clear).then_some(counters),
+                    out: Some(out),
                 })
             }
             Err(e) => {
@@ -587,6 +595,7 @@ impl Opened {
             broken,
             task,
             counters: self.counters,
+            out: self.out,
             cancel,
         }
     }
@@ -678,6 +687,12 @@ impl Conn {
                 self.timeout,
             )),
         }
+    }
+
+    /// Drops the session at once, its socket closed under it: for a session left waiting for
+    /// an answer, where an orderly end would wait behind it.
+    pub(crate) fn abandon(self) {
+        self.task.abort();
     }
 
     /// Ends the session (the client's drop makes the connection send Terminate) and waits,

@@ -7,7 +7,7 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
@@ -31,6 +31,8 @@ pub(crate) struct PgWire {
     refused: Arc<AtomicBool>,
     cap: u64,
     frames: Option<Frames>,
+    /// The session's own bytes (below TLS, if any) that reached the socket: see `out`.
+    out: Arc<AtomicU64>,
 }
 
 impl PgWire {
@@ -54,7 +56,16 @@ impl PgWire {
             refused: Arc::new(AtomicBool::new(false)),
             cap,
             frames,
+            out: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// The bytes tokio-postgres wrote that reached the socket, counted above TLS (where the
+    /// socket's own counters count records): whether a message went out whole is read off
+    /// it. In clear a byte is out when the socket took it; under TLS when a flush ended after
+    /// it (`PgTlsStream`).
+    pub(crate) fn out(&self) -> Arc<AtomicU64> {
+        self.out.clone()
     }
 
     pub(crate) fn counters(&self) -> Arc<Counters> {
@@ -101,7 +112,9 @@ impl AsyncWrite for PgWire {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.wire).poll_write(cx, buf)
+        let written = Pin::new(&mut self.wire).poll_write(cx, buf);
+        count(&self.out, &written);
+        written
     }
 
     fn poll_write_vectored(
@@ -109,7 +122,9 @@ impl AsyncWrite for PgWire {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.wire).poll_write_vectored(cx, bufs)
+        let written = Pin::new(&mut self.wire).poll_write_vectored(cx, bufs);
+        count(&self.out, &written);
+        written
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -157,12 +172,14 @@ impl TlsConnect<PgWire> for PgTls {
 
     fn connect(self, stream: PgWire) -> Handshake {
         Box::pin(async move {
+            let stream_out = stream.out.clone();
             match self.connector.handshake(stream.wire, self.timeout).await {
                 // The session's first exchange (startup, authentication) timed above TLS.
-                Ok(tls) => Ok(PgTlsStream(Box::new(Capped::new(
-                    self.connector.timed(tls),
-                    self.cap,
-                )))),
+                Ok(tls) => Ok(PgTlsStream {
+                    tls: Box::new(Capped::new(self.connector.timed(tls), self.cap)),
+                    out: stream_out,
+                    unflushed: 0,
+                }),
                 Err(e) => {
                     let text = e.message.clone();
                     if let Ok(mut slot) = self.failed.lock() {
@@ -175,8 +192,20 @@ impl TlsConnect<PgWire> for PgTls {
     }
 }
 
+/// Adds what a write took to `out`.
+fn count(out: &AtomicU64, written: &Poll<io::Result<usize>>) {
+    if let Poll::Ready(Ok(n)) = written {
+        out.fetch_add(*n as u64, Ordering::Relaxed);
+    }
+}
+
 /// One PostgreSQL session under TLS, its messages capped.
-pub(crate) struct PgTlsStream(Box<Capped<Timed<TlsSession>>>);
+pub(crate) struct PgTlsStream {
+    tls: Box<Capped<Timed<TlsSession>>>,
+    /// The wire's `out`: plaintext the TLS session took is out once a flush ended after it.
+    out: Arc<AtomicU64>,
+    unflushed: u64,
+}
 
 type TlsSession = tokio_rustls::client::TlsStream<Wire<TcpStream>>;
 
@@ -186,7 +215,7 @@ impl AsyncRead for PgTlsStream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(self.0.as_mut()).poll_read(cx, buf)
+        Pin::new(self.tls.as_mut()).poll_read(cx, buf)
     }
 }
 
@@ -196,7 +225,11 @@ impl AsyncWrite for PgTlsStream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(self.0.as_mut()).poll_write(cx, buf)
+        let written = Pin::new(self.tls.as_mut()).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = written {
+            self.unflushed += n as u64;
+        }
+        written
     }
 
     fn poll_write_vectored(
@@ -204,26 +237,35 @@ impl AsyncWrite for PgTlsStream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(self.0.as_mut()).poll_write_vectored(cx, bufs)
+        let written = Pin::new(self.tls.as_mut()).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(n)) = written {
+            self.unflushed += n as u64;
+        }
+        written
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.0.is_write_vectored()
+        self.tls.is_write_vectored()
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(self.0.as_mut()).poll_flush(cx)
+        let flushed = Pin::new(self.tls.as_mut()).poll_flush(cx);
+        if let Poll::Ready(Ok(())) = flushed {
+            let n = std::mem::take(&mut self.unflushed);
+            self.out.fetch_add(n, Ordering::Relaxed);
+        }
+        flushed
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(self.0.as_mut()).poll_shutdown(cx)
+        Pin::new(self.tls.as_mut()).poll_shutdown(cx)
     }
 }
 
 impl TlsStream for PgTlsStream {
     fn channel_binding(&self) -> ChannelBinding {
         let cert = self
-            .0
+            .tls
             .get_ref()
             .get_ref()
             .get_ref()

@@ -7,9 +7,12 @@
 //!   arrive (or at a set apply rate), counted over HTTP SQL; it logs the DDL it receives and,
 //!   with `start_with_tables`, knows which tables exist (QuestDB's "table does not exist").
 //! - `load`: HTTP request servers of known capacity.
-//! - `intake`: an ILP/HTTP ingest endpoint of known capacity in rows per second.
+//! - `intake`: an ILP/HTTP ingest endpoint of known capacity in rows per second, which may
+//!   die or go silent after n requests, counting what reached it.
 //! - `echo`: an HTTP server answering 401 with the secrets of the request in every form a
 //!   server might print them (plain, percent-encoded, base64, Basic credentials decoded).
+//! - `pg_stall`: a PostgreSQL-wire proxy in front of the real server that stops passing the
+//!   server's answers on after a connection's n-th COPY, counting the COPYs it passed on.
 //! - `refuse`: PostgreSQL-wire servers that refuse a password or offer an untrusted
 //!   certificate, counting the attempts and TLS handshakes a client made.
 //! - `oversize`: a PostgreSQL-wire server that sends one message announcing a size the test
@@ -26,5 +29,6 @@ mod http;
 pub mod intake;
 pub mod load;
 pub mod oversize;
+pub mod pg_stall;
 mod pg_wire;
 pub mod refuse;
