@@ -4,6 +4,8 @@
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/oracles/mod.rs"]
+mod oracles;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -493,4 +495,97 @@ fn a_killed_run_keeps_its_intervals_and_renders_as_far_as_they_go() {
         table.contains("long") && table.contains("interrupted"),
         "{table}"
     );
+}
+
+/// Many workers with big batches against a server that reads slowly: every worker's write
+/// waits on the server, and its producer has the next batch ready. SIGINT must cut the writes
+/// in flight after the grace and abandon what was not sent, not wait for the endpoint's
+/// `timeout` (60 s) on each; the report is written and its accounting stays whole. Before, the
+/// run was still alive 30 s after "stopping the workers".
+#[test]
+fn sigint_under_load_stops_within_the_grace_and_keeps_the_accounting_whole() {
+    // 4 KiB every 50 ms per connection: an 8 MB batch (rows of 1 KB), more than the kernel
+    // buffers on both sides hold, takes minutes.
+    let server = oracles::trickle::TrickleServer::start(4096, Duration::from_millis(50));
+    let text = format!(
+        r#"workload w {{ seed 1 }}
+{}schema s {{
+  series host: symbol = format("h%d", n) for n in 0..64
+  field  note: varchar = format("%d{}", uniform(0, 9))
+  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 1d
+}}
+ingest load {{ into sink via ilp_tcp table t  rows s  batch 8000 rows  workers 8  rate 10000000/s  duration 60s }}
+"#,
+        server.target(),
+        "x".repeat(1000)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.wl"), text).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .current_dir(dir.path())
+        .args(["run", "w.wl", "--out", "res", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut all);
+        all
+    });
+    // Under way: every worker connected and the server has read from them; the deadline only
+    // bounds a run that never gets there.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.connections() < 8 || server.bytes() < 8 * 4096 {
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("the ingest never got under way: {}", reader.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // A hang guard, not a measurement: the grace is 1 s, the endpoint's timeout 60 s.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the run did not stop within 20 s of SIGINT: {}",
+                reader.join().unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let code = child.wait().unwrap().code();
+    let err = reader.join().unwrap();
+    assert_eq!(code, Some(130), "{err}");
+    let r = json_file(&dir.path().join("res/report.json"));
+    assert_eq!(r["signal"], "SIGINT");
+    let p = &r["cells"][0]["phases"][0];
+    assert_eq!(p["status"], "interrupted", "{p:#}");
+    // Every row taken into a batch was sent or cut off; the rows due by the stop that were
+    // never sent are unsent.
+    let n = |v: &Value| {
+        v.as_u64()
+            .unwrap_or_else(|| panic!("not a count: {v}\n{p:#}"))
+    };
+    assert_eq!(
+        n(&p["rows_generated"]),
+        n(&p["rows_sent"]) + n(&p["rows_cut_off"]) + n(&p["rows_dropped"]),
+        "{p:#}"
+    );
+    let s = &p["schedule"];
+    assert_eq!(
+        n(&s["scheduled_rows"]),
+        n(&p["rows_sent"]) + n(&s["cut_off_rows"]) + n(&s["unsent_rows"]),
+        "{p:#}"
+    );
+    // The writes the server was still taking were cut off, not waited for.
+    assert!(n(&p["rows_cut_off"]) > 0, "{p:#}");
 }

@@ -10,6 +10,8 @@
 //! - `intake`: an ILP/HTTP ingest endpoint of known capacity in rows per second.
 //! - `refuse`: PostgreSQL-wire servers that refuse a password or offer an untrusted
 //!   certificate, counting the attempts and TLS handshakes a client made.
+//! - `trickle`: an ILP/TCP endpoint that reads slowly, so a client's writes wait on it, and
+//!   counts the bytes it read.
 //!
 //! Use with `#[path = "common/oracles/mod.rs"] mod oracles;` (std threads, 127.0.0.1, port 0).
 
@@ -20,3 +22,4 @@ mod http;
 pub mod intake;
 pub mod load;
 pub mod refuse;
+pub mod trickle;
