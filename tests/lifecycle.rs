@@ -589,3 +589,81 @@ ingest load {{ into sink via ilp_tcp table t  rows s  batch 8000 rows  workers 8
     // The writes the server was still taking were cut off, not waited for.
     assert!(n(&p["rows_cut_off"]) > 0, "{p:#}");
 }
+
+/// Thirty cells of a second each into the null sink: a run that would take half a minute.
+const MANY_CELLS: &str = r#"
+workload w { seed 1 }
+target t { null }
+matrix { k in 0..30 }
+schema s {
+  series host: symbol = format("h%d", n) for n in 0..10
+  field  v: long = uniform(0, 9)
+  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 1d
+}
+ingest load { into t via null  rows s  batch 100 rows  rate 2000/s  duration 1s }
+"#;
+
+/// A finished run's directory damaged as a full disk damages it: `wlrun report` rebuilds what
+/// it can from `series/`, warns what was cut and left out, and exits 2. Before, an empty
+/// report.json was "not JSON: EOF" (exit 2, nothing shown), and a cut phases.jsonl rendered
+/// "0 cells", exit 0.
+#[test]
+fn a_damaged_run_directory_renders_as_far_as_it_goes_and_says_what_was_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let two = MANY_CELLS
+        .replace("0..30", "0..2")
+        .replace("rows s ", "rows s limit 500 ")
+        .replace("rate 2000/s  duration 1s", "");
+    std::fs::write(dir.path().join("w.wl"), two).unwrap();
+    let run = wlrun(dir.path(), &["run", "w.wl", "--quiet", "--out", "res"]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let res = dir.path().join("res");
+    let report = std::fs::read(res.join("report.json")).unwrap();
+    let report_of = |out: &std::process::Output| -> Value {
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(out)))
+    };
+
+    for (damage, says) in [
+        (&report[..0], "report.json is empty"),
+        (&report[..report.len() / 2], "report.json is cut short"),
+    ] {
+        std::fs::write(res.join("report.json"), damage).unwrap();
+        let out = wlrun(dir.path(), &["report", "res", "--json"]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
+        let r = report_of(&out);
+        let phases: Vec<&Value> = r["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| &c["phases"][0])
+            .collect();
+        assert_eq!(phases.len(), 2, "{r:#}");
+        assert!(phases.iter().all(|p| p["rows_sent"] == 500), "{r:#}");
+    }
+
+    // The second phase's line cut short, no report.json: the first phase is shown, and the
+    // cut is said.
+    std::fs::remove_file(res.join("report.json")).unwrap();
+    let list = res.join("series/phases.jsonl");
+    let text = std::fs::read_to_string(&list).unwrap();
+    let first = text.find('\n').unwrap() + 1;
+    std::fs::write(&list, &text[..first + 40]).unwrap();
+    let out = wlrun(dir.path(), &["report", "res", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("phases.jsonl is cut short"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(report_of(&out)["cells"].as_array().unwrap().len(), 1);
+    // Its only line cut: not "0 cells" and success.
+    std::fs::write(&list, &text[..40]).unwrap();
+    let out = wlrun(dir.path(), &["report", "res"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("phases.jsonl is cut short"),
+        "{}",
+        stderr(&out)
+    );
+}
