@@ -360,6 +360,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 series: out.as_ref().map(|dir| exec::series::SeriesOut {
                     dir: dir.clone(),
                     interval,
+                    fault: Arc::new(exec::series::fault::Fault::new(stop.clone())),
                 }),
                 shard: sharding.map(|(spec, address, timeout)| {
                     Arc::new(exec::shards::ShardRun::new(

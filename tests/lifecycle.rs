@@ -590,6 +590,39 @@ ingest load {{ into sink via ilp_tcp table t  rows s  batch 8000 rows  workers 8
     assert!(n(&p["rows_cut_off"]) > 0, "{p:#}");
 }
 
+/// A tmpfs mounted on a directory for the guard's life: a file system that really fills up.
+/// CI runs as root; a machine that cannot mount skips the test with a note, except under
+/// CI=true, where it fails.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if mounted {
+            return Some(Tmpfs(dir.to_path_buf()));
+        }
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true and no tmpfs could be mounted on {} (the full-disk test needs root)",
+            dir.display()
+        );
+        eprintln!("note: the full-disk test is skipped: no tmpfs could be mounted (not root?)");
+        None
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        // Lazily: a run still holding a file in it must not keep the mount.
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
 /// Thirty cells of a second each into the null sink: a run that would take half a minute.
 const MANY_CELLS: &str = r#"
 workload w { seed 1 }
@@ -602,6 +635,111 @@ schema s {
 }
 ingest load { into t via null  rows s  batch 100 rows  rate 2000/s  duration 1s }
 "#;
+
+/// `--out` on a file system that fills up during the run: the run stops sending at the first
+/// write that fails, says so, prints what it measured and exits 1; no 0-byte report.json is
+/// left, and `wlrun report` renders the directory from its time series. Before, the run went
+/// on through every cell and left an empty report.json that `wlrun report` called "not JSON".
+#[test]
+fn a_full_disk_stops_the_run_and_leaves_no_empty_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("disk");
+    std::fs::create_dir(&disk).unwrap();
+    let Some(_mounted) = Tmpfs::mount(&disk, "256k") else {
+        return;
+    };
+    std::fs::write(dir.path().join("w.wl"), MANY_CELLS).unwrap();
+    let res = disk.join("res");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "w.wl",
+            "--json",
+            "--quiet",
+            "--interval",
+            "0.05",
+            "--out",
+        ])
+        .arg(&res)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut out_pipe, mut err_pipe) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out_pipe, &mut all);
+        all
+    });
+    let err = std::thread::spawn(move || {
+        let mut all = String::new();
+        let _ = std::io::Read::read_to_string(&mut err_pipe, &mut all);
+        all
+    });
+    // Under way: the first phase has announced itself. Then the disk fills.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !res.join("series/phases.jsonl").exists() {
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("the run never started a phase: {}", err.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let filler = vec![0u8; 4096];
+    let mut f = std::fs::File::create(disk.join("filler")).unwrap();
+    while std::io::Write::write_all(&mut f, &filler).is_ok() {}
+    drop(f);
+    // A hang guard: a run that goes on through its thirty cells takes 30 s.
+    let deadline = Instant::now() + Duration::from_secs(25);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the run went on after the disk filled: {}",
+                err.join().unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let code = child.wait().unwrap().code();
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("No space left on device") && err.contains("nothing more is sent"),
+        "{err}"
+    );
+    // What was measured is printed, the stopped phase failed saying why, and no cell after it
+    // ran.
+    let r: Value = serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let cells = r["cells"].as_array().unwrap();
+    assert!(
+        !cells.is_empty() && cells.len() < 30,
+        "{} cells ran",
+        cells.len()
+    );
+    let last = &cells[cells.len() - 1]["phases"][0];
+    assert_eq!(last["status"], "failed", "{last:#}");
+    assert!(
+        last["failures"]
+            .to_string()
+            .contains("No space left on device"),
+        "{last:#}"
+    );
+    assert_eq!(r["interrupted"], false);
+    // No report.json at all rather than an empty one: the disk was full when it was written.
+    assert!(!res.join("report.json").exists(), "{err}");
+    assert!(!res.join("report.json.tmp").exists());
+    // With room again, the directory renders from what its series hold.
+    std::fs::remove_file(disk.join("filler")).unwrap();
+    let again = wlrun(dir.path(), &["report", res.to_str().unwrap(), "--json"]);
+    let again_err = stderr(&again);
+    assert!(!again_err.contains("not JSON"), "{again_err}");
+    let rebuilt: Value =
+        serde_json::from_slice(&again.stdout).unwrap_or_else(|e| panic!("{e}: {again_err}"));
+    assert_eq!(rebuilt["cells"].as_array().unwrap().len(), cells.len());
+}
 
 /// A finished run's directory damaged as a full disk damages it: `wlrun report` rebuilds what
 /// it can from `series/`, warns what was cut and left out, and exits 2. Before, an empty

@@ -45,7 +45,7 @@ pub fn shell(title: &str, body: &str) -> String {
 
 /// Writes report.html into the run directory `dir`.
 pub fn write(dir: &Path, report: &Report) -> Result<(), String> {
-    std::fs::write(dir.join(FILE), page(report, Some(dir)))
+    super::files::write_whole(&dir.join(FILE), page(report, Some(dir)).as_bytes())
         .map_err(|e| format!("cannot write {FILE} in {}: {e}", dir.display()))
 }
 
