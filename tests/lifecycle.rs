@@ -778,6 +778,10 @@ fn a_damaged_run_directory_renders_as_far_as_it_goes_and_says_what_was_cut() {
             .collect();
         assert_eq!(phases.len(), 2, "{r:#}");
         assert!(phases.iter().all(|p| p["rows_sent"] == 500), "{r:#}");
+        // Short figures are not compared as if they were the run's.
+        let cmp = wlrun(dir.path(), &["compare", "res", "res"]);
+        assert_eq!(cmp.status.code(), Some(2), "{}", stderr(&cmp));
+        assert!(stderr(&cmp).contains("a damaged run"), "{}", stderr(&cmp));
     }
 
     // The second phase's line cut short, no report.json: the first phase is shown, and the
