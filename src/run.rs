@@ -160,6 +160,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             if let Some(why) = &run.rebuilt {
                 sayln!("wlrun report: {why}");
             }
+            for cut in &run.damaged {
+                sayln!("wlrun report: warning: {cut}; the report is short of it");
+            }
             let text = if json {
                 run.text
             } else if csv {
@@ -191,7 +194,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 report::render::run_text(&run.report)
             };
             let _ = std::io::stdout().write_all(text.as_bytes());
-            EXIT_OK
+            // Rendered as far as it goes, but the directory could not be read whole: a script
+            // must not take it for the run's whole record.
+            if run.damaged.is_empty() {
+                EXIT_OK
+            } else {
+                EXIT_USAGE
+            }
         }
         Command::Compare {
             base,
@@ -353,6 +362,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 series: out.as_ref().map(|dir| exec::series::SeriesOut {
                     dir: dir.clone(),
                     interval,
+                    fault: Arc::new(exec::series::fault::Fault::new(stop.clone())),
                 }),
                 shard: sharding.map(|(spec, address, timeout)| {
                     Arc::new(exec::shards::ShardRun::new(

@@ -463,21 +463,49 @@ fn ctrl_c_stops_and_keeps_the_report() {
         schema().replace("for 1h", "for 3650d")
     );
     std::fs::write(dir.path().join("w.wl"), wl).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wlrun"))
         .current_dir(dir.path())
-        .args(["run", "w.wl", "--json", "--quiet"])
+        .args(["run", "w.wl", "--json", "--progress-every", "0.1"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Rows on their way: a stop abandons a batch still being made, so a signal before the
+    // first was sent would leave nothing to keep. The deadline only bounds a run that never
+    // sends.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err_pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(err_pipe)) {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line.clone());
+            all += &line;
+            all.push('\n');
+        }
+        all
+    });
+    let sending = |line: &str| {
+        line.contains("load: ")
+            && line
+                .split(", ")
+                .nth(1)
+                .and_then(|rows| rows.split(' ').next())
+                .is_some_and(|n| n != "0")
+    };
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
+        if sending(&line) {
+            break;
+        }
+    }
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let err = reader.join().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{err}");
     let r = report(&out);
     assert_eq!(r["interrupted"], true);
     let p = phase(&r, 0);

@@ -4,6 +4,8 @@
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/oracles/mod.rs"]
+mod oracles;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -492,5 +494,318 @@ fn a_killed_run_keeps_its_intervals_and_renders_as_far_as_they_go() {
     assert!(
         table.contains("long") && table.contains("interrupted"),
         "{table}"
+    );
+}
+
+/// Many workers with big batches against a server that reads slowly: every worker's write
+/// waits on the server, and its producer has the next batch ready. SIGINT must cut the writes
+/// in flight after the grace and abandon what was not sent, not wait for the endpoint's
+/// `timeout` (60 s) on each; the report is written and its accounting stays whole. Before, the
+/// run was still alive 30 s after "stopping the workers".
+#[test]
+fn sigint_under_load_stops_within_the_grace_and_keeps_the_accounting_whole() {
+    // 4 KiB every 50 ms per connection: an 8 MB batch (rows of 1 KB), more than the kernel
+    // buffers on both sides hold, takes minutes.
+    let server = oracles::trickle::TrickleServer::start(4096, Duration::from_millis(50));
+    let text = format!(
+        r#"workload w {{ seed 1 }}
+{}schema s {{
+  series host: symbol = format("h%d", n) for n in 0..64
+  field  note: varchar = format("%d{}", uniform(0, 9))
+  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 1d
+}}
+ingest load {{ into sink via ilp_tcp table t  rows s  batch 8000 rows  workers 8  rate 10000000/s  duration 60s }}
+"#,
+        server.target(),
+        "x".repeat(1000)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("w.wl"), text).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .current_dir(dir.path())
+        .args(["run", "w.wl", "--out", "res", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut all);
+        all
+    });
+    // Under way: every worker connected and the server has read from them; the deadline only
+    // bounds a run that never gets there.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.connections() < 8 || server.bytes() < 8 * 4096 {
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("the ingest never got under way: {}", reader.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // A hang guard, not a measurement: the grace is 1 s, the endpoint's timeout 60 s.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the run did not stop within 20 s of SIGINT: {}",
+                reader.join().unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let code = child.wait().unwrap().code();
+    let err = reader.join().unwrap();
+    assert_eq!(code, Some(130), "{err}");
+    let r = json_file(&dir.path().join("res/report.json"));
+    assert_eq!(r["signal"], "SIGINT");
+    let p = &r["cells"][0]["phases"][0];
+    assert_eq!(p["status"], "interrupted", "{p:#}");
+    // Every row taken into a batch was sent or cut off; the rows due by the stop that were
+    // never sent are unsent.
+    let n = |v: &Value| {
+        v.as_u64()
+            .unwrap_or_else(|| panic!("not a count: {v}\n{p:#}"))
+    };
+    assert_eq!(
+        n(&p["rows_generated"]),
+        n(&p["rows_sent"]) + n(&p["rows_cut_off"]) + n(&p["rows_dropped"]),
+        "{p:#}"
+    );
+    let s = &p["schedule"];
+    assert_eq!(
+        n(&s["scheduled_rows"]),
+        n(&p["rows_sent"]) + n(&s["cut_off_rows"]) + n(&s["unsent_rows"]),
+        "{p:#}"
+    );
+    // The writes the server was still taking were cut off, not waited for.
+    assert!(n(&p["rows_cut_off"]) > 0, "{p:#}");
+}
+
+/// A tmpfs mounted on a directory for the guard's life: a file system that really fills up.
+/// CI runs as root; a machine that cannot mount skips the test with a note, except under
+/// CI=true, where it fails.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if mounted {
+            return Some(Tmpfs(dir.to_path_buf()));
+        }
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true and no tmpfs could be mounted on {} (the full-disk test needs root)",
+            dir.display()
+        );
+        eprintln!("note: the full-disk test is skipped: no tmpfs could be mounted (not root?)");
+        None
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        // Lazily: a run still holding a file in it must not keep the mount.
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Thirty cells of a second each into the null sink: a run that would take half a minute.
+const MANY_CELLS: &str = r#"
+workload w { seed 1 }
+target t { null }
+matrix { k in 0..30 }
+schema s {
+  series host: symbol = format("h%d", n) for n in 0..10
+  field  v: long = uniform(0, 9)
+  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 1d
+}
+ingest load { into t via null  rows s  batch 100 rows  rate 2000/s  duration 1s }
+"#;
+
+/// `--out` on a file system that fills up during the run: the run stops sending at the first
+/// write that fails, says so, prints what it measured and exits 1; no 0-byte report.json is
+/// left, and `wlrun report` renders the directory from its time series. Before, the run went
+/// on through every cell and left an empty report.json that `wlrun report` called "not JSON".
+#[test]
+fn a_full_disk_stops_the_run_and_leaves_no_empty_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("disk");
+    std::fs::create_dir(&disk).unwrap();
+    let Some(_mounted) = Tmpfs::mount(&disk, "256k") else {
+        return;
+    };
+    std::fs::write(dir.path().join("w.wl"), MANY_CELLS).unwrap();
+    let res = disk.join("res");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "w.wl",
+            "--json",
+            "--quiet",
+            "--interval",
+            "0.05",
+            "--out",
+        ])
+        .arg(&res)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut out_pipe, mut err_pipe) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out_pipe, &mut all);
+        all
+    });
+    let err = std::thread::spawn(move || {
+        let mut all = String::new();
+        let _ = std::io::Read::read_to_string(&mut err_pipe, &mut all);
+        all
+    });
+    // Under way: the first phase has announced itself. Then the disk fills.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !res.join("series/phases.jsonl").exists() {
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("the run never started a phase: {}", err.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let filler = vec![0u8; 4096];
+    let mut f = std::fs::File::create(disk.join("filler")).unwrap();
+    while std::io::Write::write_all(&mut f, &filler).is_ok() {}
+    drop(f);
+    // A hang guard: a run that goes on through its thirty cells takes 30 s.
+    let deadline = Instant::now() + Duration::from_secs(25);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the run went on after the disk filled: {}",
+                err.join().unwrap()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let code = child.wait().unwrap().code();
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("No space left on device") && err.contains("nothing more is sent"),
+        "{err}"
+    );
+    // What was measured is printed, the stopped phase failed saying why, and no cell after it
+    // ran.
+    let r: Value = serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let cells = r["cells"].as_array().unwrap();
+    assert!(
+        !cells.is_empty() && cells.len() < 30,
+        "{} cells ran",
+        cells.len()
+    );
+    let last = &cells[cells.len() - 1]["phases"][0];
+    assert_eq!(last["status"], "failed", "{last:#}");
+    assert!(
+        last["failures"]
+            .to_string()
+            .contains("No space left on device"),
+        "{last:#}"
+    );
+    assert_eq!(r["interrupted"], false);
+    // No report.json at all rather than an empty one: the disk was full when it was written.
+    assert!(!res.join("report.json").exists(), "{err}");
+    assert!(!res.join("report.json.tmp").exists());
+    // With room again, the directory renders from what its series hold.
+    std::fs::remove_file(disk.join("filler")).unwrap();
+    let again = wlrun(dir.path(), &["report", res.to_str().unwrap(), "--json"]);
+    let again_err = stderr(&again);
+    assert!(!again_err.contains("not JSON"), "{again_err}");
+    let rebuilt: Value =
+        serde_json::from_slice(&again.stdout).unwrap_or_else(|e| panic!("{e}: {again_err}"));
+    assert_eq!(rebuilt["cells"].as_array().unwrap().len(), cells.len());
+}
+
+/// A finished run's directory damaged as a full disk damages it: `wlrun report` rebuilds what
+/// it can from `series/`, warns what was cut and left out, and exits 2. Before, an empty
+/// report.json was "not JSON: EOF" (exit 2, nothing shown), and a cut phases.jsonl rendered
+/// "0 cells", exit 0.
+#[test]
+fn a_damaged_run_directory_renders_as_far_as_it_goes_and_says_what_was_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let two = MANY_CELLS
+        .replace("0..30", "0..2")
+        .replace("rows s ", "rows s limit 500 ")
+        .replace("rate 2000/s  duration 1s", "");
+    std::fs::write(dir.path().join("w.wl"), two).unwrap();
+    let run = wlrun(dir.path(), &["run", "w.wl", "--quiet", "--out", "res"]);
+    assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
+    let res = dir.path().join("res");
+    let report = std::fs::read(res.join("report.json")).unwrap();
+    let report_of = |out: &std::process::Output| -> Value {
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(out)))
+    };
+
+    for (damage, says) in [
+        (&report[..0], "report.json is empty"),
+        (&report[..report.len() / 2], "report.json is cut short"),
+    ] {
+        std::fs::write(res.join("report.json"), damage).unwrap();
+        let out = wlrun(dir.path(), &["report", "res", "--json"]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
+        let r = report_of(&out);
+        let phases: Vec<&Value> = r["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| &c["phases"][0])
+            .collect();
+        assert_eq!(phases.len(), 2, "{r:#}");
+        assert!(phases.iter().all(|p| p["rows_sent"] == 500), "{r:#}");
+        // Short figures are not compared as if they were the run's.
+        let cmp = wlrun(dir.path(), &["compare", "res", "res"]);
+        assert_eq!(cmp.status.code(), Some(2), "{}", stderr(&cmp));
+        assert!(stderr(&cmp).contains("a damaged run"), "{}", stderr(&cmp));
+    }
+
+    // The second phase's line cut short, no report.json: the first phase is shown, and the
+    // cut is said.
+    std::fs::remove_file(res.join("report.json")).unwrap();
+    let list = res.join("series/phases.jsonl");
+    let text = std::fs::read_to_string(&list).unwrap();
+    let first = text.find('\n').unwrap() + 1;
+    std::fs::write(&list, &text[..first + 40]).unwrap();
+    let out = wlrun(dir.path(), &["report", "res", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("phases.jsonl is cut short"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(report_of(&out)["cells"].as_array().unwrap().len(), 1);
+    // Its only line cut: not "0 cells" and success.
+    std::fs::write(&list, &text[..40]).unwrap();
+    let out = wlrun(dir.path(), &["report", "res"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("phases.jsonl is cut short"),
+        "{}",
+        stderr(&out)
     );
 }

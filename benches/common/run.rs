@@ -25,6 +25,7 @@ pub fn run_text_with_series(text: &str, dir: &Path, interval: Duration) -> Repor
     let series = wlrun::exec::series::SeriesOut {
         dir: dir.to_path_buf(),
         interval,
+        fault: Default::default(),
     };
     run_checked("the bench workload", out, dir.to_path_buf(), Some(series))
 }

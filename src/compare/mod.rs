@@ -231,6 +231,12 @@ pub struct Options {
 pub fn compare(base: &Path, new: &Path, opts: Options) -> Result<Comparison, String> {
     let threshold = opts.threshold;
     let (rb, rn) = (read_run(base)?, read_run(new)?);
+    if let Some(cut) = rb.damaged.iter().chain(&rn.damaged).next() {
+        return Err(format!(
+            "{cut}: a damaged run's figures are short, and no test tells that from a \
+             regression (`wlrun report` shows what is left)"
+        ));
+    }
     let (b, n) = (&rb.report, &rn.report);
     let runs = [Run { dir: run_dir(base) }, Run { dir: run_dir(new) }];
     let plans = plans::check(

@@ -11,12 +11,13 @@ mod failed;
 mod feed;
 mod fresh;
 mod limit;
+mod live;
 mod rate;
 mod staged;
 mod verdict;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,49 +36,12 @@ use crate::report::{rate, Calibration, ErrorCount, IngestReport, Latency, RateCo
 use crate::value::Value;
 pub(super) use empty::empty_report;
 use feed::{preencode_all, Feed, Rows};
-use limit::{within, Limit};
+use limit::{within, Halt, Limit};
+use live::Counters;
+pub use live::Live;
 use rate::{Kept, Schedule};
 use staged::{Parts, Tally};
 use verdict::{judge, verify};
-
-/// Counters the progress ticker reads while the workers run.
-#[derive(Default)]
-pub struct Live {
-    pub rows_sent: AtomicU64,
-    pub rows_acked: AtomicU64,
-    pub errors: AtomicU64,
-    /// `probe visible`: the rows sent, marked per batch.
-    timeline: Option<Arc<fresh::Timeline>>,
-}
-
-/// Where a worker counts as it goes: the progress ticker's counters and its slot of the
-/// phase's time series.
-struct Counters<'a> {
-    live: &'a Live,
-    series: &'a Slot,
-}
-
-impl Counters<'_> {
-    fn sent(&self, at: Instant, rows: u64, payload_bytes: u64, socket_bytes: u64) {
-        self.live.rows_sent.fetch_add(rows, Ordering::Relaxed);
-        self.series.sent(at, rows, payload_bytes, socket_bytes);
-    }
-
-    /// `probe visible`: `rows` counted as sent, marked at `started`, when their batch was
-    /// handed to the connection (a batch cannot show before that).
-    fn mark(&self, started: Instant, rows: u64) {
-        if let Some(t) = &self.live.timeline {
-            t.sent(started, rows);
-        }
-    }
-
-    fn acked(&self, rows: u64) {
-        if rows > 0 {
-            self.live.rows_acked.fetch_add(rows, Ordering::Relaxed);
-            self.series.acked(Instant::now(), rows, None);
-        }
-    }
-}
 
 /// What one worker measured.
 struct Worker {
@@ -410,6 +374,7 @@ async fn send_all(
     if let Some(t) = &timeline {
         t.begin(started);
     }
+    let halt = Halt::watch(env.stop.clone());
     let mut tasks = Vec::new();
     for (w, feed) in feeds.into_iter().enumerate() {
         let cfg = DriverConfig {
@@ -430,7 +395,12 @@ async fn send_all(
             feed,
             (live.clone(), series.slot()),
             env.stop.clone(),
-            (limit, schedule.clone(), member.end.clone()),
+            (
+                limit,
+                schedule.clone(),
+                member.end.clone(),
+                halt.end.clone(),
+            ),
             tally,
         )));
     }
@@ -592,7 +562,7 @@ async fn worker(
     mut feed: Feed,
     (live, series): (Arc<Live>, Slot),
     stop: Arc<AtomicBool>,
-    (limit, schedule, end): (Option<Limit>, Option<Schedule>, End),
+    (limit, schedule, end, halt): (Option<Limit>, Option<Schedule>, End, End),
     tally: Option<Tally>,
 ) -> Worker {
     let mut w = Worker::new();
@@ -601,12 +571,14 @@ async fn worker(
         live: &live,
         series: &series,
     };
-    let mut driver = match within((limit, &end), Driver::connect(&cfg)).await {
+    let mut driver = match within((limit, &end, &halt), Driver::connect(&cfg)).await {
         Some(Ok(d)) => Some(d),
         Some(Err(e)) => {
             w.error(live, &e);
             None
         }
+        // Stopped while connecting: nothing failed.
+        None if halt.ended() => None,
         None => {
             let e = DriverError::timeout(
                 format!(
@@ -654,8 +626,13 @@ async fn worker(
                 biased;
                 _ = deadline => None,
                 _ = end.wait() => None,
+                _ = halt.wait() => None,
                 p = feed.next() => Some(p),
             };
+            if halt.ended() {
+                // A stop: the batch being made, and the rest, stay unsent.
+                break;
+            }
             let Some(next) = next.filter(|_| !end.ended()) else {
                 // The duration (or the group's end) is reached: what was sent is what the span
                 // allowed.
@@ -664,6 +641,10 @@ async fn worker(
                 break;
             };
             let Some(produced) = next else {
+                if stop.load(Ordering::Relaxed) {
+                    // The producer stopped mid-batch: not the end of the rows.
+                    break;
+                }
                 w.complete = healthy;
                 data_ended = true;
                 break;
@@ -695,14 +676,14 @@ async fn worker(
             w.kept.start(started, slot);
             w.first_send
                 .get_or_insert_with(|| (started, cpu::process_cpu_seconds()));
-            let result = within((limit, &end), d.send(&chunk)).await;
+            let result = within((limit, &end, &halt), d.send(&chunk)).await;
             let acked = d.take_acked();
             w.rows_acked += acked;
             live.acked(acked);
             w.kept.acked_later(acked);
             let Some(result) = result else {
                 // Unanswered at the hard stop: neither sent nor acknowledged.
-                w.at_duration = true;
+                w.at_duration = !halt.ended();
                 w.rows_cut_off += chunk.rows;
                 w.kept.cut_off();
                 abandoned = true;
@@ -739,7 +720,7 @@ async fn worker(
         if !abandoned {
             // Closing flushes what the kernel still holds (and for QWP waits for the last
             // acknowledgements); a failure there loses rows.
-            let finished = within((limit, &end), d.finish()).await;
+            let finished = within((limit, &end, &halt), d.finish()).await;
             let acked = d.take_acked();
             w.rows_acked += acked;
             live.acked(acked);
@@ -751,7 +732,7 @@ async fn worker(
                     w.complete = false;
                 }
                 None => {
-                    w.at_duration = true;
+                    w.at_duration = !halt.ended();
                     w.close_cut_off = true;
                 }
             }
@@ -763,17 +744,22 @@ async fn worker(
     }
     if let Some(s) = &schedule {
         // Stopped by the span: every slot inside it was due. Otherwise the data ended first
-        // and the schedule held what was taken.
-        let by_end = end.at().map(|e| e.saturating_duration_since(s.at(0)));
+        // and the schedule held what was taken. A stop ends the span where it came: the slots
+        // due until then that were not sent are unsent.
+        let stopped = (!data_ended && stop.load(Ordering::Relaxed))
+            .then(|| halt.at().unwrap_or_else(Instant::now));
+        let by_end = end.min(stopped);
+        let by_end = by_end.map(|e| e.saturating_duration_since(s.at(0)));
         let span = by_end.into_iter().chain(limit.map(|l| l.duration)).min();
-        // A failure that stopped a worker inside the span (its connection lost) left its later
-        // slots unsent: the schedule keeps them, so the phase is judged on the whole span, not
-        // on what the worker took before it died (and a staged send's stages say where).
-        let failed = !data_ended && !stop.load(Ordering::Relaxed);
         w.slots_end = Some(s.at(taken));
         w.kept.scheduled_rows = match span {
-            // A worker that never connected missed its whole span too.
-            Some(d) if w.at_duration || driver.is_none() || failed => s.rows_within(d).max(taken),
+            // A failure that stopped a worker inside the span (its connection lost), or a
+            // worker that never connected, left its later slots unsent: the schedule keeps
+            // them, so the phase is judged on the whole span, not on what the worker took
+            // before it died (and a staged send's stages say where).
+            Some(d) if w.at_duration || driver.is_none() || !data_ended => {
+                s.rows_within(d).max(taken)
+            }
             _ => taken,
         };
         let held = w.kept.scheduled_rows;

@@ -184,6 +184,11 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
             }
         }
         connections::once_per_run(&mut phases, &mut said);
+        if let Some(why) = env.series.as_ref().and_then(|s| s.fault.why()) {
+            for p in &mut phases {
+                series::fault::fail_stopped(p, why);
+            }
+        }
         let report = CellReport {
             index: cell.index,
             key: cell.key.clone(),
@@ -207,9 +212,11 @@ pub fn run_plan(plan: &Plan, env: &RunEnv, mut on_cell: impl FnMut(&CellReport))
         plan: Some(crate::shard::plan_identity(plan)),
         started: rfc3339(started_wall),
         elapsed_s: started.elapsed().as_secs_f64(),
-        // A shard that stopped because another was lost failed; nobody interrupted it.
+        // A shard that stopped because another was lost failed, as a run whose directory could
+        // not be written did; nobody interrupted them.
         interrupted: env.stop.load(Ordering::Relaxed)
-            && !env.shard.as_ref().is_some_and(|s| s.stopped_by_alarm()),
+            && !env.shard.as_ref().is_some_and(|s| s.stopped_by_alarm())
+            && env.series.as_ref().is_none_or(|s| s.fault.why().is_none()),
         signal,
         environment: None,
         cells,
@@ -227,6 +234,13 @@ fn run_phase(
     label: &str,
 ) -> PhaseReport {
     let (recorder, warning, label) = start_series(env, cell, phase, label);
+    if let Some(why) = env.series.as_ref().and_then(|s| s.fault.why()) {
+        // Its series could not be started: nothing is sent, not even its setup.
+        return PhaseReport::NotRun {
+            name: phase.name().to_string(),
+            reason: why.to_string(),
+        };
+    }
     if let Some(s) = &env.shard {
         s.begin(cell, phase);
     }
@@ -308,10 +322,15 @@ fn start_series(
     };
     let (recorder, warning) = match series::Recorder::start(env.series.as_ref(), &id, series_kind) {
         Ok(r) => (r, None),
-        Err(e) => (
-            series::Recorder::none(),
-            Some(format!("no time series: {e}")),
-        ),
+        Err(e) => {
+            if let Some(out) = &env.series {
+                out.fault.ring(&e);
+            }
+            (
+                series::Recorder::none(),
+                Some(format!("no time series: {e}")),
+            )
+        }
     };
     (recorder, warning, format!("{label} {name}"))
 }

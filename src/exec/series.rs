@@ -18,7 +18,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::interval_log::{
+    IntervalLogWriterBuilder, IntervalLogWriterError, Tag,
+};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
 
@@ -27,6 +29,7 @@ use crate::report::series::{
     SeriesRef, TAG_BATCH, TAG_LAG, TAG_LATENCY, TAG_SERVICE,
 };
 
+pub mod fault;
 mod rows;
 use rows::{ingest_row, run_row, stage_at};
 
@@ -35,6 +38,8 @@ use rows::{ingest_row, run_row, stage_at};
 pub struct SeriesOut {
     pub dir: PathBuf,
     pub interval: Duration,
+    /// Rung by the first write to `dir` that fails: the run stops.
+    pub fault: Arc<fault::Fault>,
 }
 
 /// What a phase's series holds.
@@ -312,6 +317,7 @@ struct Shared {
     wake: Condvar,
     /// Set when the writer failed: slots stop recording.
     dead: Arc<AtomicBool>,
+    fault: Arc<fault::Fault>,
 }
 
 /// A phase's series being recorded: `slot()` per worker, `measure`/`pause` around the
@@ -377,6 +383,7 @@ impl Recorder {
             control: Mutex::new(Control::default()),
             wake: Condvar::new(),
             dead: Arc::new(AtomicBool::new(false)),
+            fault: out.fault.clone(),
         });
         let writer = {
             let shared = shared.clone();
@@ -524,15 +531,18 @@ fn announce(
         concurrent: id.concurrent.clone(),
         probe: id.probe.clone(),
     };
+    // One write for the line and its newline: `writeln!` on a file writes them apart, and a
+    // kill between the two ran the next line into this one.
     let line = serde_json::to_string(&line).map_err(|e| e.to_string())?;
-    let line = crate::secrets::mask_json(&line);
+    let line = crate::secrets::mask_json(&line) + "\n";
     let path = dir.join(crate::report::series::DIR).join("phases.jsonl");
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&path)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    writeln!(f, "{line}").map_err(|e| format!("cannot write {}: {e}", path.display()))
+    f.write_all(line.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// The two files of a series, open.
@@ -572,7 +582,8 @@ impl Files {
 /// nobody will write; `finish` says why the series is incomplete.
 fn write_loop(shared: &Shared, files: Files) -> Result<Written, String> {
     let result = write_intervals(shared, files);
-    if result.is_err() {
+    if let Err(e) = &result {
+        shared.fault.ring(e);
         shared.dead.store(true, Ordering::Relaxed);
         for slot in lock(&shared.slots).iter() {
             let mut s = lock(slot);
@@ -589,8 +600,14 @@ fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String>
     let interval_ns = clock.interval_ns;
     let grace = (interval_ns / 4).min(200_000_000);
     let mut serializer = V2DeflateSerializer::new();
-    let hlog_fail =
-        |e: &dyn std::fmt::Debug| format!("cannot write {}: {e:?}", files.hlog_path.display());
+    // An I/O error reads as one ("No space left on device"); only a serializer's has no text.
+    let hlog_fail = |e: &IntervalLogWriterError<_>| {
+        let why = match e {
+            IntervalLogWriterError::IoError(io) => io.to_string(),
+            IntervalLogWriterError::SerializeError(e) => format!("{e:?}"),
+        };
+        format!("cannot write {}: {why}", files.hlog_path.display())
+    };
     let counts_fail =
         |e: &dyn std::fmt::Display| format!("cannot write {}: {e}", files.counts_path.display());
     let mut log = IntervalLogWriterBuilder::new()
@@ -598,7 +615,7 @@ fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String>
         .with_start_time(files.start)
         .with_max_value_divisor(1000.0)
         .begin_log_with(&mut files.hlog, &mut serializer)
-        .map_err(|e| hlog_fail(&e))?;
+        .map_err(|e| hlog_fail(&IntervalLogWriterError::IoError(e)))?;
     let mut pending: BTreeMap<u64, Acc> = BTreeMap::new();
     // The next interval to write; `None` until measured time has begun.
     let mut next: Option<u64> = None;
@@ -788,6 +805,7 @@ mod tests {
         let out = SeriesOut {
             dir: dir.path().to_path_buf(),
             interval: Duration::from_millis(50),
+            fault: Default::default(),
         };
         let rec = Recorder::start(Some(&out), &id(), Kind::Run { service: true }).unwrap();
         let (a, b) = (rec.slot(), rec.slot());
@@ -859,6 +877,7 @@ mod tests {
         let out = SeriesOut {
             dir: dir.path().to_path_buf(),
             interval: Duration::from_millis(20),
+            fault: Default::default(),
         };
         let rec = Recorder::start(
             Some(&out),
@@ -896,6 +915,7 @@ mod tests {
         let out = SeriesOut {
             dir: dir.path().to_path_buf(),
             interval: Duration::from_millis(20),
+            fault: Default::default(),
         };
         let id = PhaseId {
             kind: "ingest",
@@ -981,6 +1001,7 @@ mod tests {
         let out = SeriesOut {
             dir: dir.path().to_path_buf(),
             interval: Duration::from_millis(20),
+            fault: Default::default(),
         };
         let rec = Recorder::start(Some(&out), &id(), Kind::Run { service: false }).unwrap();
         let slot = rec.slot();
@@ -1028,6 +1049,7 @@ mod tests {
         let out = SeriesOut {
             dir: dir.path().to_path_buf(),
             interval: Duration::from_millis(10),
+            fault: Default::default(),
         };
         let unix_ms = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap().as_secs_f64() * 1e3;
         let before = unix_ms(SystemTime::now());

@@ -75,6 +75,7 @@ pub fn read_run(path: &Path) -> Result<(Run, Option<Merged>), String> {
             path.display(),
             dirs.len()
         )),
+        damaged: Vec::new(),
     };
     Ok((run, Some(merged)))
 }

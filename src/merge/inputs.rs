@@ -45,7 +45,14 @@ pub fn read(dir: &Path) -> Result<Shard, String> {
             None => report::read::read_report(dir)?.0,
         }
     } else {
-        report::read::read_run(dir)?.report
+        let run = report::read::read_run(dir)?;
+        if let Some(cut) = run.damaged.first() {
+            // As `compare`: short figures merged would pass for the shard's whole record.
+            return Err(format!(
+                "{cut}: a damaged shard is not merged (`wlrun report` shows what is left)"
+            ));
+        }
+        run.report
     };
     let info = match &report.shard {
         Some(s) => s.clone(),

@@ -68,7 +68,7 @@ pub fn prepare(dir: &Path, replace: bool, reads: &[PathBuf]) -> Result<(), Strin
     }
     let foreign: Vec<String> = entries
         .iter()
-        .filter(|e| !WRITTEN.contains(&e.as_str()))
+        .filter(|e| !WRITTEN.contains(&e.strip_suffix(TMP).unwrap_or(e)))
         .cloned()
         .collect();
     if !foreign.is_empty() {
@@ -146,8 +146,7 @@ pub fn write_start(dir: &Path, plan: &Plan, sources: &[Source]) -> Result<Writte
         |what: &str, e: std::io::Error| format!("cannot write {what} in {}: {e}", dir.display());
     let plan_json = serde_json::to_string_pretty(plan).map_err(|e| e.to_string())? + "\n";
     let plan_json = crate::secrets::mask_json(&plan_json);
-    std::fs::write(dir.join("plan.json"), plan_json.as_bytes())
-        .map_err(|e| fail("plan.json", e))?;
+    write_whole(&dir.join("plan.json"), plan_json.as_bytes()).map_err(|e| fail("plan.json", e))?;
     let src = dir.join("sources");
     std::fs::create_dir_all(&src).map_err(|e| fail("sources/", e))?;
     let mut written = Written::default();
@@ -191,8 +190,8 @@ pub fn write_start(dir: &Path, plan: &Plan, sources: &[Source]) -> Result<Writte
 /// Writes `SHARD_FILE` (the shard's `shard` object as it starts: no phases yet).
 pub fn write_shard(dir: &Path, shard: &super::shard::ShardReport) -> Result<(), String> {
     let json = serde_json::to_string_pretty(shard).map_err(|e| e.to_string())? + "\n";
-    std::fs::write(
-        dir.join(SHARD_FILE),
+    write_whole(
+        &dir.join(SHARD_FILE),
         crate::secrets::mask_json(&json).as_bytes(),
     )
     .map_err(|e| format!("cannot write {SHARD_FILE} in {}: {e}", dir.display()))
@@ -214,11 +213,35 @@ pub fn write_report(dir: &Path, report: &Report) -> Result<Option<String>, Strin
     // not reach the file through one that was not (`secrets`).
     let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())? + "\n";
     let json = crate::secrets::mask_json(&json);
-    std::fs::write(dir.join("report.json"), json.as_bytes()).map_err(|e| fail("report.json", e))?;
-    std::fs::write(dir.join("report.csv"), super::csv::csv(report)?)
+    write_whole(&dir.join("report.json"), json.as_bytes()).map_err(|e| fail("report.json", e))?;
+    write_whole(&dir.join("report.csv"), &super::csv::csv(report)?)
         .map_err(|e| fail("report.csv", e))?;
     Ok(super::html::write(dir, report).err())
 }
+
+/// Writes `bytes` as the file `path` whole or not at all: into `NAME.tmp` beside it, synced,
+/// then renamed over it. A direct write on a full disk left a 0-byte report.json, which then
+/// hid the run's time series from `wlrun report`; now the old file (or none) stays, and the
+/// error says why.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(TMP);
+    let tmp = path.with_file_name(name);
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        // A file system may report a full disk only when the data reaches it.
+        f.sync_all()
+    });
+    let done = written.and_then(|()| std::fs::rename(&tmp, path));
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
+}
+
+/// What `write_whole` appends to a file's name while it writes it.
+const TMP: &str = ".tmp";
 
 /// Each source's path under `sources/`.
 fn layout(sources: &[Source]) -> Vec<PathBuf> {

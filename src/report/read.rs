@@ -16,32 +16,69 @@ pub struct Run {
     pub text: String,
     /// Set when the run was killed and its report was rebuilt from its time series: says so.
     pub rebuilt: Option<String>,
+    /// What was cut short in the run directory and left out (a damaged report.json, a line
+    /// of `series/`): the report is short of it, and `wlrun report` exits 2.
+    pub damaged: Vec<String>,
 }
 
 /// The run at `path`: its report.json, or for a killed run's directory (no report.json, but
-/// time series) the report rebuilt from those.
+/// time series) the report rebuilt from those. A report.json that is empty or not JSON (a
+/// full disk) is rebuilt from the time series too, when there are some, and said to be
+/// damaged.
 pub fn read_run(path: &Path) -> Result<Run, String> {
-    if super::rebuild::is_killed_run(path) {
-        let report = super::rebuild::rebuild(path)?;
-        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
-        let phases: usize = report.cells.iter().map(|c| c.phases.len()).sum();
+    let killed = super::rebuild::is_killed_run(path);
+    let broken = match killed {
+        false if has_series(path) => unreadable(&path.join("report.json")),
+        _ => None,
+    };
+    if !killed && broken.is_none() {
+        let (report, text) = read_report(path)?;
         return Ok(Run {
             report,
             text,
-            rebuilt: Some(format!(
-                "{} has no report.json: the run was killed; its {phases} phase{} rebuilt from \
-                 the time series, as far as their intervals go",
-                path.display(),
-                if phases == 1 { " is" } else { "s are" }
-            )),
+            rebuilt: None,
+            damaged: Vec::new(),
         });
     }
-    let (report, text) = read_report(path)?;
+    let (report, mut damaged) = super::rebuild::rebuild(path)?;
+    let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
+    let phases: usize = report.cells.iter().map(|c| c.phases.len()).sum();
+    let what = match &broken {
+        Some(e) => {
+            damaged.insert(0, e.clone());
+            format!("{}'s report.json cannot be read", path.display())
+        }
+        None => format!("{} has no report.json: the run was killed", path.display()),
+    };
     Ok(Run {
         report,
         text,
-        rebuilt: None,
+        rebuilt: Some(format!(
+            "{what}; its {phases} phase{} rebuilt from the time series, as far as their \
+             intervals go",
+            if phases == 1 { " is" } else { "s are" }
+        )),
+        damaged,
     })
+}
+
+fn has_series(dir: &Path) -> bool {
+    dir.is_dir() && dir.join(super::series::DIR).join("phases.jsonl").is_file()
+}
+
+/// Why `file` is no report at all (empty, cut short, not JSON), or `None` when it reads as
+/// JSON (whether it is a report of this format is for `read_report` to say).
+fn unreadable(file: &Path) -> Option<String> {
+    let text = match std::fs::read(file) {
+        Ok(t) => t,
+        Err(e) => return Some(format!("cannot read {}: {e}", file.display())),
+    };
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return Some(format!("{} is empty", file.display()));
+    }
+    serde_json::from_slice::<serde_json::Value>(&text)
+        .err()
+        .map(|e| format!("{} is cut short or not JSON ({e})", file.display()))
 }
 
 /// The report at `path` (a run directory, `--out DIR`, or a report.json file) and its text as

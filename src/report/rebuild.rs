@@ -28,17 +28,25 @@ pub fn is_killed_run(dir: &Path) -> bool {
         && dir.join(series::DIR).join("phases.jsonl").is_file()
 }
 
-/// The report of the killed run in `dir`.
-pub fn rebuild(dir: &Path) -> Result<Report, String> {
+/// The report of the killed run in `dir`, and what of its files was cut short and dropped
+/// (a full disk stops a write midway; a kill, in practice, does not): a reader must be told
+/// that the figures are short, never shown "0 cells" as if nothing had run.
+pub fn rebuild(dir: &Path) -> Result<(Report, Vec<String>), String> {
     let list = dir.join(series::DIR).join("phases.jsonl");
     let text = std::fs::read_to_string(&list)
         .map_err(|e| format!("cannot read {}: {e}", list.display()))?;
     let mut announced = Vec::new();
+    let mut dropped = Vec::new();
     for (i, line) in text.lines().enumerate() {
         match serde_json::from_str::<Announced>(line) {
             Ok(a) => announced.push(a),
-            // The kill can cut the last line short.
-            Err(_) if i + 1 == text.lines().count() && !text.ends_with('\n') => {}
+            Err(_) if i + 1 == text.lines().count() && !text.ends_with('\n') => {
+                dropped.push(format!(
+                    "{} is cut short: the phase its line {} announced is left out",
+                    list.display(),
+                    i + 1
+                ))
+            }
             Err(e) => return Err(format!("{} line {}: {e}", list.display(), i + 1)),
         }
     }
@@ -51,6 +59,12 @@ pub fn rebuild(dir: &Path) -> Result<Report, String> {
     let (mut first_ms, mut last_ms) = (u64::MAX, 0u64);
     for a in &announced {
         let series = series::read(dir, &a.series, a.kind == "ingest")?;
+        if series::cut_short(dir, &a.series) {
+            dropped.push(format!(
+                "{} is cut short: its last interval is left out",
+                dir.join(&a.series.counts).display()
+            ));
+        }
         let logged = series::read_hlog(&dir.join(&a.series.hlog)).unwrap_or_default();
         first_ms = first_ms.min(a.started_ms);
         let end = match &series {
@@ -77,7 +91,7 @@ pub fn rebuild(dir: &Path) -> Result<Report, String> {
             .ok()
     })
     .unwrap_or_default();
-    Ok(Report {
+    let report = Report {
         format: REPORT_FORMAT,
         workload: workload["name"].as_str().unwrap_or_default().to_string(),
         file: workload["file"].as_str().unwrap_or_default().to_string(),
@@ -93,7 +107,8 @@ pub fn rebuild(dir: &Path) -> Result<Report, String> {
         // A shard says which it was when it starts.
         shard: super::files::read_shard(dir),
         merged: None,
-    })
+    };
+    Ok((report, dropped))
 }
 
 fn warning(a: &Announced, intervals: usize) -> String {
@@ -423,7 +438,8 @@ mod tests {
              service_p50_us,service_p99_us\n1000,1000,5,0,0,0,1,1,1,1,1,,\n",
         )
         .unwrap();
-        let r = rebuild(dir.path()).unwrap();
+        let (r, dropped) = rebuild(dir.path()).unwrap();
+        assert!(dropped.is_empty(), "{dropped:?}");
         let [PhaseReport::Ingest(load), PhaseReport::Queries(reads)] = &r.cells[0].phases[..]
         else {
             panic!("an ingest and a query run: {r:?}")

@@ -282,6 +282,12 @@ pub fn read(dir: &Path, r: &SeriesRef, ingest: bool) -> Result<Series, String> {
     })
 }
 
+/// Whether the counts of `r` end inside a row: a write that stopped midway (a full disk) left
+/// it, and `read` drops it.
+pub fn cut_short(dir: &Path, r: &SeriesRef) -> bool {
+    std::fs::read(dir.join(&r.counts)).is_ok_and(|t| !t.is_empty() && !t.ends_with(b"\n"))
+}
+
 /// The text up to its last newline: a line a kill cut short is not part of the file's data.
 fn whole_lines(text: &[u8]) -> &[u8] {
     match text.iter().rposition(|&b| b == b'\n') {

@@ -46,7 +46,7 @@ pub fn shell(title: &str, body: &str) -> String {
 /// Writes report.html into the run directory `dir`.
 pub fn write(dir: &Path, report: &Report) -> Result<(), String> {
     let page = page(report, Some(dir));
-    std::fs::write(dir.join(FILE), crate::secrets::mask_html(&page).as_bytes())
+    super::files::write_whole(&dir.join(FILE), crate::secrets::mask_html(&page).as_bytes())
         .map_err(|e| format!("cannot write {FILE} in {}: {e}", dir.display()))
 }
 

@@ -18,6 +18,8 @@
 //! - `oversize`: a PostgreSQL-wire server that sends one message announcing a size the test
 //!   chooses, counting the body bytes a client took before it closed.
 //! - `pg_wire`: the pieces of PostgreSQL's wire protocol `refuse` and `oversize` share.
+//! - `trickle`: an ILP/TCP endpoint that reads slowly, so a client's writes wait on it, and
+//!   counts the bytes it read.
 //!
 //! Use with `#[path = "common/oracles/mod.rs"] mod oracles;` (std threads, 127.0.0.1, port 0).
 
@@ -32,3 +34,4 @@ pub mod oversize;
 pub mod pg_stall;
 mod pg_wire;
 pub mod refuse;
+pub mod trickle;
