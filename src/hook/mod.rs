@@ -24,6 +24,7 @@ use crate::value::Value;
 
 mod convert;
 mod ctx;
+mod split;
 #[cfg(test)]
 mod tests;
 
@@ -134,6 +135,7 @@ pub fn engine() -> rhai::Engine {
             Err("sleep() is not available in hooks".into())
         },
     );
+    split::register(&mut e);
     ctx::register(&mut e);
     e
 }
