@@ -125,12 +125,7 @@ impl<'p> Rows<'p> {
         match self {
             Rows::Schema(schema) => {
                 let dir = env.base_dir.clone();
-                let read = move |p: &str| -> std::io::Result<Vec<u8>> {
-                    match std::fs::read(dir.join(p)) {
-                        Ok(b) => Ok(b),
-                        Err(e) => crate::source::stdlib_file(p).map(<[u8]>::to_vec).ok_or(e),
-                    }
-                };
+                let read = move |p: &str| crate::source::read_data(&dir, p);
                 // `limit N`: the first N rows in the generator's order (timestamp by
                 // timestamp, series by series), which every shard cuts at the same global row.
                 let limited;
