@@ -47,3 +47,26 @@ fn cutting_a_huge_string_into_pieces_is_refused_before_the_pieces_are_made() {
         );
     }
 }
+
+/// The counted functions cut as the standard ones did (compared with array literals),
+/// constants included.
+#[test]
+fn cutting_an_ordinary_string_is_unchanged() {
+    for (call, want) in [
+        (r#""a,b,,c".split(",")"#, r#"["a", "b", "", "c"]"#),
+        (r#""ab".split("")"#, r#"["", "a", "b", ""]"#),
+        (r#""a,b,,c".split(",", 2)"#, r#"["a", "b,,c"]"#),
+        (r#""a,b,,c".split(',', 9)"#, r#"["a", "b", "", "c"]"#),
+        (r#""a,b,,c".split_rev(",")"#, r#"["c", "", "b", "a"]"#),
+        (r#""a,b,,c".split_rev(',', 2)"#, r#"["c", "a,b,"]"#),
+        (r#""a  b\tc".split()"#, r#"["a", "b", "c"]"#),
+        (r#""".split(",")"#, r#"[""]"#),
+        (r#""héj".to_chars()"#, "['h', 'é', 'j']"),
+        ("{ const S = \"x y\"; S.split(\" \") }", r#"["x", "y"]"#),
+    ] {
+        let err = request_error(&format!(
+            "fn request(ctx) {{ let a = {call}; let b = {want}; if a == b {{ throw \"same\" }} else {{ throw `${{a}} is not ${{b}}` }} }}"
+        ));
+        assert!(err.contains("request(): same at"), "{call}: {err}");
+    }
+}
