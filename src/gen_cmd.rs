@@ -96,12 +96,7 @@ pub fn run(
     };
     // The data set's bytes are the output; csv(...) files are read relative to the workload.
     let dir = file.parent().unwrap_or(Path::new("")).to_path_buf();
-    let read = move |p: &str| -> std::io::Result<Vec<u8>> {
-        match std::fs::read(dir.join(p)) {
-            Ok(b) => Ok(b),
-            Err(e) => crate::source::stdlib_file(p).map(<[u8]>::to_vec).ok_or(e),
-        }
-    };
+    let read = move |p: &str| crate::source::read_data(&dir, p);
     let mut generator = match Columnar::new(&plan, checked.seed, shard, &read) {
         Ok(g) => g,
         Err(e) => return fail(e.to_string()),

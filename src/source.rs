@@ -8,6 +8,9 @@ use include_dir::{include_dir, Dir};
 
 use crate::span::{FileId, Span};
 
+mod read;
+pub use read::{read_bounded, read_data, Kind, ReadProblem};
+
 /// The stdlib, so that `import "std/..."` works from any directory.
 static STDLIB: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/stdlib");
 
@@ -29,6 +32,10 @@ pub struct SourceFile {
     /// The name used in diagnostics: the path as given, or `std/...`.
     pub name: String,
     pub text: String,
+    /// Whether diagnostics may quote the text. Only what is wlrun's own text is quoted: a
+    /// `.wl` file, a `.rhai` hook, the stdlib, the file named on the command line. An import
+    /// of `/etc/shadow` fails to parse, and its message must not print the file's first line.
+    pub quoted: bool,
     line_starts: Vec<usize>,
 }
 
@@ -40,6 +47,7 @@ impl SourceFile {
             origin,
             name,
             text,
+            quoted: true,
             line_starts,
         }
     }
@@ -70,9 +78,27 @@ impl SourceFile {
 #[derive(Debug)]
 pub enum LoadProblem {
     Io(std::io::Error),
-    NotUtf8 { offset: usize },
-    TooLarge { bytes: usize },
+    NotUtf8 {
+        offset: usize,
+    },
+    /// Its size, when the file said it; a stream or a file that grew has none.
+    TooLarge {
+        bytes: Option<u64>,
+    },
     NotFound,
+    /// A FIFO, a device, a directory or a socket, named.
+    NotRegular(&'static str),
+}
+
+impl From<ReadProblem> for LoadProblem {
+    fn from(p: ReadProblem) -> LoadProblem {
+        match p {
+            ReadProblem::NotFound => LoadProblem::NotFound,
+            ReadProblem::Io(e) => LoadProblem::Io(e),
+            ReadProblem::NotRegular(kind) => LoadProblem::NotRegular(kind),
+            ReadProblem::TooLarge { bytes } => LoadProblem::TooLarge { bytes },
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -109,21 +135,36 @@ impl SourceMap {
         FileId(self.files.len() as u32 - 1)
     }
 
-    /// Reads a workload file from disk.
+    /// Reads the workload file the command line names: a pipe is allowed (`wlrun check
+    /// <(generate)`), the size limit holds all the same.
     pub fn load_disk(&mut self, path: &Path) -> (FileId, Option<LoadProblem>) {
+        self.load(path, Kind::Stream, true)
+    }
+
+    /// Reads an imported file: only a regular file, quoted in diagnostics only when its name
+    /// ends in `.wl`.
+    pub fn load_import(&mut self, path: &Path) -> (FileId, Option<LoadProblem>) {
+        let quoted = path.extension().is_some_and(|e| e == "wl");
+        self.load(path, Kind::Regular, quoted)
+    }
+
+    fn load(&mut self, path: &Path, kind: Kind, quoted: bool) -> (FileId, Option<LoadProblem>) {
         let name = path.display().to_string();
         let origin = Origin::Disk(path.to_path_buf());
-        match std::fs::read(path) {
+        let (id, problem) = match read_bounded(path, kind, MAX_FILE_BYTES) {
             Ok(bytes) => self.add_bytes(origin, name, bytes),
-            Err(e) => {
-                let problem = if e.kind() == std::io::ErrorKind::NotFound {
-                    LoadProblem::NotFound
-                } else {
-                    LoadProblem::Io(e)
-                };
-                (self.add(origin, name, String::new()), Some(problem))
-            }
-        }
+            Err(e) => (self.add(origin, name, String::new()), Some(e.into())),
+        };
+        self.files[id.0 as usize].quoted = quoted;
+        (id, problem)
+    }
+
+    /// Adds text that diagnostics must not quote (a hook script whose name does not say it is
+    /// one).
+    pub fn add_unquoted(&mut self, origin: Origin, name: String, text: String) -> FileId {
+        let id = self.add(origin, name, text);
+        self.files[id.0 as usize].quoted = false;
+        id
     }
 
     /// Loads `std/<rest>` from the embedded stdlib.
@@ -144,10 +185,10 @@ impl SourceMap {
         bytes: Vec<u8>,
     ) -> (FileId, Option<LoadProblem>) {
         if bytes.len() > MAX_FILE_BYTES {
-            let len = bytes.len();
+            let len = bytes.len() as u64;
             return (
                 self.add(origin, name, String::new()),
-                Some(LoadProblem::TooLarge { bytes: len }),
+                Some(LoadProblem::TooLarge { bytes: Some(len) }),
             );
         }
         match String::from_utf8(bytes) {

@@ -535,3 +535,92 @@ fn out_dir_keeps_report_plan_and_sources() {
     assert_eq!(csv.lines().count(), 2);
     assert!(res.join("sources/w.wl").exists());
 }
+
+/// Runs `ingest` (reading `rows from file "cpu.ilp"`) with `data` written into `cpu.ilp`, a
+/// FIFO, by a thread that opens it when the run does.
+fn run_from_fifo(dir: &std::path::Path, ingest: &str, data: Vec<u8>) -> Output {
+    let fifo = dir.join("cpu.ilp");
+    let _ = std::fs::remove_file(&fifo);
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    // The writer blocks in `open` until the run opens the FIFO for reading; a run that stops
+    // reading early leaves it a broken pipe, which ends it too.
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&fifo)
+            .and_then(|mut f| f.write_all(&data));
+    });
+    let wl = workload("target local { sqlite \"fifo.db\" }", ingest);
+    std::fs::write(dir.join("w.wl"), wl).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .args(["run", "w.wl", "--json", "--quiet"])
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A hang guard only: a run that opens the FIFO twice waits for a writer that is gone.
+    let pid = child.id();
+    let (done, guard) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if matches!(
+            guard.recv_timeout(Duration::from_secs(120)),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+        ) {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = done.send(());
+    watchdog.join().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+/// `rows from file` streams: a FIFO (TSBS users pipe generated data in) is read once, as the
+/// rows arrive, while the files `check` reads whole are refused when they are not regular. It
+/// hung: the run directory's copy of the inputs and a second open for the worker each waited
+/// for (or drained) the FIFO. Several workers cannot share one: refused, saying so.
+#[test]
+fn rows_from_a_fifo_stream_into_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gen.wl"),
+        workload(
+            "target t { null }",
+            "ingest load { into t via null  rows cpu }",
+        ),
+    )
+    .unwrap();
+    let g = wlrun(dir.path(), &["gen", "gen.wl", "--format", "ilp"]);
+    assert!(g.status.success(), "{}", stderr(&g));
+    let out = run_from_fifo(
+        dir.path(),
+        "ingest load { into local via sqlite table \"cpu\"  rows from file \"cpu.ilp\"  batch 64 rows  verify visible }",
+        g.stdout.clone(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the run hung or failed: {}",
+        stderr(&out)
+    );
+    let p = phase(&report(&out), 0).clone();
+    assert_eq!(p["rows_sent"], 300, "{p}");
+    assert_eq!(p["rows_visible"], 300, "{p}");
+
+    let out = run_from_fifo(
+        dir.path(),
+        "ingest load { into local via sqlite table \"cpu2\"  rows from file \"cpu.ilp\"  batch 64 rows  workers 2 }",
+        g.stdout,
+    );
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    let p = phase(&report(&out), 0).clone();
+    assert!(
+        p.to_string()
+            .contains("it can feed one worker, and this ingest has 2"),
+        "{p}"
+    );
+}

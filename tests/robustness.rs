@@ -634,3 +634,130 @@ fn a_tiny_rate_is_e0203_at_its_value() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// Files a workload names
+
+/// Runs `wlrun check main.wl` in `dir` with `text` as main.wl: its exit code and stderr. A
+/// check that does not end within a minute is killed and fails the test (a hang guard only:
+/// an honest check of these files takes milliseconds).
+fn check_in(dir: &Path, text: &str) -> (i32, String) {
+    std::fs::write(dir.join("main.wl"), text).unwrap();
+    let err_path = dir.join("stderr.txt");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .args(["check", "main.wl", "--color", "never"])
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    let guard = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > guard {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("`wlrun check` hung on:\n{text}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let err = std::fs::read_to_string(&err_path).unwrap();
+    (status.code().unwrap_or(-1), err)
+}
+
+const SCHEMA_CSV: &str = "target db { sqlite \"bench.db\" }\nschema s {\n  rows 10\n  field x: varchar = csv(\"PATH\", \"hostname\")\n}\ningest load { into db via sqlite  rows s }\n";
+const BINDS_CSV: &str = "target db { sqlite \"bench.db\" }\nquery q {\n  sql \"SELECT * FROM cpu WHERE hostname = $1\"\n  binds from csv \"PATH\" (hostname text)\n}\nrun r { against db.sqlite  queries q  count 10 }\n";
+const HOOK: &str = "target api { http \"http://127.0.0.1:8088\" }\nhook h from \"PATH\" (request)\nrun r { against api.http  request h.request  count 10 }\n";
+const IMPORT: &str = "import \"PATH\" as lib\ntarget db { sqlite \"bench.db\" }\n";
+
+/// Each way a workload names a file, with the position of the path in main.wl.
+const NAMED_FILES: &[(&str, &str, &str)] = &[
+    ("import", IMPORT, "main.wl:1:8"),
+    ("csv()", SCHEMA_CSV, "main.wl:4:26"),
+    ("binds from csv", BINDS_CSV, "main.wl:4:18"),
+    ("hook", HOOK, "main.wl:2:13"),
+];
+
+/// `/dev/zero` and `/dev/urandom` never end: read whole, they grew `check` to 4.2 GB before it
+/// died. A device is refused, positioned at the path that names it, without a read.
+#[test]
+fn a_device_named_as_a_file_is_refused_at_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    for device in ["/dev/zero", "/dev/urandom"] {
+        for (what, template, at) in NAMED_FILES {
+            let (code, err) = check_in(dir.path(), &template.replace("PATH", device));
+            assert_eq!(code, 2, "{what} {device}: {err}");
+            assert!(
+                err.contains(at),
+                "{what} {device}: expected `{at}` in:\n{err}"
+            );
+            assert!(
+                err.contains("a character device, not a regular file"),
+                "{what} {device}: {err}"
+            );
+        }
+    }
+}
+
+/// Opening a FIFO waits for a writer: an imported FIFO blocked `check` forever. Every named
+/// FIFO is refused at once.
+#[test]
+fn a_fifo_named_as_a_file_is_refused_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = Command::new("mkfifo")
+        .arg(dir.path().join("pipe"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for (what, template, at) in NAMED_FILES {
+        let (code, err) = check_in(dir.path(), &template.replace("PATH", "pipe"));
+        assert_eq!(code, 2, "{what}: {err}");
+        assert!(err.contains(at), "{what}: expected `{at}` in:\n{err}");
+        assert!(err.contains("a FIFO, not a regular file"), "{what}: {err}");
+    }
+}
+
+/// A regular file over 16 MiB is refused before it is read (the size the file states), for
+/// every way of naming one; a sparse file costs no disk.
+#[test]
+fn a_named_file_over_the_limit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = std::fs::File::create(dir.path().join("big.csv")).unwrap();
+    big.set_len(wlrun::source::MAX_FILE_BYTES as u64 + 1)
+        .unwrap();
+    let size = format!("{} bytes", wlrun::source::MAX_FILE_BYTES + 1);
+    for (what, template, at) in NAMED_FILES {
+        let (code, err) = check_in(dir.path(), &template.replace("PATH", "big.csv"));
+        assert_eq!(code, 2, "{what}: {err}");
+        assert!(err.contains(at), "{what}: expected `{at}` in:\n{err}");
+        assert!(err.contains(&size), "{what}: expected `{size}` in:\n{err}");
+    }
+}
+
+/// A diagnostic quotes only wlrun's own text: a file that is not `.wl` (`.rhai` for a hook,
+/// `.csv` for data) keeps its lines to itself, though the position is still given.
+/// `import "/etc/shadow"` printed the file's first line.
+#[test]
+fn a_file_that_is_not_wlrun_text_is_not_quoted() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("secret.txt"),
+        "sk_live_SUPERSECRET,token=hunter2\nsecond line\n",
+    )
+    .unwrap();
+    for (what, template, at) in [
+        ("import", IMPORT, "secret.txt:1:"),
+        ("csv()", SCHEMA_CSV, "main.wl:4:"),
+        ("binds from csv", BINDS_CSV, "main.wl:4:"),
+        ("hook", HOOK, "secret.txt:1:"),
+    ] {
+        let (code, err) = check_in(dir.path(), &template.replace("PATH", "secret.txt"));
+        assert_eq!(code, 2, "{what}: {err}");
+        assert!(err.contains(at), "{what}: expected `{at}` in:\n{err}");
+        for secret in ["SUPERSECRET", "hunter2", "sk_live"] {
+            assert!(!err.contains(secret), "{what}: `{secret}` printed:\n{err}");
+        }
+    }
+}

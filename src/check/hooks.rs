@@ -49,12 +49,17 @@ pub fn check_hooks(map: &mut SourceMap, program: &Program, diags: &mut Diagnosti
             let Some((name, text)) = read_hook(program, module, h, &rel, diags) else {
                 continue;
             };
-            let file = map.add(
-                Origin::Disk(name.clone().into()),
-                name.clone(),
-                text.clone(),
-            );
-            let Some(ast) = compile_hook(&engine, h, file, &name, &text, diags) else {
+            // A script is quoted when its name says it is one; `hook h from "/etc/shadow"`
+            // must not print the file's first line in its syntax error.
+            let origin = Origin::Disk(name.clone().into());
+            let file = if rel.ends_with(".rhai") {
+                map.add(origin, name.clone(), text.clone())
+            } else {
+                map.add_unquoted(origin, name.clone(), text.clone())
+            };
+            let Some(ast) =
+                compile_hook(&engine, h, file, map.get(file).quoted, &name, &text, diags)
+            else {
                 continue;
             };
             // Sorted: the script's function table has no stable order, the plan must.
@@ -90,19 +95,34 @@ fn read_hook(
     match &module.dir {
         Some(dir) => {
             let full = dir.join(rel);
-            match std::fs::read_to_string(&full) {
+            let read = crate::source::read_bounded(
+                &full,
+                crate::source::Kind::Regular,
+                crate::source::MAX_FILE_BYTES,
+            )
+            .map_err(|p| {
+                let label = match p {
+                    crate::source::ReadProblem::NotFound => "hook file not found",
+                    _ => p.label(),
+                };
+                (p.to_string(), label)
+            })
+            .and_then(|b| {
+                String::from_utf8(b).map_err(|_| ("it is not UTF-8 text".to_string(), "not text"))
+            });
+            match read {
                 Ok(t) => {
                     program.inputs.record(Origin::Disk(full.clone()));
                     Some((full.display().to_string(), t))
                 }
-                Err(e) => {
+                Err((e, label)) => {
                     diags.push(
                         Diagnostic::error(
                             Code::E0803,
                             h.path.span,
                             format!("cannot read hook `{}`: {e}", full.display()),
                         )
-                        .label("hook file not found")
+                        .label(label)
                         .note("hook paths are relative to the .wl file that names them"),
                     );
                     None
@@ -130,6 +150,7 @@ fn compile_hook(
     engine: &Engine,
     h: &ast::Hook,
     file: FileId,
+    quoted: bool,
     name: &str,
     text: &str,
     diags: &mut Diagnostics,
@@ -147,7 +168,12 @@ fn compile_hook(
                 Diagnostic::error(
                     Code::E0801,
                     Span::new(file, offset, (offset + 1).min(text.len().max(offset))),
-                    format!("hook script `{name}` does not compile: {}", e.0),
+                    if quoted {
+                        format!("hook script `{name}` does not compile: {}", e.0)
+                    } else {
+                        // Rhai's message quotes the token it met.
+                        format!("hook script `{name}` does not compile (not a `.rhai` file: its text is not shown)")
+                    },
                 )
                 .label("here")
                 .also(h.path.span, "the hook is declared here"),

@@ -36,7 +36,7 @@ pub fn load_program(
         stack: Vec::new(),
         failed: false,
     };
-    let module = loader.module(map, root, diags)?;
+    let module = loader.module(map, root, None, diags)?;
     loader.program.instances.push(Instance {
         module,
         parent: None,
@@ -66,11 +66,23 @@ fn load_problem(map: &SourceMap, file: FileId, p: LoadProblem, at: Option<Span>)
         LoadProblem::TooLarge { bytes } => Diagnostic::error(
             Code::E0004,
             span,
-            format!(
-                "`{name}` is {bytes} bytes; workload files may be at most {} bytes",
-                crate::source::MAX_FILE_BYTES
-            ),
+            match bytes {
+                Some(b) => format!(
+                    "`{name}` is {b} bytes; workload files may be at most {} bytes",
+                    crate::source::MAX_FILE_BYTES
+                ),
+                None => format!(
+                    "`{name}` holds more than {} bytes, the most a workload file may",
+                    crate::source::MAX_FILE_BYTES
+                ),
+            },
         ),
+        LoadProblem::NotRegular(kind) => Diagnostic::error(
+            Code::E0006,
+            span,
+            format!("cannot read `{name}`: it is {kind}, not a regular file"),
+        )
+        .label("not a regular file"),
         LoadProblem::NotUtf8 { offset } => Diagnostic::error(
             Code::E0003,
             Span::new(file, offset, offset + 1),
@@ -89,13 +101,26 @@ struct Loader {
 }
 
 impl Loader {
-    fn module(&mut self, map: &SourceMap, file: FileId, diags: &mut Diagnostics) -> Option<usize> {
+    /// `imported_at`: the import's path, for a file whose own lines cannot be shown.
+    fn module(
+        &mut self,
+        map: &SourceMap,
+        file: FileId,
+        imported_at: Option<Span>,
+        diags: &mut Diagnostics,
+    ) -> Option<usize> {
         if let Some(&m) = self.by_file.get(&file) {
             return Some(m);
         }
         let ast = match syntax::parse(map, file) {
             Ok(ast) => ast,
             Err(d) => {
+                // The error's own position is given without its line; the import is where
+                // the reader can look.
+                let d = match imported_at {
+                    Some(at) if !map.get(file).quoted => d.also(at, "imported here"),
+                    _ => d,
+                };
                 diags.push(d);
                 self.failed = true;
                 return None;
@@ -264,7 +289,7 @@ impl Loader {
                 self.failed = true;
                 continue;
             }
-            let Some(module) = self.module(map, target, diags) else {
+            let Some(module) = self.module(map, target, Some(import.path.span), diags) else {
                 continue;
             };
             let decls = &self.program.modules[module].decls;
@@ -389,7 +414,7 @@ impl Loader {
         if let Some(id) = map.find(&origin) {
             return Some(id);
         }
-        let (id, problem) = map.load_disk(&full);
+        let (id, problem) = map.load_import(&full);
         if let Some(p) = problem {
             let d = match p {
                 LoadProblem::NotFound => not_found(format!("no file at `{}`", full.display()))

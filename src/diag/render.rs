@@ -17,7 +17,12 @@ pub enum Style {
 fn files(map: &SourceMap) -> SimpleFiles<String, String> {
     let mut files = SimpleFiles::new();
     for (_, f) in map.files() {
-        files.add(f.name.clone(), f.text.clone());
+        let text = if f.quoted {
+            f.text.clone()
+        } else {
+            String::new()
+        };
+        files.add(f.name.clone(), text);
     }
     files
 }
@@ -32,23 +37,36 @@ fn convert(d: &Diagnostic, map: &SourceMap) -> cs::Diagnostic<usize> {
     let unread = matches!(d.code, super::Code::E0006 | super::Code::E0004);
     let has_text = |span: crate::span::Span| !(unread && map.get(span.file).text.is_empty());
     let mut labels = Vec::new();
-    if has_text(d.primary.span) {
-        labels.push(
-            cs::Label::primary(d.primary.span.file.0 as usize, d.primary.span.range())
-                .with_message(d.primary.message.clone()),
-        );
+    // A file whose text must not be quoted (`SourceFile::quoted`) gets its position in a note
+    // instead of a label, which would print the line.
+    let mut notes = Vec::new();
+    let mut place = |span: crate::span::Span, message: &str, primary: bool| {
+        let file = map.get(span.file);
+        if !file.quoted {
+            let (line, col) = file.line_col(span.start as usize);
+            notes.push(format!(
+                "at {}:{line}:{col}: {message} (the file is not wlrun text: its lines are not shown)",
+                file.name
+            ));
+        } else if has_text(span) {
+            let label = if primary {
+                cs::Label::primary(span.file.0 as usize, span.range())
+            } else {
+                cs::Label::secondary(span.file.0 as usize, span.range())
+            };
+            labels.push(label.with_message(message.to_string()));
+        }
+    };
+    place(d.primary.span, &d.primary.message, true);
+    for l in &d.secondary {
+        place(l.span, &l.message, false);
     }
-    for l in d.secondary.iter().filter(|l| has_text(l.span)) {
-        labels.push(
-            cs::Label::secondary(l.span.file.0 as usize, l.span.range())
-                .with_message(l.message.clone()),
-        );
-    }
+    notes.extend(d.notes.iter().cloned());
     cs::Diagnostic::new(sev)
         .with_code(d.code.as_str())
         .with_message(d.message.clone())
         .with_labels(labels)
-        .with_notes(d.notes.clone())
+        .with_notes(notes)
 }
 
 fn config() -> term::Config {

@@ -23,6 +23,7 @@ use crate::value::Value;
 
 mod convert;
 mod ctx;
+mod split;
 #[cfg(test)]
 mod tests;
 
@@ -133,6 +134,7 @@ pub fn engine() -> rhai::Engine {
             Err("sleep() is not available in hooks".into())
         },
     );
+    split::register(&mut e);
     ctx::register(&mut e);
     e
 }

@@ -305,13 +305,16 @@ fn file_source(ev: &Eval<'_>, f: &ast::StrLit) -> Option<Rows> {
         }
     };
     let dir = ev.prog.root().dir.clone().unwrap_or_default();
-    let bytes = std::fs::metadata(dir.join(&rel)).ok().map(|m| m.len());
+    let meta = std::fs::metadata(dir.join(&rel)).ok();
+    // A stream (a FIFO of generated rows) has no size. Nor is it an input: inputs are copied
+    // into the run directory, and that copy would drain the rows the ingest is to read.
+    let bytes = meta.as_ref().filter(|m| m.is_file()).map(|m| m.len());
     if bytes.is_some() {
         ev.prog
             .inputs
             .record(crate::source::Origin::Disk(dir.join(&rel)));
     }
-    if bytes.is_none() {
+    if meta.is_none() {
         ev.error(
             Diagnostic::warning(Code::W0004, f.span, format!("`{rel}` does not exist yet"))
                 .label("the run will fail unless it is generated first")

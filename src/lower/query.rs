@@ -530,10 +530,11 @@ pub(super) fn lower_csv(ev: &Eval<'_>, inst: InstanceId, c: &ast::CsvBinds) -> E
                 format!("`{path}` has no column `{name}`"),
             )
             .label("not in the CSV header")
-            .note(format!("the header is: {}", table.header.join(",")));
-            if let Some(s) =
-                crate::diag::suggest(&name.name, table.header.iter().map(String::as_str))
-            {
+            .note(table.header_note());
+            if let Some(s) = crate::diag::suggest(
+                &name.name,
+                table.quotable_header().iter().map(String::as_str),
+            ) {
                 d = d.note(format!("did you mean `{s}`?"));
             }
             ev.error(d);

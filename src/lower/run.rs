@@ -13,7 +13,7 @@ use crate::diag::{Code, Diagnostic};
 use crate::plan::*;
 use crate::span::{Ident, Span};
 use crate::syntax::ast;
-use crate::value::Value;
+use crate::value::{TextPart, Value};
 
 pub(super) fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Phase> {
     let scope = Scope::new(InstanceId::ROOT);
@@ -430,6 +430,29 @@ fn fixed_request(
     let path = match ev.eval(path, scope)? {
         Value::Str(t) if t.as_lit().is_some_and(|p| p.starts_with('/')) => {
             t.as_lit().unwrap_or_default().to_string()
+        }
+        // The value is a secret: name the variable, never what it holds.
+        Value::Str(t) if t.as_lit().is_none() => {
+            let vars: Vec<String> = t
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    TextPart::Env { name, .. } => Some(format!("`{name}`")),
+                    TextPart::Lit(_) => None,
+                })
+                .collect();
+            return ev.fail(
+                Diagnostic::error(
+                    Code::E0202,
+                    path.span,
+                    format!(
+                        "a request path cannot take a value from `env(...)`: it reads {}",
+                        vars.join(", ")
+                    ),
+                )
+                .label("paths are printed in plans and reports, environment values are not")
+                .note("write the path literally; a secret goes in a header of the endpoint"),
+            );
         }
         Value::Str(_) => {
             return ev.fail(

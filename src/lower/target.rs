@@ -290,6 +290,9 @@ pub fn endpoint_plan(
         );
         ok = false;
     }
+    if ok {
+        ok = credentials_once(ev, ep, url.as_ref(), &options);
+    }
     let dialect = dialect(ev, target)?;
     ok.then(|| EndpointPlan {
         target: target.name.name.clone(),
@@ -299,6 +302,65 @@ pub fn endpoint_plan(
         url,
         options,
     })
+}
+
+/// HTTP Basic credentials (`user`, or `user@` in the URL) and an `Authorization` header of
+/// the endpoint's own would both set the one header: the run refused that at its start, after
+/// the earlier phases had run; it is a mistake in the file, found here.
+fn credentials_once(
+    ev: &Eval<'_>,
+    ep: &ast::Endpoint,
+    url: Option<&Text>,
+    options: &IndexMap<String, Value>,
+) -> bool {
+    let Some(Value::Map(headers)) = options.get("headers") else {
+        return true;
+    };
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+    {
+        return true;
+    }
+    let user_option = ep.options.iter().find(|o| o.name.name == "user");
+    let in_url = url.is_some_and(url_has_user);
+    if user_option.is_none() && !in_url {
+        return true;
+    }
+    let header = ep
+        .options
+        .iter()
+        .find(|o| o.name.name == "headers")
+        .map_or(ep.kind_span, |o| o.value.span);
+    let mut d = Diagnostic::error(
+        Code::E0305,
+        header,
+        "both Basic credentials and an `Authorization` header are given; keep one",
+    )
+    .label("an `Authorization` header");
+    d = match (user_option, &ep.url) {
+        (Some(o), _) => d.also(o.name.span, "`user` sets `Authorization: Basic ...` too"),
+        (None, Some(u)) => d.also(u.span, "the URL's user sets `Authorization: Basic ...` too"),
+        (None, None) => d,
+    };
+    ev.error(d);
+    false
+}
+
+/// Whether a URL carries `user@` before its host, `env(...)` parts read as opaque text.
+fn url_has_user(url: &Text) -> bool {
+    let text: String = url
+        .parts
+        .iter()
+        .map(|p| match p {
+            TextPart::Lit(s) => s.as_str(),
+            TextPart::Env { .. } => "x",
+        })
+        .collect();
+    let rest = text.split_once("://").map_or(text.as_str(), |(_, r)| r);
+    rest.split(['/', '?', '#'])
+        .next()
+        .is_some_and(|a| a.contains('@'))
 }
 
 /// The endpoint's URL, checked against its kind; `null` takes none.

@@ -51,12 +51,7 @@ impl BindProgram {
     /// to `base_dir`, else from the embedded stdlib. Lists are written in PostgreSQL's
     /// literals until `with_dialect` says otherwise.
     pub fn compile(q: &QueryPlan, seed: u64, base_dir: &Path) -> Result<BindProgram, String> {
-        let read = |p: &str| -> std::io::Result<Vec<u8>> {
-            match std::fs::read(base_dir.join(p)) {
-                Ok(b) => Ok(b),
-                Err(e) => crate::source::stdlib_file(p).map(<[u8]>::to_vec).ok_or(e),
-            }
-        };
+        let read = |p: &str| crate::source::read_data(base_dir, p);
         let prefix = stream_prefix(&q.name);
         let mut let_shapes: Vec<(String, Shape)> = Vec::with_capacity(q.lets.len());
         let mut lets = Vec::with_capacity(q.lets.len());

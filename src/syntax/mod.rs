@@ -107,7 +107,9 @@ fn describe(names: &[&str]) -> String {
     }
 }
 
-fn found_at(text: &str, pos: usize) -> (String, usize) {
+/// What the parser met at `pos`, for the message, and its length in bytes. `quoted`: whether
+/// the text itself may be shown (`SourceFile::quoted`); else only what kind of thing it is.
+fn found_at(text: &str, pos: usize, quoted: bool) -> (String, usize) {
     let rest = &text[pos.min(text.len())..];
     let Some(first) = rest.chars().next() else {
         return ("the end of the file".to_string(), 0);
@@ -123,6 +125,7 @@ fn found_at(text: &str, pos: usize) -> (String, usize) {
         '\0' => "a NUL byte".to_string(),
         '\n' | '\r' => "the end of the line".to_string(),
         c if c.is_control() => format!("the control character U+{:04X}", c as u32),
+        _ if !quoted => "text that is not wlrun syntax".to_string(),
         _ => format!("`{shown}`"),
     };
     (shown, len)
@@ -157,7 +160,8 @@ fn syntax_error(map: &SourceMap, file: FileId, e: &pest::error::Error<parser::Ru
             pos = attempts.max_position;
         }
     }
-    let (found, len) = found_at(text, pos);
+    let quoted = map.get(file).quoted;
+    let (found, len) = found_at(text, pos, quoted);
     if let (ErrorVariant::ParsingError { positives, .. }, false) =
         (&e.variant, further && !names.is_empty())
     {
@@ -180,9 +184,10 @@ fn syntax_error(map: &SourceMap, file: FileId, e: &pest::error::Error<parser::Ru
         .filter_map(|n| n.split(' ').next())
         .filter(|k| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
         .collect();
-    let suggestion = if word_at
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    let suggestion = if quoted
+        && word_at
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
     {
         crate::diag::suggest(word_at, keywords.iter().copied())
     } else {

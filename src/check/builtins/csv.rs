@@ -25,7 +25,7 @@ pub(super) fn csv(c: &Call, a: &Args) -> Ev<Value> {
                 format!("`{path}` has no column `{column}`"),
             )
             .label("not in the CSV header")
-            .note(format!("the header is: {}", table.header.join(","))),
+            .note(table.header_note()),
         );
     }
     if table.rows == 0 {
@@ -57,6 +57,29 @@ pub fn root_relative(ev: &Eval<'_>, inst: InstanceId, path: &str) -> String {
 pub struct CsvTable {
     pub header: Vec<String>,
     pub rows: u64,
+    /// Whether messages may quote the header: only a `.csv` file's (or the stdlib's). A path
+    /// naming another file, `/etc/shadow` say, must not get its first line printed.
+    pub quoted: bool,
+}
+
+impl CsvTable {
+    /// The header for a note, or why it is not shown.
+    pub fn header_note(&self) -> String {
+        if self.quoted {
+            format!("the header is: {}", self.header.join(","))
+        } else {
+            "the file is not a `.csv` file: its header is not shown".to_string()
+        }
+    }
+
+    /// The header's names, when they may be quoted (for a "did you mean").
+    pub fn quotable_header(&self) -> &[String] {
+        if self.quoted {
+            &self.header
+        } else {
+            &[]
+        }
+    }
 }
 
 /// Reads a CSV's header and counts its rows; the path is relative to the module's file.
@@ -65,14 +88,16 @@ pub fn read_csv_header(ev: &Eval<'_>, inst: InstanceId, path: &str, span: Span) 
     let bytes: Vec<u8> = match &module.dir {
         Some(dir) => {
             let full: PathBuf = dir.join(path);
-            match std::fs::read(&full) {
+            match crate::source::read_bounded(
+                &full,
+                crate::source::Kind::Regular,
+                crate::source::MAX_FILE_BYTES,
+            ) {
                 Ok(b) => {
                     ev.prog.inputs.record(crate::source::Origin::Disk(full));
                     b
                 }
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::NotFound && ev.cell.csv_may_be_missing =>
-                {
+                Err(crate::source::ReadProblem::NotFound) if ev.cell.csv_may_be_missing => {
                     ev.error(
                         Diagnostic::warning(
                             Code::W0004,
@@ -84,15 +109,19 @@ pub fn read_csv_header(ev: &Eval<'_>, inst: InstanceId, path: &str, span: Span) 
                     return None;
                 }
                 Err(e) => {
+                    let label = match e {
+                        crate::source::ReadProblem::NotFound => "CSV file not found",
+                        _ => e.label(),
+                    };
                     return ev.fail(
                         Diagnostic::error(
                             Code::E0602,
                             span,
                             format!("cannot read `{}`: {e}", full.display()),
                         )
-                        .label("CSV file not found")
+                        .label(label)
                         .note("CSV paths are relative to the .wl file that names them"),
-                    )
+                    );
                 }
             }
         }
@@ -124,5 +153,10 @@ pub fn read_csv_header(ev: &Eval<'_>, inst: InstanceId, path: &str, span: Span) 
         .map(|h| h.trim().trim_matches('"').to_string())
         .collect();
     let rows = lines.count() as u64;
-    Some(CsvTable { header, rows })
+    let quoted = module.dir.is_none() || path.ends_with(".csv");
+    Some(CsvTable {
+        header,
+        rows,
+        quoted,
+    })
 }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::driver::{Chunk, Encoding};
 use crate::exec::producer::{self, Produced};
@@ -71,6 +71,9 @@ pub(super) enum Rows<'p> {
     File {
         path: PathBuf,
         schema: Arc<BatchSchema>,
+        /// The reader the schema was read from, for the one worker that reads the whole
+        /// file: a FIFO (generated data piped in) can be opened and read only once.
+        first: Mutex<Option<crate::input::FileReader>>,
     },
 }
 
@@ -84,6 +87,7 @@ impl<'p> Rows<'p> {
                 Rows::File {
                     path: full,
                     schema: reader.schema(),
+                    first: Mutex::new(Some(reader)),
                 }
             }
         })
@@ -125,12 +129,7 @@ impl<'p> Rows<'p> {
         match self {
             Rows::Schema(schema) => {
                 let dir = env.base_dir.clone();
-                let read = move |p: &str| -> std::io::Result<Vec<u8>> {
-                    match std::fs::read(dir.join(p)) {
-                        Ok(b) => Ok(b),
-                        Err(e) => crate::source::stdlib_file(p).map(<[u8]>::to_vec).ok_or(e),
-                    }
-                };
+                let read = move |p: &str| crate::source::read_data(&dir, p);
                 // `limit N`: the first N rows in the generator's order (timestamp by
                 // timestamp, series by series), which every shard cuts at the same global row.
                 let limited;
@@ -148,7 +147,28 @@ impl<'p> Rows<'p> {
                     .map(|g| producer::RowSource::Generated(Box::new(g)))
                     .map_err(|e| format!("generator: {e}"))
             }
-            Rows::File { path, .. } => {
+            Rows::File { path, first, .. } => {
+                let first = first.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let (Some(reader), None) = (first, shard) {
+                    return Ok(producer::RowSource::File(Box::new(reader)));
+                }
+                // Each worker reads its own shard from its own open of the file, and a second
+                // pass (`calibrate`) opens it again, which a stream cannot give: the open
+                // would wait for a writer that is gone.
+                if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+                    return Err(match shard {
+                        Some(_) => format!(
+                            "{} is not a regular file (a FIFO?): it can feed one worker, and \
+                             this ingest has {n}",
+                            path.display()
+                        ),
+                        None => format!(
+                            "{} is not a regular file (a FIFO?): it can be read once, and \
+                             this ingest reads it again",
+                            path.display()
+                        ),
+                    });
+                }
                 crate::input::FileReader::open(path, shard, phase.rows_expected)
                     .map(|r| producer::RowSource::File(Box::new(r)))
             }

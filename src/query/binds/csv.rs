@@ -7,6 +7,9 @@ use crate::plan::CsvPlan;
 /// The typed values of the declared columns, row by row, in file order.
 pub(super) fn read(plan: &CsvPlan, read_file: ReadFile<'_>) -> Result<Vec<Vec<Cell>>, String> {
     let path = &plan.path;
+    // Values are quoted only from a `.csv` file: a path naming some other file (one of
+    // credentials, say) must not get its contents printed (the checker's rule for headers).
+    let quoted = path.ends_with(".csv");
     let bytes = read_file(path).map_err(|e| format!("cannot read CSV file {path:?}: {e}"))?;
     let mut reader = ::csv::ReaderBuilder::new()
         .trim(::csv::Trim::Headers)
@@ -18,10 +21,14 @@ pub(super) fn read(plan: &CsvPlan, read_file: ReadFile<'_>) -> Result<Vec<Vec<Ce
     let mut columns = Vec::with_capacity(plan.columns.len());
     for (name, ty) in &plan.columns {
         let at = header.iter().position(|h| h == name).ok_or_else(|| {
-            format!(
-                "CSV file {path:?} has no column `{name}` (its header: {})",
-                header.iter().collect::<Vec<_>>().join(",")
-            )
+            if quoted {
+                format!(
+                    "CSV file {path:?} has no column `{name}` (its header: {})",
+                    header.iter().collect::<Vec<_>>().join(",")
+                )
+            } else {
+                format!("CSV file {path:?} has no column `{name}`")
+            }
         })?;
         let ty = Type::of(ty).ok_or_else(|| format!("unknown CSV column type `{ty}`"))?;
         columns.push((at, name.as_str(), ty));
@@ -39,8 +46,13 @@ pub(super) fn read(plan: &CsvPlan, read_file: ReadFile<'_>) -> Result<Vec<Vec<Ce
         for &(at, name, ty) in &columns {
             let raw = record.get(at).unwrap_or("");
             row.push(ty.parse(raw).ok_or_else(|| {
+                let shown = if quoted {
+                    format!("{raw:?}")
+                } else {
+                    "the value".to_string()
+                };
                 format!(
-                    "CSV file {path:?}, line {line}, column `{name}`: {raw:?} is not {}",
+                    "CSV file {path:?}, line {line}, column `{name}`: {shown} is not {}",
                     ty.expected()
                 )
             })?);

@@ -495,6 +495,22 @@ fn csv_binds_are_typed_and_cycle_over_rows() {
     assert_eq!(&*x.sql, "SELECT $1, $2, $3, $4, $5, $6");
 }
 
+/// A bind file that is not a `.csv` keeps its values to itself: the error gives the line and
+/// column, not the value (`binds from csv "creds.txt"` printed a token that did not parse).
+#[test]
+fn csv_errors_quote_no_value_of_a_file_that_is_not_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("creds.txt"), "user,n\nbob,sk_live_SECRET\n").unwrap();
+    let err = BindProgram::compile(
+        &csv_query("creds.txt", &[("user", "text"), ("n", "int")]),
+        1,
+        dir.path(),
+    )
+    .unwrap_err();
+    assert!(err.contains("line 2") && err.contains("`n`"), "{err}");
+    assert!(!err.contains("SECRET"), "{err}");
+}
+
 #[test]
 fn csv_errors_name_the_file_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
