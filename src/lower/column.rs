@@ -131,13 +131,13 @@ pub(super) fn declared_types(
             _ => Ty::Timestamp,
         });
         types.push(t);
-        scope.locals.push((
+        scope.push_local(
             c.name.name.clone(),
             Value::Gen(Box::new(Gen::Column {
                 name: c.name.name.clone(),
             })),
             ty,
-        ));
+        );
     }
     types
 }
@@ -338,11 +338,11 @@ fn series_gen(
         }
     };
     let mut inner = scope.clone();
-    inner.locals.push((
+    inner.push_local(
         var.name.clone(),
         Value::Gen(Box::new(index)),
         Some(Ty::Long),
-    ));
+    );
     let v = ev.eval(expr, &inner)?;
     let Some(ty) = ev.value_ty(&v, &inner) else {
         return ev.fail(ev.mismatch(expr.span, "a value per series", &v, &inner));

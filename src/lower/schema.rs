@@ -80,9 +80,9 @@ pub(super) fn lower_schema_once(
 /// Column names are unique.
 fn unique_columns(ev: &Eval<'_>, s: &ast::Schema) -> bool {
     let mut ok = true;
-    let mut seen: Vec<&Ident> = Vec::new();
+    let mut seen: std::collections::HashMap<&str, &Ident> = std::collections::HashMap::new();
     for c in &s.columns {
-        if let Some(first) = seen.iter().find(|i| i.name == c.name.name) {
+        if let Some(first) = seen.get(c.name.name.as_str()) {
             ev.error(
                 Diagnostic::error(
                     Code::E0103,
@@ -94,7 +94,7 @@ fn unique_columns(ev: &Eval<'_>, s: &ast::Schema) -> bool {
             );
             ok = false;
         }
-        seen.push(&c.name);
+        seen.entry(&c.name.name).or_insert(&c.name);
     }
     ok
 }

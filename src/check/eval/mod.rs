@@ -32,7 +32,10 @@ pub(super) use self::ops::num;
 pub struct Scope {
     pub inst: InstanceId,
     /// Name -> value (usually a generator reference) and the type it yields.
-    pub locals: Vec<(String, Value, Option<Ty>)>,
+    locals: Vec<(String, Value, Option<Ty>)>,
+    /// Name -> its last place in `locals`: a schema's columns are all locals, and a search
+    /// through them for every name made checking a long schema quadratic.
+    index: HashMap<String, usize>,
     /// Bind placeholders visible so far, with their types (queries only).
     pub binds: Option<Vec<(u32, Ty)>>,
     /// Locals whose definition failed: using them fails quietly, the first error says why.
@@ -48,7 +51,17 @@ impl Scope {
     }
 
     pub fn local(&self, name: &str) -> Option<&(String, Value, Option<Ty>)> {
-        self.locals.iter().rev().find(|(n, _, _)| n == name)
+        self.index.get(name).map(|&i| &self.locals[i])
+    }
+
+    /// Adds a local; it hides an earlier one of the same name.
+    pub fn push_local(&mut self, name: String, value: Value, ty: Option<Ty>) {
+        self.index.insert(name.clone(), self.locals.len());
+        self.locals.push((name, value, ty));
+    }
+
+    pub fn locals(&self) -> &[(String, Value, Option<Ty>)] {
+        &self.locals
     }
 }
 

@@ -193,6 +193,6 @@ impl Eval<'_> {
 
     /// Words that may appear in `${...}` without being declared: the count-query context.
     fn interp_word_ok(&self, w: &str, scope: &Scope) -> bool {
-        scope.locals.iter().any(|(n, _, _)| n == w)
+        scope.local(w).is_some()
     }
 }
