@@ -14,8 +14,10 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 mod gen;
+mod size;
 
 pub use gen::{Domain, Gen, Ty};
+pub use size::Excess;
 
 /// Text that may contain `env("NAME")` parts. Secrets are resolved when a run starts, never
 /// stored in a plan and never printed: the listing shows `${env:NAME}`.

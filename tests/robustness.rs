@@ -373,6 +373,138 @@ fn binary_exits_2_on_hostile_files() {
 }
 
 // ------------------------------------------------------------------------------------------------
+// Limits of check: chains, long values, column chains (issue 30, item 6)
+
+/// `param p0 = 1`, `param pN = pN-1 + 1` up to `p{n-1}`, and a schema whose rows read the
+/// last: checking evaluates the chain from its far end, one param inside the other.
+fn param_chain(n: usize) -> String {
+    let mut text = String::from("param p0 = 1\n");
+    for i in 1..n {
+        text.push_str(&format!("param p{i} = p{} + 1\n", i - 1));
+    }
+    text.push_str(&format!(
+        "target db {{ null }}\nschema s {{ rows p{}  field a: long = 1 }}\ningest load {{ into db via null  rows s }}\n",
+        n - 1
+    ));
+    text
+}
+
+/// 3,000 params, each reading the one before, overflowed the stack (SIGABRT, rc 134): the chain
+/// is cut at its limit with a positioned E0209.
+#[test]
+fn three_thousand_chained_params_are_e0209() {
+    let (ds, text) = check_str("chain.wl", param_chain(3000));
+    let errors: Vec<&Diagnostic> = ds.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(errors.len(), 1, "{text}");
+    assert_eq!(errors[0].code, Code::E0209, "{text}");
+    assert!(text.contains("--> chain.wl:"), "{text}");
+    assert!(text.contains("chain of more than"), "{text}");
+}
+
+/// A param chain within the limit still checks.
+#[test]
+fn a_param_chain_under_the_limit_checks() {
+    let (ds, text) = check_str("short-chain.wl", param_chain(50));
+    assert!(ds.iter().all(|d| !d.is_error()), "{text}");
+}
+
+/// One legal expression: 60 nested parentheses, each holding a chain of 120 operators. The
+/// parser accepts it (each chain is its own expression), and evaluating it recursed 7,200
+/// levels deep, more than a 2 MiB stack holds.
+#[test]
+fn an_expression_nested_through_long_chains_is_e0209() {
+    let mut e = String::from("1");
+    for _ in 0..60 {
+        e = format!("({e}{})", "+1".repeat(120));
+    }
+    let text = format!("param a = {e}\ntarget db {{ null }}\nschema s {{ rows a  field x: long = 1 }}\ningest load {{ into db via null  rows s }}\n");
+    let got = check_str("nested.wl", text);
+    assert_one_error(&got, Code::E0209, "nested.wl:1:");
+}
+
+/// 3,000 generator params, each built on the one before and evaluated in file order: no
+/// evaluation nests deeply, but the generator each one holds does, and every later step that
+/// walks it (its type, the plan, the generator) recursed once per level.
+#[test]
+fn generators_built_on_generators_are_e0209() {
+    let mut text = String::from("param g0 = uniform(0, 9)\n");
+    for i in 1..3000 {
+        text.push_str(&format!("param g{i} = g{} + 1\n", i - 1));
+    }
+    let (ds, rendered) = check_str("gens.wl", text);
+    let errors: Vec<&Diagnostic> = ds.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(errors.len(), 1, "{rendered}");
+    assert_eq!(errors[0].code, Code::E0209, "{rendered}");
+    assert!(rendered.contains("--> gens.wl:"), "{rendered}");
+}
+
+/// 40 params, each doubling the one before (strings by `+`, by interpolation, and lists),
+/// allocated until the process died, although no block used them: the first value over the
+/// limit is a positioned E0210, and the params after it fail quietly.
+#[test]
+fn values_doubled_forty_times_are_e0210() {
+    // (file, first value, how param i doubles param i - 1, with `P` standing for it)
+    let shapes = [
+        ("concat.wl", "\"xy\"", "P + P"),
+        ("interp.wl", "\"xy\"", "\"${P}${P}\""),
+        ("list.wl", "[1]", "[P, P]"),
+    ];
+    for (name, first, double) in shapes {
+        let mut text = format!("param s0 = {first}\n");
+        for i in 1..40 {
+            let value = double.replace('P', &format!("s{}", i - 1));
+            text.push_str(&format!("param s{i} = {value}\n"));
+        }
+        let (ds, rendered) = check_str(name, text);
+        let errors: Vec<&Diagnostic> = ds.iter().filter(|d| d.is_error()).collect();
+        assert_eq!(errors.len(), 1, "{name}: {rendered}");
+        assert_eq!(errors[0].code, Code::E0210, "{name}: {rendered}");
+        assert!(rendered.contains(&format!("--> {name}:")), "{rendered}");
+    }
+}
+
+/// A chain of 3,000 columns, each reading the one before: the cycle check walked every path
+/// from every column (cubic: 1,000 columns took 15 s, 2,000 over 30 s). It is linear now; the
+/// timeout is a hang guard only.
+#[test]
+fn a_three_thousand_column_chain_checks() {
+    let mut text = String::from(
+        "target db { null }\nschema s {\n  rows 10\n  field c0: long = uniform(0, 9)\n",
+    );
+    for i in 1..3000 {
+        text.push_str(&format!("  field c{i}: long = c{} + 1\n", i - 1));
+    }
+    text.push_str("}\ningest load { into db via null  rows s }\n");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .stack_size(STACK)
+        .spawn(move || {
+            let out = check_text("columns.wl", &text, &Options::default());
+            let _ = tx.send(render_all(&out.map, &out.diagnostics, Style::Plain));
+        })
+        .unwrap();
+    let rendered = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("checking 3,000 chained columns did not end within two minutes");
+    assert!(!rendered.contains("error"), "{rendered}");
+}
+
+/// A column cycle is still found, once, with its chain.
+#[test]
+fn a_column_cycle_is_e0208_with_its_chain() {
+    let text = "target db { null }\nschema s {\n  rows 10\n  field a: long = c + 1\n  field b: long = a + 1\n  field c: long = b + 1\n  field d: long = uniform(0, 9)\n}\ningest load { into db via null  rows s }\n";
+    let (ds, rendered) = check_str("cycle.wl", text.to_string());
+    let errors: Vec<&Diagnostic> = ds.iter().filter(|d| d.is_error()).collect();
+    assert!(!errors.is_empty(), "{rendered}");
+    assert!(errors.iter().all(|d| d.code == Code::E0208), "{rendered}");
+    assert!(rendered.contains("cycle.wl:4:9"), "{rendered}");
+    assert!(
+        rendered.contains("the chain: a -> c -> b -> a"),
+        "{rendered}"
+    );
+}
+
+// ------------------------------------------------------------------------------------------------
 // Property tests
 
 /// Every keyword, punctuation mark and literal shape of the grammar.

@@ -7,6 +7,7 @@ use super::axes::{cell_count_fits, check_conditions, check_only, declared_axes, 
 use super::eval::{Eval, Scope};
 use super::flags::{read_flags, Flags};
 use super::hooks;
+use super::limits;
 use super::matrix::Matrix;
 use super::program::{InstanceId, Program};
 use super::Options;
@@ -102,6 +103,9 @@ pub fn check_program(
             d = d.note("the `--only` filters match no cell");
         }
         diags.push(d);
+        return None;
+    }
+    if !limits::phases_fit(&program, &axes, cells.len(), diags) {
         return None;
     }
 

@@ -49,6 +49,8 @@ codes! {
     E0206 => "unknown column type",
     E0207 => "invalid format or pattern string",
     E0208 => "cyclic definition",
+    E0209 => "definition nested too deep",
+    E0210 => "value too long",
     // Targets and endpoints.
     E0301 => "unknown endpoint",
     E0302 => "endpoint does not fit the operation",
@@ -61,6 +63,7 @@ codes! {
     E0401 => "invalid matrix axis",
     E0402 => "matrix leaves no cell",
     E0403 => "invalid --param or --only",
+    E0404 => "too many phases to check",
     // Schemas.
     E0501 => "invalid schema",
     E0502 => "unknown column",

@@ -2,7 +2,7 @@
 //! series key over a range, a timestamp progression), each lowered into a generator program.
 
 use super::values::{as_gen, duration, single};
-use crate::check::{Ev, Eval, Scope};
+use crate::check::{Ev, Eval, Scope, MAX_SERIES};
 use crate::diag::{Code, Diagnostic};
 use crate::plan::*;
 use crate::span::Ident;
@@ -131,13 +131,13 @@ pub(super) fn declared_types(
             _ => Ty::Timestamp,
         });
         types.push(t);
-        scope.locals.push((
+        scope.push_local(
             c.name.name.clone(),
             Value::Gen(Box::new(Gen::Column {
                 name: c.name.name.clone(),
             })),
             ty,
-        ));
+        );
     }
     types
 }
@@ -313,6 +313,18 @@ fn series_gen(
         }
         other => return ev.fail(ev.mismatch(domain.span, "a range `0..N`", &other, scope)),
     };
+    // The generator computes every series' values before its first row.
+    if count > MAX_SERIES {
+        return ev.fail(
+            Diagnostic::error(
+                Code::E0203,
+                domain.span,
+                format!("the series range has {count} series; a schema may declare at most {MAX_SERIES}"),
+            )
+            .label("too many series")
+            .note("every series' values are computed before the first row is generated"),
+        );
+    }
     *series = count;
     let index = if offset == 0 {
         Gen::SeriesIndex
@@ -326,11 +338,11 @@ fn series_gen(
         }
     };
     let mut inner = scope.clone();
-    inner.locals.push((
+    inner.push_local(
         var.name.clone(),
         Value::Gen(Box::new(index)),
         Some(Ty::Long),
-    ));
+    );
     let v = ev.eval(expr, &inner)?;
     let Some(ty) = ev.value_ty(&v, &inner) else {
         return ev.fail(ev.mismatch(expr.span, "a value per series", &v, &inner));

@@ -8,6 +8,7 @@
 
 mod cell;
 mod column;
+mod column_refs;
 mod concurrent;
 mod expect;
 mod findmax;

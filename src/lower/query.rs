@@ -279,13 +279,13 @@ fn query_lets(
             continue;
         };
         lets.push((l.name.name.clone(), as_gen(&v)));
-        scope.locals.push((
+        scope.push_local(
             l.name.name.clone(),
             Value::Gen(Box::new(Gen::Let {
                 name: l.name.name.clone(),
             })),
             Some(ty),
-        ));
+        );
     }
     lets
 }

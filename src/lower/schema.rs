@@ -2,6 +2,7 @@
 //! generator's programs.
 
 use super::column::{declared_types, lower_column, Shape};
+use super::column_refs::check_column_refs;
 use super::values::{positive_int, single, text_value};
 use crate::check::{Ev, Eval, InstanceId, Scope};
 use crate::diag::{Code, Diagnostic};
@@ -79,9 +80,9 @@ pub(super) fn lower_schema_once(
 /// Column names are unique.
 fn unique_columns(ev: &Eval<'_>, s: &ast::Schema) -> bool {
     let mut ok = true;
-    let mut seen: Vec<&Ident> = Vec::new();
+    let mut seen: std::collections::HashMap<&str, &Ident> = std::collections::HashMap::new();
     for c in &s.columns {
-        if let Some(first) = seen.iter().find(|i| i.name == c.name.name) {
+        if let Some(first) = seen.get(c.name.name.as_str()) {
             ev.error(
                 Diagnostic::error(
                     Code::E0103,
@@ -93,7 +94,7 @@ fn unique_columns(ev: &Eval<'_>, s: &ast::Schema) -> bool {
             );
             ok = false;
         }
-        seen.push(&c.name);
+        seen.entry(&c.name.name).or_insert(&c.name);
     }
     ok
 }
@@ -169,75 +170,6 @@ fn schema_rows(
             Some(shape.series)
         }
     }
-}
-
-pub(super) fn check_column_refs(ev: &Eval<'_>, s: &ast::Schema, columns: &[ColumnPlan]) -> bool {
-    let refs: Vec<Vec<String>> = columns
-        .iter()
-        .map(|c| {
-            let mut v = Vec::new();
-            c.gen.columns_used(&mut v);
-            v
-        })
-        .collect();
-    let span_of = |name: &str| {
-        s.columns
-            .iter()
-            .find(|c| c.name.name == name)
-            .map_or(s.name.span, |c| c.name.span)
-    };
-    let mut ok = true;
-    for (i, c) in columns.iter().enumerate() {
-        // Depth-first from this column; a path back to it is a cycle.
-        let mut stack: Vec<(usize, Vec<String>)> = vec![(i, vec![c.name.clone()])];
-        let mut seen = vec![false; columns.len()];
-        while let Some((at, path)) = stack.pop() {
-            for r in &refs[at] {
-                if *r == c.name {
-                    let mut chain = path.clone();
-                    chain.push(r.clone());
-                    ev.error(
-                        Diagnostic::error(
-                            Code::E0208,
-                            span_of(&c.name),
-                            format!("column `{}` depends on itself", c.name),
-                        )
-                        .label("this column's value needs its own value")
-                        .note(format!("the chain: {}", chain.join(" -> "))),
-                    );
-                    ok = false;
-                    stack.clear();
-                    break;
-                }
-                if let Some(j) = columns.iter().position(|x| x.name == *r) {
-                    if !seen[j] {
-                        seen[j] = true;
-                        let mut p = path.clone();
-                        p.push(r.clone());
-                        stack.push((j, p));
-                    }
-                }
-            }
-        }
-        if c.per == "series" {
-            for r in &refs[i] {
-                if let Some(other) = columns.iter().find(|x| x.name == *r && x.per == "row") {
-                    ev.error(
-                        Diagnostic::error(
-                            Code::E0501,
-                            span_of(&c.name),
-                            format!("`{}` is drawn once per series but reads `{}`, which changes every row", c.name, other.name),
-                        )
-                        .label("a per-series value cannot depend on a per-row one")
-                        .also(span_of(&other.name), "drawn per row")
-                        .note(format!("make `{}` per row, or `{}` per series", c.name, other.name)),
-                    );
-                    ok = false;
-                }
-            }
-        }
-    }
-    ok
 }
 
 /// The values of a series column, for `sample(schema.column, k)`.

@@ -109,16 +109,10 @@ pub(super) fn count_query(
     range: Option<(i64, i64)>,
 ) -> Ev<String> {
     let mut scope = Scope::new(tinst);
-    scope
-        .locals
-        .push(("table".into(), Value::Str(Text::lit(table)), Some(Ty::Str)));
+    scope.push_local("table".into(), Value::Str(Text::lit(table)), Some(Ty::Str));
     let (start, end) = range.unwrap_or((0, 0));
-    scope
-        .locals
-        .push(("start".into(), Value::Timestamp(start), Some(Ty::Timestamp)));
-    scope
-        .locals
-        .push(("end".into(), Value::Timestamp(end), Some(Ty::Timestamp)));
+    scope.push_local("start".into(), Value::Timestamp(start), Some(Ty::Timestamp));
+    scope.push_local("end".into(), Value::Timestamp(end), Some(Ty::Timestamp));
     let t = ev.string(q, &scope)?;
     match t.as_lit() {
         Some(s) => Some(s),

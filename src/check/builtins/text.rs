@@ -51,8 +51,10 @@ pub(super) fn format(c: &Call, a: &Args) -> Ev<Value> {
         );
     }
     let mut args = Vec::new();
+    let mut len = 0;
     for (spec, e) in specs.iter().zip(rest) {
         let v = ev.eval(e, scope)?;
+        ev.grow(&mut len, &v, span)?;
         let ty = ev.value_ty(&v, scope);
         let ok = match spec {
             'd' | 'x' => matches!(ty, Some(Ty::Long)),

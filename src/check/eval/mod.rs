@@ -12,17 +12,18 @@ mod ops;
 mod text;
 mod types;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 
 use super::builtins;
 use super::cells::CellEnv;
+use super::limits::{MAX_DEPTH, MAX_VALUE_LEN};
 use super::program::{InstanceId, Program};
 use crate::diag::{Code, Diagnostic};
 use crate::plan::{Gen, Ty};
 use crate::span::Span;
 use crate::syntax::ast::{self, ExprKind};
-use crate::value::Value;
+use crate::value::{Excess, Value};
 
 pub(super) use self::ops::num;
 
@@ -31,7 +32,10 @@ pub(super) use self::ops::num;
 pub struct Scope {
     pub inst: InstanceId,
     /// Name -> value (usually a generator reference) and the type it yields.
-    pub locals: Vec<(String, Value, Option<Ty>)>,
+    locals: Vec<(String, Value, Option<Ty>)>,
+    /// Name -> its last place in `locals`: a schema's columns are all locals, and a search
+    /// through them for every name made checking a long schema quadratic.
+    index: HashMap<String, usize>,
     /// Bind placeholders visible so far, with their types (queries only).
     pub binds: Option<Vec<(u32, Ty)>>,
     /// Locals whose definition failed: using them fails quietly, the first error says why.
@@ -47,7 +51,17 @@ impl Scope {
     }
 
     pub fn local(&self, name: &str) -> Option<&(String, Value, Option<Ty>)> {
-        self.locals.iter().rev().find(|(n, _, _)| n == name)
+        self.index.get(name).map(|&i| &self.locals[i])
+    }
+
+    /// Adds a local; it hides an earlier one of the same name.
+    pub fn push_local(&mut self, name: String, value: Value, ty: Option<Ty>) {
+        self.index.insert(name.clone(), self.locals.len());
+        self.locals.push((name, value, ty));
+    }
+
+    pub fn locals(&self) -> &[(String, Value, Option<Ty>)] {
+        &self.locals
     }
 }
 
@@ -59,6 +73,10 @@ pub struct Eval<'p> {
     /// run name the same schema, which is lowered (and reported on) once.
     pub schemas: RefCell<HashMap<(InstanceId, String), Option<crate::plan::SchemaPlan>>>,
     active: RefCell<Vec<(InstanceId, String)>>,
+    /// How deeply evaluation nests now (see [`MAX_DEPTH`]).
+    depth: Cell<usize>,
+    /// Whether a nesting limit was reported: evaluation unwinds from the first quietly.
+    deep_reported: Cell<bool>,
     /// Params and axes looked up while evaluating, for the unused-name warnings.
     pub used: RefCell<HashSet<(InstanceId, String)>>,
     pub diags: RefCell<Vec<Diagnostic>>,
@@ -74,6 +92,8 @@ impl<'p> Eval<'p> {
             memo: RefCell::default(),
             schemas: RefCell::default(),
             active: RefCell::default(),
+            depth: Cell::new(0),
+            deep_reported: Cell::new(false),
             used: RefCell::default(),
             diags: RefCell::default(),
         }
@@ -93,7 +113,75 @@ impl<'p> Eval<'p> {
         self.used.borrow_mut().insert((inst, name.to_string()));
     }
 
+    /// Evaluates one expression. Evaluation nests (an expression inside another, a param read
+    /// while evaluating one) at most [`MAX_DEPTH`] levels, and a value built from others is at
+    /// most [`MAX_VALUE_LEN`] long and [`MAX_DEPTH`] deep: each passes a positioned error.
     pub fn eval(&self, e: &ast::Expr, scope: &Scope) -> Ev<Value> {
+        let depth = self.depth.get();
+        if depth >= MAX_DEPTH {
+            return self.too_deep(
+                Diagnostic::error(
+                    Code::E0209,
+                    e.span,
+                    format!("evaluation nests more than {MAX_DEPTH} levels deep here"),
+                )
+                .label("too deep")
+                .note("expressions inside expressions and params read while evaluating a param all count"),
+            );
+        }
+        self.depth.set(depth + 1);
+        let v = self.eval_kind(e, scope);
+        self.depth.set(depth);
+        match e.kind {
+            ExprKind::Str(_)
+            | ExprKind::List(_)
+            | ExprKind::Map(_)
+            | ExprKind::Call { .. }
+            | ExprKind::Binary(..) => self.bounded(v?, e.span),
+            _ => v,
+        }
+    }
+
+    /// `v` if it is within the length and depth a value may have; otherwise an error at `span`,
+    /// where it was built.
+    pub fn bounded(&self, v: Value, span: Span) -> Ev<Value> {
+        match v.measure(MAX_VALUE_LEN, MAX_DEPTH) {
+            Ok(_) => Some(v),
+            Err(Excess::Long) => self.fail(too_long(span)),
+            Err(Excess::Deep) => self.fail(
+                Diagnostic::error(
+                    Code::E0209,
+                    span,
+                    format!("this value nests more than {MAX_DEPTH} levels deep"),
+                )
+                .label("lists, maps and generators built on each other")
+                .note("every later step walks a value level by level"),
+            ),
+        }
+    }
+
+    /// Adds a part's length to `len`; an error at `span` once the whole passes the limit.
+    pub fn grow(&self, len: &mut u64, part: &Value, span: Span) -> Ev<()> {
+        let n = part
+            .measure(MAX_VALUE_LEN, MAX_DEPTH)
+            .unwrap_or(MAX_VALUE_LEN + 1);
+        *len = len.saturating_add(n);
+        if *len > MAX_VALUE_LEN {
+            return self.fail(too_long(span));
+        }
+        Some(())
+    }
+
+    /// Reports the first nesting error of this evaluation only: everything above it fails
+    /// with it, quietly.
+    fn too_deep<T>(&self, d: Diagnostic) -> Ev<T> {
+        if !self.deep_reported.replace(true) {
+            self.error(d);
+        }
+        None
+    }
+
+    fn eval_kind(&self, e: &ast::Expr, scope: &Scope) -> Ev<Value> {
         match &e.kind {
             ExprKind::Int(v) => Some(Value::Int(*v)),
             ExprKind::Float(v) => Some(Value::Float(*v)),
@@ -106,8 +194,8 @@ impl<'p> Eval<'p> {
             ExprKind::None => Some(Value::None),
             ExprKind::Str(s) => self.string_or_format(s, scope),
             ExprKind::Env { name, default } => self.env(name, default.as_deref(), scope),
-            ExprKind::List(items) => self.list(items, scope),
-            ExprKind::Map(entries) => self.map(entries, scope),
+            ExprKind::List(items) => self.list(items, e.span, scope),
+            ExprKind::Map(entries) => self.map(entries, e.span, scope),
             ExprKind::Placeholder(n) => self.placeholder(n, e.span, scope),
             ExprKind::Path(path) => self.path(path, e.span, scope),
             ExprKind::Call { callee, args } => builtins::call(self, callee, args, e.span, scope),
@@ -117,12 +205,16 @@ impl<'p> Eval<'p> {
     }
 
     /// A list literal: every item is evaluated (and reported on) even after one fails.
-    fn list(&self, items: &[ast::Expr], scope: &Scope) -> Ev<Value> {
+    fn list(&self, items: &[ast::Expr], span: Span, scope: &Scope) -> Ev<Value> {
         let mut out = Vec::with_capacity(items.len());
         let mut ok = true;
+        let mut len = 0;
         for i in items {
             match self.eval(i, scope) {
-                Some(v) => out.push(v),
+                Some(v) => {
+                    self.grow(&mut len, &v, span)?;
+                    out.push(v);
+                }
                 None => ok = false,
             }
         }
@@ -130,9 +222,10 @@ impl<'p> Eval<'p> {
     }
 
     /// A map literal: a duplicate key is reported, and every value evaluated.
-    fn map(&self, entries: &[(ast::MapKey, ast::Expr)], scope: &Scope) -> Ev<Value> {
+    fn map(&self, entries: &[(ast::MapKey, ast::Expr)], span: Span, scope: &Scope) -> Ev<Value> {
         let mut out: Vec<(String, Value)> = Vec::with_capacity(entries.len());
         let mut ok = true;
+        let mut len = 0;
         for (k, v) in entries {
             if out.iter().any(|(n, _)| n == k.text()) {
                 self.error(
@@ -147,7 +240,10 @@ impl<'p> Eval<'p> {
                 continue;
             }
             match self.eval(v, scope) {
-                Some(v) => out.push((k.text().to_string(), v)),
+                Some(v) => {
+                    self.grow(&mut len, &v, span)?;
+                    out.push((k.text().to_string(), v));
+                }
                 None => ok = false,
             }
         }
@@ -174,4 +270,14 @@ impl<'p> Eval<'p> {
             ),
         }
     }
+}
+
+fn too_long(span: Span) -> Diagnostic {
+    Diagnostic::error(
+        Code::E0210,
+        span,
+        format!("this value takes more than {MAX_VALUE_LEN} bytes"),
+    )
+    .label("built here")
+    .note("a value may take at most 16 MiB, its text and every item counted")
 }

@@ -2,6 +2,7 @@
 //! params evaluated once per instance (memoized, with cycles reported).
 
 use super::{Ev, Eval, Scope};
+use crate::check::limits::MAX_PARAM_CHAIN;
 use crate::check::program::{Decl, InstanceId};
 use crate::diag::{suggest, Code, Diagnostic};
 use crate::plan::{Gen, Ty};
@@ -25,6 +26,17 @@ impl<'p> Eval<'p> {
                     format!("param `{}` depends on itself", p.name),
                 )
                 .label("this definition refers back to itself"),
+            );
+        }
+        if self.active.borrow().len() >= MAX_PARAM_CHAIN {
+            return self.too_deep(
+                Diagnostic::error(
+                    Code::E0209,
+                    p.name.span,
+                    format!("a chain of more than {MAX_PARAM_CHAIN} params, each read by the one before"),
+                )
+                .label(format!("param number {} of the chain", MAX_PARAM_CHAIN + 1))
+                .note(format!("the chain: {}", chain(&self.active.borrow(), &p.name.name))),
             );
         }
         self.active.borrow_mut().push(key.clone());
@@ -238,4 +250,21 @@ fn join(path: &[Ident]) -> String {
         .map(|p| p.name.as_str())
         .collect::<Vec<_>>()
         .join(".")
+}
+
+/// A chain of params as `a -> b -> ... -> y -> z`, its middle left out.
+fn chain(active: &[(InstanceId, String)], last: &str) -> String {
+    let names: Vec<&str> = active
+        .iter()
+        .map(|(_, n)| n.as_str())
+        .chain([last])
+        .collect();
+    if names.len() <= 8 {
+        return names.join(" -> ");
+    }
+    format!(
+        "{} -> ... -> {}",
+        names[..3].join(" -> "),
+        names[names.len() - 3..].join(" -> ")
+    )
 }

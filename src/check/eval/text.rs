@@ -2,6 +2,7 @@
 //! interpolation is generated) and `env("NAME", default)`.
 
 use super::{Ev, Eval, Scope};
+use crate::check::limits::MAX_VALUE_LEN;
 use crate::diag::{Code, Diagnostic};
 use crate::plan::{Gen, Ty};
 use crate::syntax::ast;
@@ -71,11 +72,13 @@ impl Eval<'_> {
     pub(super) fn string_or_format(&self, s: &ast::StrLit, scope: &Scope) -> Ev<Value> {
         let mut generated = false;
         let mut parts: Vec<Result<String, Gen>> = Vec::new();
+        let mut len = 0;
         for p in &s.parts {
             match p {
                 ast::StrPart::Text(t) => parts.push(Ok(t.clone())),
                 ast::StrPart::Interp(e) => {
                     let v = self.eval(e, scope)?;
+                    self.grow(&mut len, &v, s.span)?;
                     if let Value::Gen(g) = v {
                         match self.gen_ty(&g, scope) {
                             Some(Ty::List(_) | Ty::Window) | None => {
@@ -143,7 +146,12 @@ impl Eval<'_> {
             match p {
                 ast::StrPart::Text(x) => t.push_lit(x),
                 ast::StrPart::Interp(e) => match self.eval(e, scope) {
-                    Some(Value::Str(x)) => t.append(x),
+                    Some(Value::Str(x)) => {
+                        t.append(x);
+                        if t.len() > MAX_VALUE_LEN {
+                            return self.fail(super::too_long(s.span));
+                        }
+                    }
                     Some(Value::Gen(_)) => {
                         self.error(
                             Diagnostic::error(
@@ -185,6 +193,6 @@ impl Eval<'_> {
 
     /// Words that may appear in `${...}` without being declared: the count-query context.
     fn interp_word_ok(&self, w: &str, scope: &Scope) -> bool {
-        scope.locals.iter().any(|(n, _, _)| n == w)
+        scope.local(w).is_some()
     }
 }

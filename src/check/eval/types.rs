@@ -33,7 +33,7 @@ impl Eval<'_> {
             if scope.inst == InstanceId::ROOT {
                 names.extend(self.cell.axes.keys().cloned());
             }
-            names.extend(scope.locals.iter().map(|(n, _, _)| n.clone()));
+            names.extend(scope.locals().iter().map(|(n, _, _)| n.clone()));
             let mut d = Diagnostic::error(Code::E0104, span, format!("unknown name `{word}`"))
                 .label(format!("expected {expected}"));
             if let Some(s) = suggest(word, names.iter().map(String::as_str)) {

@@ -1,0 +1,44 @@
+// 40 params each doubling a string (allocated until the process died): E0210
+param s0 = "xy"
+param s1 = s0 + s0
+param s2 = s1 + s1
+param s3 = s2 + s2
+param s4 = s3 + s3
+param s5 = s4 + s4
+param s6 = s5 + s5
+param s7 = s6 + s6
+param s8 = s7 + s7
+param s9 = s8 + s8
+param s10 = s9 + s9
+param s11 = s10 + s10
+param s12 = s11 + s11
+param s13 = s12 + s12
+param s14 = s13 + s13
+param s15 = s14 + s14
+param s16 = s15 + s15
+param s17 = s16 + s16
+param s18 = s17 + s17
+param s19 = s18 + s18
+param s20 = s19 + s19
+param s21 = s20 + s20
+param s22 = s21 + s21
+param s23 = s22 + s22
+param s24 = s23 + s23
+param s25 = s24 + s24
+param s26 = s25 + s25
+param s27 = s26 + s26
+param s28 = s27 + s27
+param s29 = s28 + s28
+param s30 = s29 + s29
+param s31 = s30 + s30
+param s32 = s31 + s31
+param s33 = s32 + s32
+param s34 = s33 + s33
+param s35 = s34 + s34
+param s36 = s35 + s35
+param s37 = s36 + s36
+param s38 = s37 + s37
+param s39 = s38 + s38
+target db { null }
+schema s { rows 10  field a: long = 1 }
+ingest load { into db via null  rows s }
