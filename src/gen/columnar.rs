@@ -354,8 +354,15 @@ impl Columnar {
     /// Fills `batch` with up to `max_rows` next rows; returns the number of rows (0 at the end).
     pub fn fill(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
         batch.clear();
+        self.extend(batch, max_rows)
+    }
+
+    /// Appends the next rows to `batch` until it holds `max_rows` (or the rows end); returns
+    /// its rows. Filling one batch in pieces gives the rows `fill` gives in one: a producer
+    /// fills a columnar batch piece by piece so that a stop is seen between the pieces.
+    pub fn extend(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
         if let Some(rows) = &mut self.fallback {
-            for row in rows.by_ref().take(max_rows) {
+            for row in rows.by_ref().take(max_rows.saturating_sub(batch.rows)) {
                 push_row(batch, &row);
             }
             return batch.rows;
@@ -680,6 +687,32 @@ mod tests {
         let g = Columnar::new(&p, 42, None, &|p| std::fs::read(p)).unwrap();
         assert!(g.is_fast());
         assert_eq!(g.schema().columns[1].physical, Physical::Symbol);
+    }
+
+    #[test]
+    fn a_batch_filled_in_pieces_holds_the_rows_of_one_fill() {
+        let p = plan(TSBS, "tsbs.cpu");
+        let mut whole = Columnar::new(&p, 42, None, &|p| std::fs::read(p)).unwrap();
+        let mut pieces = Columnar::new(&p, 42, None, &|p| std::fs::read(p)).unwrap();
+        let (mut a, mut b) = (whole.new_batch(), pieces.new_batch());
+        loop {
+            let n = whole.fill(&mut a, 10);
+            b.clear();
+            for end in [3, 4, 9, 10, 10] {
+                pieces.extend(&mut b, end);
+            }
+            assert_eq!(b.rows, n);
+            assert_eq!(b.series, a.series);
+            for c in 0..a.columns.len() {
+                assert_eq!(
+                    format!("{:?}", b.columns[c].values),
+                    format!("{:?}", a.columns[c].values)
+                );
+            }
+            if n == 0 {
+                break;
+            }
+        }
     }
 
     #[test]
