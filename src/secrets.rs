@@ -13,6 +13,11 @@
 //!   report says it anyway, and `wlrun` or `quest` masked in every line would garble the output
 //!   and hide nothing.
 //!
+//! What is no secret, even when `env()` read it: an endpoint's user name, host and database
+//! ([`remember_url`], the `user` option). wlrun prints them as it connects, and `PGUSER=wlrun`
+//! masked would turn wlrun's own name into `***` in every line; a password equal to its user
+//! name hides nothing either.
+//!
 //! Each secret is masked as `***` in the forms it could take on the way out: plain,
 //! percent-encoded (a server putting it into a URL), base64 (with and without padding),
 //! escaped for JSON and for HTML.
@@ -38,13 +43,40 @@ pub const MIN_CHARS: usize = 4;
 static FORMS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 /// Set once a form is known: until then masking costs one load.
 static ANY: AtomicBool = AtomicBool::new(false);
+/// Values an endpoint shows as it connects (user names, hosts, databases): never masked.
+static PUBLIC: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
 /// A value read from the environment by `env()`.
 pub fn remember(value: &str) {
-    if value.chars().count() < MIN_CHARS || is_number(value) || known(value) {
+    if value.chars().count() < MIN_CHARS || is_number(value) || known(value) || public(value) {
         return;
     }
     add(forms(value));
+}
+
+/// A value an endpoint shows (its user name, host or database), from the environment or not:
+/// not a secret, and no longer masked if `env()` made it one.
+pub fn remember_public(value: &str) {
+    if value.is_empty() || public(value) {
+        return;
+    }
+    PUBLIC
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(value.to_string());
+    let gone = forms(value);
+    FORMS
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|f| !gone.contains(f));
+}
+
+fn public(value: &str) -> bool {
+    PUBLIC
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .any(|p| p == value)
 }
 
 /// Credentials sent as HTTP Basic authorization (or in a URL): `user:password` and its base64,
@@ -63,8 +95,12 @@ pub fn remember_credentials(user: &str, password: &str) {
     add(all);
 }
 
-/// The credentials of a URL (`scheme://user:password@host`), as written and percent-decoded.
+/// The credentials of a URL (`scheme://user:password@host`), as written and percent-decoded;
+/// its user name, host and database are public.
 pub fn remember_url(url: &str) {
+    for part in shown_parts(url) {
+        remember_public(&part);
+    }
     let Some((user, password)) = userinfo(url) else {
         return;
     };
@@ -226,6 +262,36 @@ fn userinfo(url: &str) -> Option<(&str, &str)> {
     let authority = &after[..after.find(['/', '?', '#']).unwrap_or(after.len())];
     let (info, _) = authority.rsplit_once('@')?;
     info.split_once(':')
+}
+
+/// The user name, host and first path segment (a database) of `scheme://user:pw@host:port/db`,
+/// percent-decoded.
+fn shown_parts(url: &str) -> Vec<String> {
+    let Some(at) = url.find("://") else {
+        return Vec::new();
+    };
+    let after = &url[at + 3..];
+    let end = after.find(['/', '?', '#']).unwrap_or(after.len());
+    let authority = &after[..end];
+    let (info, host_port) = match authority.rsplit_once('@') {
+        Some((info, hp)) => (Some(info), hp),
+        None => (None, authority),
+    };
+    // `[::1]:5432` keeps its brackets; `host:5432` drops its port.
+    let host = match host_port.find(']') {
+        Some(close) if host_port.starts_with('[') => &host_port[..=close],
+        _ => host_port.rsplit_once(':').map_or(host_port, |(h, _)| h),
+    };
+    let user = info.map(|i| i.split_once(':').map_or(i, |(u, _)| u));
+    let db = after[end..]
+        .strip_prefix('/')
+        .map(|p| &p[..p.find(['/', '?', '#']).unwrap_or(p.len())]);
+    [user, Some(host), db]
+        .into_iter()
+        .flatten()
+        .filter(|p| !p.is_empty())
+        .map(|p| percent_decode(p).unwrap_or_else(|| p.to_string()))
+        .collect()
 }
 
 fn is_number(s: &str) -> bool {

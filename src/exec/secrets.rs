@@ -45,6 +45,9 @@ fn endpoint(e: &EndpointPlan) {
         Some(Value::Str(t)) => t.resolve_env().ok(),
         _ => None,
     };
+    if let Some(user) = text("user") {
+        secrets::remember_public(&user);
+    }
     if let (Some(user), Some(password)) = (text("user"), text("password")) {
         secrets::remember_credentials(&user, &password);
     }

@@ -76,3 +76,26 @@ fn html_is_masked_in_its_text_and_keeps_its_markup() {
         "<style>.Hv5unitpage{}</style><p class=\"Hv5unitpage\">said ***</p>"
     );
 }
+
+/// `PGUSER=wlrun`, `PGHOST=...`: an endpoint's user name, host and database are printed as it
+/// connects; masked, wlrun's own name read `*** 0.1.0` on a first run.
+#[test]
+fn an_endpoints_user_host_and_database_are_not_secrets() {
+    for read in [
+        "unitwluser",
+        "unit-db-host.example",
+        "unitwldb",
+        "Unit-pw-7781",
+    ] {
+        remember(read);
+    }
+    remember_url(
+        "postgres://unitwluser:Unit-pw-7781@unit-db-host.example:5432/unitwldb?sslmode=disable",
+    );
+    remember("unitwluser");
+    assert_eq!(
+        mask("unitwluser 0.1.0 at unit-db-host.example:5432/unitwldb, password Unit-pw-7781"),
+        "unitwluser 0.1.0 at unit-db-host.example:5432/unitwldb, password ***"
+    );
+    assert_eq!(mask("creds unitwluser:Unit-pw-7781"), "creds ***");
+}
