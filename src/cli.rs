@@ -26,6 +26,7 @@ pub const EXIT_TERMINATED: i32 = 143;
 
 const EXAMPLES: &str = "\
 Examples:
+  wlrun init --kind postgres                   write postgres.wl, a commented starter workload
   wlrun examples/quickstart.wl                 run every cell (same as `wlrun run`)
   wlrun check workloads/*.wl                   parse and check, print every diagnostic
   wlrun plan workloads/questdb-ingest.wl       list the cells with resolved values and row counts
@@ -234,6 +235,36 @@ pub enum Command {
     /// --results-claim) a pod to collect and merge the shards' directories from. Apply with
     /// `kubectl apply --server-side -f -`; docs/scale-out.md is the runbook.
     K8s(K8sArgs),
+    /// Write a commented starter workload for a kind of target, to edit and run.
+    ///
+    /// The starter checks and runs as written against a local server (the addresses and
+    /// logins come from environment variables it names, with local defaults), and its comments
+    /// teach the language: a schema and its generators, the target, an ingest, a measured run,
+    /// thresholds.
+    #[command(visible_alias = "new")]
+    Init {
+        /// The kind of target the starter benchmarks.
+        #[arg(long, value_enum)]
+        kind: StarterKind,
+        /// Where to write it: a file, or a folder to write KIND.wl into; ./KIND.wl by default.
+        path: Option<PathBuf>,
+        /// Overwrite the file if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// The kinds of target `wlrun init` has a starter for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StarterKind {
+    /// PostgreSQL: COPY ingest and queries over the PostgreSQL wire.
+    Postgres,
+    /// QuestDB: QWP ingest and queries over the PostgreSQL wire.
+    Questdb,
+    /// An HTTP service: a request run.
+    Http,
+    /// SQLite, embedded: no server needed.
+    Sqlite,
 }
 
 /// `N%` or a plain fraction: the number as a fraction, or `None` when it is not a number.

@@ -10,7 +10,7 @@
 //!   [`exec`] (cells, phases, schedules) -> [`report`]; [`shard`] (a run split over processes,
 //!   and their barriers) below [`exec`]; [`merge`] (the shards' run directories put
 //!   together) above [`report`];
-//! - [`cli`]: the `wlrun` command line.
+//! - [`cli`]: the `wlrun` command line; `init` writes the starter workloads of `templates/`.
 //!
 //! The library API exists for the binary and the tests; it makes no stability promise.
 
@@ -45,6 +45,7 @@ pub mod exec;
 pub mod gen;
 mod gen_cmd;
 pub mod hook;
+mod init;
 pub mod input;
 pub mod k8s;
 pub mod lower;

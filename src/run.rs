@@ -20,7 +20,7 @@ use crate::report::outcome::Outcome;
 use crate::{compile, exec, lower, plan, report, shard};
 
 const SUBCOMMANDS: &[&str] = &[
-    "check", "plan", "gen", "run", "report", "compare", "merge", "k8s", "help",
+    "check", "plan", "gen", "run", "report", "compare", "merge", "k8s", "init", "new", "help",
 ];
 
 /// `wlrun FILE.wl` is `wlrun run FILE.wl`: when the first argument that is not an option (nor
@@ -274,6 +274,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             )
         }
         Command::K8s(args) => crate::k8s::command(&args, style),
+        Command::Init { kind, path, force } => crate::init::command(kind, path.as_deref(), force),
         Command::Run {
             file,
             json,

@@ -1,6 +1,7 @@
-//! Every shipped `.wl` file is a test: everything under `stdlib/`, `workloads/` and `examples/`
-//! must check without errors and lower to a plan, and every ```wl block in `docs/*.md` and
-//! `README.md` must check (a block fenced ```wl,error must fail instead).
+//! Every shipped `.wl` file is a test: everything under `stdlib/`, `workloads/`, `examples/` and
+//! `templates/` (the starters `wlrun init` writes) must check without errors and lower to a
+//! plan, and every ```wl block in `docs/*.md` and `README.md` must check (a block fenced
+//! ```wl,error must fail instead).
 //!
 //! Doc blocks are checked as if they were the markdown file itself, padded with blank lines so
 //! a diagnostic points at the block's real line in the markdown, and resolved from the markdown
@@ -88,6 +89,12 @@ fn workloads_check_and_lower() {
 #[test]
 fn examples_check_and_lower() {
     assert!(check_corpus("examples") >= 1, "no example found");
+}
+
+#[test]
+fn init_templates_check_and_lower() {
+    // One starter per kind `wlrun init --kind` takes.
+    assert_eq!(check_corpus("templates"), 4, "not one template per kind");
 }
 
 /// The embedded stdlib is the `stdlib/` folder, and every module imports by its `std/` name.
