@@ -295,6 +295,8 @@ fn compare_recipe_runs_twice_and_compares() {
                 "--param",
                 "length=2s",
                 "--param",
+                "rows_rate=5000/s",
+                "--param",
                 "reads=20/s",
                 "--param",
                 "sla_p99=10s",
