@@ -7,8 +7,8 @@
 //   wlrun run examples/cookbook/pg-sharded.wl --shard 1/2 --barrier 127.0.0.1:7471 --out runs/s1
 //   wlrun merge runs/s0 runs/s1 --out runs/merged
 //
-// What sharding refuses (stages, find max rate, concurrent groups, probe visible, SQLite)
-// this file does not use.
+// What sharding refuses (stages, find max rate, concurrent groups, probe visible; SQLite
+// under `wlrun k8s`) this file does not use.
 
 import "std/tsbs/cpu-only.wl" as tsbs (hosts = hosts, start = start, end = start + span)
 
@@ -54,7 +54,7 @@ query host_hour {
   bind $1 = format("host_%d", uniform(0, hosts))
   bind $2 = w.start
   bind $3 = w.end
-  route by $1                      // a host's queries on one connection of one shard
+  route by $1                      // a host's queries on one connection of each shard
 }
 
 run lookups {
