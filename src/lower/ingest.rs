@@ -24,13 +24,21 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
     let Some(rows_clause) = rows_clause else {
         return ev.fail(missing(i.name.span, "rows", "rows tsbs.cpu"));
     };
-    let Endpoint {
-        tinst,
-        target,
-        ep,
-        plan: endpoint,
-    } = ingest_endpoint(ev, i, into, &scope)?;
-    let rows = row_source(ev, &rows_clause.source)?;
+    // The rows are checked even when the endpoint is wrong: one round shows both mistakes.
+    let endpoint = ingest_endpoint(ev, i, into, &scope);
+    let rows = row_source(ev, &rows_clause.source);
+    let (
+        Some(Endpoint {
+            tinst,
+            target,
+            ep,
+            plan: endpoint,
+        }),
+        Some(rows),
+    ) = (endpoint, rows)
+    else {
+        return None;
+    };
     let limit = match &rows_clause.limit {
         Some(e) => Some(positive_int(ev, e, &scope, "limit")?),
         None => None,
