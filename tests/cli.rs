@@ -297,6 +297,44 @@ fn unknown_flag_exits_2() {
 }
 
 #[test]
+fn a_bad_param_is_shown_as_the_flag_written() {
+    // The value's parse error points into the flag as written, not into a file named after it.
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(["plan", "w.wl", "--param", "hosts=(1"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("error[E0001]")
+        .stderr_has("--> <command line>:1:17\n")
+        .stderr_has("1 | --param hosts=(1\n");
+    // An unknown name is underlined in the flag, with the name meant.
+    let run = Test::new()
+        .file("w.wl", MATRIX)
+        .args(["plan", "w.wl", "-p", "hots=2"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("--> <command line>:1:9\n")
+        .stderr_has("1 | --param hots=2\n")
+        .stderr_has("did you mean `hosts`?");
+    assert!(
+        run.stderr.contains("  |         ^^^^ unknown name"),
+        "{}",
+        run.stderr
+    );
+    // `--only` too.
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(["plan", "w.wl", "--only", "protocol"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("--> <command line>:1:8\n")
+        .stderr_has("1 | --only protocol\n");
+}
+
+#[test]
 fn version_exits_0() {
     Test::new()
         .args(["--version"])
@@ -585,8 +623,8 @@ fn a_text_param_is_still_checked_where_it_is_used() {
         .stderr_has("error[E0303]")
         .stderr_has("w.wl:7:11")
         // What was checked is the flag's value: the error shows it.
-        .stderr_has("--> --param qwp_url=:1:1")
-        .stderr_has("1 | http://127.0.0.1:9000")
+        .stderr_has("--> <command line>:1:17")
+        .stderr_has("1 | --param qwp_url=http://127.0.0.1:9000")
         .stderr_has("`qwp_url` is set here");
     // A param that is not text parses its value as before: a URL there is a syntax error at
     // the flag.
@@ -597,7 +635,7 @@ fn a_text_param_is_still_checked_where_it_is_used() {
         .no_panic()
         .code(2)
         .stderr_has("error[E0001]")
-        .stderr_has("--> --param hosts=:1:5");
+        .stderr_has("--> <command line>:1:19");
 }
 
 #[test]
