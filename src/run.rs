@@ -68,13 +68,28 @@ fn with_default_subcommand(args: Vec<OsString>) -> Vec<OsString> {
         }
     };
     match file {
-        Some(at) if !SUBCOMMANDS.contains(&args[at].to_str().unwrap_or("")) => {
+        Some(at)
+            if !SUBCOMMANDS.contains(&args[at].to_str().unwrap_or(""))
+                && !mistyped_subcommand(&args[at]) =>
+        {
             let mut out = args;
             out.insert(1, OsString::from("run"));
             out
         }
         _ => args,
     }
+}
+
+/// `chek` in `wlrun chek f.wl`: a word that is no file but close to a subcommand is left to
+/// clap, which names the subcommand meant, rather than taken for `run`'s file, which would
+/// have made `f.wl` an unexpected argument.
+fn mistyped_subcommand(arg: &OsString) -> bool {
+    let Some(word) = arg.to_str() else {
+        return false;
+    };
+    !word.contains(['.', '/', '\\'])
+        && !Path::new(word).exists()
+        && diag::suggest(word, SUBCOMMANDS.iter().copied()).is_some()
 }
 
 fn options(select: &Select) -> Options {

@@ -297,6 +297,40 @@ fn unknown_flag_exits_2() {
 }
 
 #[test]
+fn a_mistyped_subcommand_or_flag_gets_a_suggestion() {
+    // Taken for `run`'s file, `chek` made `w.wl` an unexpected argument, with no suggestion.
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(["chek", "w.wl"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("unrecognized subcommand 'chek'")
+        .stderr_has("a similar subcommand exists: 'check'");
+    // A file of that name is still run, as `wlrun FILE` always is.
+    Test::new()
+        .file("plna", MATRIX)
+        .args(["plna", "--only", "protocol=nosuch"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("error[E0403]");
+    for args in [
+        ["check", "--parm", "hosts=1", "w.wl"],
+        ["--quite", "w.wl", "", ""],
+    ] {
+        let args: Vec<&str> = args.into_iter().filter(|a| !a.is_empty()).collect();
+        Test::new()
+            .file("w.wl", MATRIX)
+            .args(args)
+            .run()
+            .no_panic()
+            .code(2)
+            .stderr_has("a similar argument exists");
+    }
+}
+
+#[test]
 fn a_bad_param_is_shown_as_the_flag_written() {
     // The value's parse error points into the flag as written, not into a file named after it.
     Test::new()
