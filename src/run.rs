@@ -12,8 +12,8 @@ use clap::Parser;
 
 use crate::check::{self, Options};
 use crate::cli::{
-    Cli, Color, Command, Select, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK,
-    EXIT_TERMINATED, EXIT_UNMEASURED, EXIT_USAGE,
+    Cli, Color, Command, MessageFormat, Select, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED,
+    EXIT_OK, EXIT_TERMINATED, EXIT_UNMEASURED, EXIT_USAGE,
 };
 use crate::diag::{self, Style};
 use crate::report::outcome::Outcome;
@@ -117,11 +117,21 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Color::Auto => Style::Plain,
     };
     match cli.command {
-        Command::Check { files, select } => {
+        Command::Check {
+            files,
+            message_format,
+            select,
+        } => {
             let mut code = EXIT_OK;
             for file in files {
                 let out = compile::check_file(&file, &options(&select));
-                say!("{}", diag::render_all(&out.map, &out.diagnostics, style));
+                if message_format == MessageFormat::Json {
+                    let lines = diag::json_lines(&out.map, &out.diagnostics);
+                    let masked = crate::secrets::mask_json(&lines);
+                    let _ = std::io::stdout().write_all(masked.as_bytes());
+                } else {
+                    say!("{}", diag::render_all(&out.map, &out.diagnostics, style));
+                }
                 match out.checked {
                     Some(_) => {
                         let warnings = out.diagnostics.len();

@@ -369,6 +369,60 @@ fn a_bad_param_is_shown_as_the_flag_written() {
 }
 
 #[test]
+fn check_message_format_json_prints_one_object_per_diagnostic() {
+    let two = BROKEN.replace("rows 10", "rows 10\n  field w: long = nosuch");
+    let run = Test::new()
+        .file("bad.wl", &two)
+        .args(["check", "bad.wl", "--message-format", "json"])
+        .run()
+        .no_panic()
+        .code(2);
+    let lines: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", run.stdout);
+    let unknown_fn = &lines[1];
+    assert_eq!(unknown_fn["file"], "bad.wl");
+    assert_eq!(unknown_fn["severity"], "error");
+    assert_eq!(unknown_fn["code"], "E0204");
+    assert_eq!(unknown_fn["message"], "unknown function `unifrom`");
+    assert_eq!(
+        [
+            &unknown_fn["line_start"],
+            &unknown_fn["column_start"],
+            &unknown_fn["line_end"],
+            &unknown_fn["column_end"]
+        ],
+        [5, 19, 5, 26],
+        "{unknown_fn}"
+    );
+    assert_eq!(unknown_fn["notes"][0], "did you mean `uniform`?");
+    assert_eq!(lines[0]["line_start"], 4, "{}", lines[0]);
+    // Nothing for a human on stdout, and the human rendering is not printed at all.
+    assert!(!run.stderr.contains("error["), "{}", run.stderr);
+    // A secondary place comes with its own position.
+    let run = Test::new()
+        .file("w.wl", MATRIX)
+        .args([
+            "check",
+            "w.wl",
+            "-p",
+            "hosts=\"ten\"",
+            "--message-format=json",
+        ])
+        .run()
+        .no_panic()
+        .code(2);
+    let d: Value = serde_json::from_str(run.stdout.trim()).expect("one line");
+    assert_eq!(d["file"], "<command line>", "{d}");
+    assert_eq!(d["related"][0]["file"], "w.wl", "{d}");
+    assert_eq!(d["related"][0]["line_start"], 3, "{d}");
+    assert_eq!(d["related"][0]["message"], "declared here", "{d}");
+}
+
+#[test]
 fn version_exits_0() {
     Test::new()
         .args(["--version"])
