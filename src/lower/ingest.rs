@@ -37,6 +37,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         Some(rows),
     ) = (endpoint, rows)
     else {
+        endpoint_free_clauses(ev, i, rows_clause, &scope);
         return None;
     };
     let limit = match &rows_clause.limit {
@@ -208,6 +209,26 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         rows.range.is_some(),
     )?;
     Some(phase)
+}
+
+/// The clauses that need neither the endpoint nor the rows, checked when one of those failed,
+/// so that their mistakes show in the same round.
+fn endpoint_free_clauses(ev: &Eval<'_>, i: &ast::Ingest, rows_clause: &ast::Rows, scope: &Scope) {
+    if let Some(e) = &rows_clause.limit {
+        let _ = positive_int(ev, e, scope, "limit");
+    }
+    if let Some(c) = single(ev, &i.batch, |c| c.span, "batch") {
+        let _ = bounded_int(ev, &c.value, scope, "the batch size", MAX_BATCH_ROWS);
+    }
+    if let Some(c) = single(ev, &i.workers, |c| c.span, "workers") {
+        let _ = bounded_int(ev, &c.value, scope, "workers", MAX_WORKERS);
+    }
+    for (clause, name) in [(&i.duration, "duration"), (&i.warmup, "warmup")] {
+        if let Some(c) = single(ev, clause, |c| c.span, name) {
+            let _ = duration(ev, &c.value, scope, false);
+        }
+    }
+    let _ = ingest_rate(ev, i, scope);
 }
 
 /// The endpoint an ingest sends to, with the target it belongs to.
