@@ -74,6 +74,11 @@ pub enum Command {
         /// Workload files (.wl).
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// How diagnostics are printed: `human` (on standard error) or `json` (one object per
+        /// diagnostic and line, on standard output, for editors and CI annotations;
+        /// docs/diagnostics.md lists its fields).
+        #[arg(long, value_enum, value_name = "FORMAT", default_value_t = MessageFormat::Human)]
+        message_format: MessageFormat,
         #[command(flatten)]
         select: Select,
     },
@@ -296,6 +301,12 @@ fn parse_threshold(s: &str) -> Result<f64, String> {
     } else {
         Err(format!("`{s}` is not a change of 0% or more"))
     }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MessageFormat {
+    Human,
+    Json,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -12,8 +12,8 @@ use clap::Parser;
 
 use crate::check::{self, Options};
 use crate::cli::{
-    Cli, Color, Command, Select, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_OK,
-    EXIT_TERMINATED, EXIT_UNMEASURED, EXIT_USAGE,
+    Cli, Color, Command, MessageFormat, Select, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED,
+    EXIT_OK, EXIT_TERMINATED, EXIT_UNMEASURED, EXIT_USAGE,
 };
 use crate::diag::{self, Style};
 use crate::report::outcome::Outcome;
@@ -68,13 +68,28 @@ fn with_default_subcommand(args: Vec<OsString>) -> Vec<OsString> {
         }
     };
     match file {
-        Some(at) if !SUBCOMMANDS.contains(&args[at].to_str().unwrap_or("")) => {
+        Some(at)
+            if !SUBCOMMANDS.contains(&args[at].to_str().unwrap_or(""))
+                && !mistyped_subcommand(&args[at]) =>
+        {
             let mut out = args;
             out.insert(1, OsString::from("run"));
             out
         }
         _ => args,
     }
+}
+
+/// `chek` in `wlrun chek f.wl`: a word that is no file but close to a subcommand is left to
+/// clap, which names the subcommand meant, rather than taken for `run`'s file, which would
+/// have made `f.wl` an unexpected argument.
+fn mistyped_subcommand(arg: &OsString) -> bool {
+    let Some(word) = arg.to_str() else {
+        return false;
+    };
+    !word.contains(['.', '/', '\\'])
+        && !Path::new(word).exists()
+        && diag::suggest(word, SUBCOMMANDS.iter().copied()).is_some()
 }
 
 fn options(select: &Select) -> Options {
@@ -102,11 +117,21 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Color::Auto => Style::Plain,
     };
     match cli.command {
-        Command::Check { files, select } => {
+        Command::Check {
+            files,
+            message_format,
+            select,
+        } => {
             let mut code = EXIT_OK;
             for file in files {
                 let out = compile::check_file(&file, &options(&select));
-                say!("{}", diag::render_all(&out.map, &out.diagnostics, style));
+                if message_format == MessageFormat::Json {
+                    let lines = diag::json_lines(&out.map, &out.diagnostics);
+                    let masked = crate::secrets::mask_json(&lines);
+                    let _ = std::io::stdout().write_all(masked.as_bytes());
+                } else {
+                    say!("{}", diag::render_all(&out.map, &out.diagnostics, style));
+                }
                 match out.checked {
                     Some(_) => {
                         let warnings = out.diagnostics.len();

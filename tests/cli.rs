@@ -297,6 +297,132 @@ fn unknown_flag_exits_2() {
 }
 
 #[test]
+fn a_mistyped_subcommand_or_flag_gets_a_suggestion() {
+    // Taken for `run`'s file, `chek` made `w.wl` an unexpected argument, with no suggestion.
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(["chek", "w.wl"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("unrecognized subcommand 'chek'")
+        .stderr_has("a similar subcommand exists: 'check'");
+    // A file of that name is still run, as `wlrun FILE` always is.
+    Test::new()
+        .file("plna", MATRIX)
+        .args(["plna", "--only", "protocol=nosuch"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("error[E0403]");
+    for args in [
+        ["check", "--parm", "hosts=1", "w.wl"],
+        ["--quite", "w.wl", "", ""],
+    ] {
+        let args: Vec<&str> = args.into_iter().filter(|a| !a.is_empty()).collect();
+        Test::new()
+            .file("w.wl", MATRIX)
+            .args(args)
+            .run()
+            .no_panic()
+            .code(2)
+            .stderr_has("a similar argument exists");
+    }
+}
+
+#[test]
+fn a_bad_param_is_shown_as_the_flag_written() {
+    // The value's parse error points into the flag as written, not into a file named after it.
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(["plan", "w.wl", "--param", "hosts=(1"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("error[E0001]")
+        .stderr_has("--> <command line>:1:17\n")
+        .stderr_has("1 | --param hosts=(1\n");
+    // An unknown name is underlined in the flag, with the name meant.
+    let run = Test::new()
+        .file("w.wl", MATRIX)
+        .args(["plan", "w.wl", "-p", "hots=2"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("--> <command line>:1:9\n")
+        .stderr_has("1 | --param hots=2\n")
+        .stderr_has("did you mean `hosts`?");
+    assert!(
+        run.stderr.contains("  |         ^^^^ unknown name"),
+        "{}",
+        run.stderr
+    );
+    // `--only` too.
+    Test::new()
+        .file("w.wl", MATRIX)
+        .args(["plan", "w.wl", "--only", "protocol"])
+        .run()
+        .no_panic()
+        .code(2)
+        .stderr_has("--> <command line>:1:8\n")
+        .stderr_has("1 | --only protocol\n");
+}
+
+#[test]
+fn check_message_format_json_prints_one_object_per_diagnostic() {
+    let two = BROKEN.replace("rows 10", "rows 10\n  field w: long = nosuch");
+    let run = Test::new()
+        .file("bad.wl", &two)
+        .args(["check", "bad.wl", "--message-format", "json"])
+        .run()
+        .no_panic()
+        .code(2);
+    let lines: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", run.stdout);
+    let unknown_fn = &lines[1];
+    assert_eq!(unknown_fn["file"], "bad.wl");
+    assert_eq!(unknown_fn["severity"], "error");
+    assert_eq!(unknown_fn["code"], "E0204");
+    assert_eq!(unknown_fn["message"], "unknown function `unifrom`");
+    assert_eq!(
+        [
+            &unknown_fn["line_start"],
+            &unknown_fn["column_start"],
+            &unknown_fn["line_end"],
+            &unknown_fn["column_end"]
+        ],
+        [5, 19, 5, 26],
+        "{unknown_fn}"
+    );
+    assert_eq!(unknown_fn["notes"][0], "did you mean `uniform`?");
+    assert_eq!(lines[0]["line_start"], 4, "{}", lines[0]);
+    // Nothing for a human on stdout, and the human rendering is not printed at all.
+    assert!(!run.stderr.contains("error["), "{}", run.stderr);
+    // A secondary place comes with its own position.
+    let run = Test::new()
+        .file("w.wl", MATRIX)
+        .args([
+            "check",
+            "w.wl",
+            "-p",
+            "hosts=\"ten\"",
+            "--message-format=json",
+        ])
+        .run()
+        .no_panic()
+        .code(2);
+    let d: Value = serde_json::from_str(run.stdout.trim()).expect("one line");
+    assert_eq!(d["file"], "<command line>", "{d}");
+    assert_eq!(d["related"][0]["file"], "w.wl", "{d}");
+    assert_eq!(d["related"][0]["line_start"], 3, "{d}");
+    assert_eq!(d["related"][0]["message"], "declared here", "{d}");
+}
+
+#[test]
 fn version_exits_0() {
     Test::new()
         .args(["--version"])
@@ -585,8 +711,8 @@ fn a_text_param_is_still_checked_where_it_is_used() {
         .stderr_has("error[E0303]")
         .stderr_has("w.wl:7:11")
         // What was checked is the flag's value: the error shows it.
-        .stderr_has("--> --param qwp_url=:1:1")
-        .stderr_has("1 | http://127.0.0.1:9000")
+        .stderr_has("--> <command line>:1:17")
+        .stderr_has("1 | --param qwp_url=http://127.0.0.1:9000")
         .stderr_has("`qwp_url` is set here");
     // A param that is not text parses its value as before: a URL there is a syntax error at
     // the flag.
@@ -597,7 +723,7 @@ fn a_text_param_is_still_checked_where_it_is_used() {
         .no_panic()
         .code(2)
         .stderr_has("error[E0001]")
-        .stderr_has("--> --param hosts=:1:5");
+        .stderr_has("--> <command line>:1:19");
 }
 
 #[test]

@@ -93,10 +93,10 @@ pub(super) fn read_flags(
     declared.diags.take();
     let mut only: Vec<((String, Span), String)> = Vec::new();
     for raw in &opts.only {
-        let Some((name, value)) = split_assignment(map, "--only", raw, diags) else {
+        let Some(a) = split_assignment(map, "--only", raw, diags) else {
             continue;
         };
-        only.push((name, value));
+        only.push(((a.name, a.name_span), a.value));
     }
     Flags {
         overrides,
@@ -105,23 +105,37 @@ pub(super) fn read_flags(
     }
 }
 
+/// What diagnostics call a flag's pseudo-file, as gcc calls a `-D` macro's place: the file's
+/// text is the flag as written, so `--> <command line>:1:17` points into it.
+const COMMAND_LINE: &str = "<command line>";
+
+/// `name=value` split, in a pseudo-file holding the whole flag.
+struct Assignment {
+    name: String,
+    name_span: Span,
+    value: String,
+    /// Where the value starts in the pseudo-file: after the `=`.
+    value_at: usize,
+}
+
 /// Splits `name=value`, reporting a positioned error in a pseudo-file for the flag.
 fn split_assignment(
     map: &mut SourceMap,
     flag: &str,
     raw: &str,
     diags: &mut Diagnostics,
-) -> Option<((String, Span), String)> {
+) -> Option<Assignment> {
     let file = map.add(
-        Origin::Disk(flag.into()),
+        Origin::Disk(format!("{flag} {raw}").into()),
+        COMMAND_LINE.to_string(),
         format!("{flag} {raw}"),
-        raw.to_string(),
     );
+    let at = flag.len() + 1;
     let Some((name, value)) = raw.split_once('=') else {
         diags.push(
             Diagnostic::error(
                 Code::E0403,
-                Span::new(file, 0, raw.len()),
+                Span::new(file, at, at + raw.len()),
                 format!("`{flag}` takes NAME=VALUE"),
             )
             .label("missing `=`"),
@@ -133,17 +147,20 @@ fn split_assignment(
         diags.push(
             Diagnostic::error(
                 Code::E0403,
-                Span::new(file, 0, 1),
+                Span::new(file, at, at + 1),
                 "missing name before `=`",
             )
             .label("expected NAME=VALUE"),
         );
         return None;
     }
-    Some((
-        (name_t.to_string(), Span::new(file, 0, name.len())),
-        value.trim().to_string(),
-    ))
+    let lead = name.len() - name.trim_start().len();
+    Some(Assignment {
+        name: name_t.to_string(),
+        name_span: Span::new(file, at + lead, at + lead + name_t.len()),
+        value: value.trim().to_string(),
+        value_at: at + name.len() + 1,
+    })
 }
 
 /// An override whose kind differs from the param's declared value (`--param records=ten` for
@@ -191,20 +208,15 @@ fn parse_assignment(
     text_param: impl Fn(&str) -> bool,
     diags: &mut Diagnostics,
 ) -> Option<((String, Span), ast::Expr)> {
-    let ((name, span), _) = split_assignment(map, flag, raw, diags)?;
-    let eq = raw.find('=').expect("split found `=`");
-    let value_text = &raw[eq + 1..];
-    let file = map.add(
-        Origin::Disk(format!("{flag} {name}").into()),
-        format!("{flag} {name}="),
-        value_text.to_string(),
-    );
+    let a = split_assignment(map, flag, raw, diags)?;
+    let (name, span, file) = (a.name, a.name_span, a.name_span.file);
+    let value_text = &map.get(file).text[a.value_at..];
     // A text param takes the value as it stands, the way a shell user writes a URL or a path.
     // A value in quotes is still a string literal (`"${host}:9000"` interpolates), and an
     // empty one still fails to parse: `--param url=$UNSET` is a mistake, not "".
     let text = value_text.trim();
     if text_param(&name) && !text.is_empty() && !text.starts_with('"') {
-        let start = value_text.len() - value_text.trim_start().len();
+        let start = a.value_at + value_text.len() - value_text.trim_start().len();
         let at = Span::new(file, start, start + text.len());
         let lit = ast::StrLit {
             parts: vec![ast::StrPart::Text(text.to_string())],
@@ -218,7 +230,7 @@ fn parse_assignment(
             },
         ));
     }
-    match syntax::parse_value(map, file) {
+    match syntax::parse_value(map, file, a.value_at) {
         Ok(e) => Some(((name, span), e)),
         Err(d) => {
             diags.push(d);

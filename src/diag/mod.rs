@@ -2,10 +2,12 @@
 //! one; checking collects all of them and sorts them by position before they are shown.
 
 mod code;
+mod json;
 mod render;
 mod suggest;
 
 pub use code::Code;
+pub use json::json_lines;
 pub use render::{render, render_all, Style, MAX_SHOWN};
 pub use suggest::suggest;
 

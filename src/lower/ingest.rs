@@ -24,13 +24,22 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
     let Some(rows_clause) = rows_clause else {
         return ev.fail(missing(i.name.span, "rows", "rows tsbs.cpu"));
     };
-    let Endpoint {
-        tinst,
-        target,
-        ep,
-        plan: endpoint,
-    } = ingest_endpoint(ev, i, into, &scope)?;
-    let rows = row_source(ev, &rows_clause.source)?;
+    // The rows are checked even when the endpoint is wrong: one round shows both mistakes.
+    let endpoint = ingest_endpoint(ev, i, into, &scope);
+    let rows = row_source(ev, &rows_clause.source);
+    let (
+        Some(Endpoint {
+            tinst,
+            target,
+            ep,
+            plan: endpoint,
+        }),
+        Some(rows),
+    ) = (endpoint, rows)
+    else {
+        endpoint_free_clauses(ev, i, rows_clause, &scope);
+        return None;
+    };
     let limit = match &rows_clause.limit {
         Some(e) => Some(positive_int(ev, e, &scope, "limit")?),
         None => None,
@@ -200,6 +209,26 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         rows.range.is_some(),
     )?;
     Some(phase)
+}
+
+/// The clauses that need neither the endpoint nor the rows, checked when one of those failed,
+/// so that their mistakes show in the same round.
+fn endpoint_free_clauses(ev: &Eval<'_>, i: &ast::Ingest, rows_clause: &ast::Rows, scope: &Scope) {
+    if let Some(e) = &rows_clause.limit {
+        let _ = positive_int(ev, e, scope, "limit");
+    }
+    if let Some(c) = single(ev, &i.batch, |c| c.span, "batch") {
+        let _ = bounded_int(ev, &c.value, scope, "the batch size", MAX_BATCH_ROWS);
+    }
+    if let Some(c) = single(ev, &i.workers, |c| c.span, "workers") {
+        let _ = bounded_int(ev, &c.value, scope, "workers", MAX_WORKERS);
+    }
+    for (clause, name) in [(&i.duration, "duration"), (&i.warmup, "warmup")] {
+        if let Some(c) = single(ev, clause, |c| c.span, name) {
+            let _ = duration(ev, &c.value, scope, false);
+        }
+    }
+    let _ = ingest_rate(ev, i, scope);
 }
 
 /// The endpoint an ingest sends to, with the target it belongs to.

@@ -23,9 +23,12 @@ pub(super) fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Ph
     let queries = single(ev, &r.queries, |c| c.span, "queries");
     let request = single(ev, &r.request, |c| c.span, "request");
     let op = run_operation(ev, r, queries.is_some(), request)?;
-    let endpoint = run_endpoint(ev, r, against, op, &scope)?;
-    let Some(common) = run_clauses(ev, r, op, &scope) else {
+    // A bad endpoint (an unknown scheme, a URL that does not parse) is the target's mistake:
+    // the run's own clauses and queries are still checked, so that one round shows them all.
+    let endpoint = run_endpoint(ev, r, against, op, &scope);
+    let (Some(endpoint), Some(common)) = (endpoint, run_clauses(ev, r, op, &scope)) else {
         // Still check the queries, so their mistakes show too.
+        let _ = check_same_fits(ev, r, against, op);
         if let Some(sel) = queries {
             for s in &sel.value {
                 if let Some(qs) = select_queries(ev, s) {

@@ -19,13 +19,18 @@ use crate::span::{FileId, Span};
 pub const MAX_EXPR_OPERATORS: usize = 128;
 
 pub fn parse(map: &SourceMap, file: FileId) -> Result<ast::File, Diagnostic> {
-    let top = top_pair(map, file, Top::File)?;
+    let top = top_pair(map, file, &map.get(file).text, Top::File)?;
     parser::Walker { file }.file(top)
 }
 
-/// Parses a single value (the right-hand side of `--param name=VALUE`).
-pub fn parse_value(map: &SourceMap, file: FileId) -> Result<ast::Expr, Diagnostic> {
-    let top = top_pair(map, file, Top::Value)?;
+/// Parses a single value, the right-hand side of `--param name=VALUE`, which starts `from`
+/// bytes into its file: the file is the flag as written (`--param workers=x`), so that an error
+/// quotes the whole flag and points into its value.
+pub fn parse_value(map: &SourceMap, file: FileId, from: usize) -> Result<ast::Expr, Diagnostic> {
+    let text = &map.get(file).text;
+    // Blanked rather than cut off, so that pest's positions are the file's own.
+    let blanked = " ".repeat(from) + &text[from..];
+    let top = top_pair(map, file, &blanked, Top::Value)?;
     let expr = top.into_inner().next().expect("grammar: value expr");
     parser::Walker { file }.expr(expr)
 }
@@ -39,12 +44,12 @@ enum Top {
 
 /// The top rule's pair over the file's text, or the diagnostic for its first mistake. Nesting
 /// is checked first, so no input can overflow the parser's stack.
-fn top_pair(
+fn top_pair<'t>(
     map: &SourceMap,
     file: FileId,
+    text: &'t str,
     top: Top,
-) -> Result<pest::iterators::Pair<'_, parser::Rule>, Diagnostic> {
-    let text = &map.get(file).text;
+) -> Result<pest::iterators::Pair<'t, parser::Rule>, Diagnostic> {
     if let Some(at) = depth::too_deep(text) {
         let d = Diagnostic::error(
             Code::E0002,
