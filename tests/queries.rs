@@ -227,6 +227,13 @@ run r {{ against local.sqlite  queries q  count 40  workers 3 }}
     per.sort();
     assert_eq!(per, vec![0, 0, 40]);
     assert_eq!(q["query_types"][0]["rows_per_query"].as_f64(), Some(1.0));
+    // The terminal says so, as the pgbench timeseries tool's "Queries per worker" line does.
+    assert_eq!(q["routed"], true, "{q:#}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("  queries per worker (route by): "))
+        .unwrap_or_else(|| panic!("no queries per worker:\n{err}"));
+    assert!(line.contains("; 2 of 3 workers sat idle"), "{line}");
 }
 
 #[test]
