@@ -5,7 +5,9 @@
 //   wlrun examples/quickstart.wl           run it
 //
 // It loads one hour of the TSBS cpu-only data set for 10 hosts (3,600 rows) into an embedded
-// SQLite database file, then measures three small queries with two workers.
+// SQLite database file at a fixed rate over 1.5 s, then measures three small queries with two
+// workers for 2 s: a few seconds, so that every figure it prints per second is a rate (a span
+// under 0.1 s is "too short to be a rate").
 
 // 1. Data. The stdlib's TSBS cpu-only schema, at a small scale: its params are set here.
 import "std/tsbs/cpu-only.wl" as tsbs (hosts = hosts, start = start, end = start + 1h)
@@ -28,11 +30,13 @@ target local {
 }
 
 // 5. Ingest: generate the rows of `tsbs.cpu` and write them in batches, then check that a
-// `count(*)` sees them all.
+// `count(*)` sees them all. `rate` sends them on a fixed schedule (open loop): each host's
+// 360 readings in 1.5 s, however many hosts `--param hosts=N` asks for.
 ingest load {
   into local via sqlite
   rows tsbs.cpu
-  batch 1_000 rows
+  batch 200 rows
+  rate hosts * 240/s
   workers 1                  // SQLite has a single writer
   setup recreate             // drop and recreate the table first
   teardown keep              // keep the rows for the queries below (and for you)
@@ -73,11 +77,13 @@ query over_threshold {
   bind $1 = uniform(50, 100)
 }
 
-// 7. The run: which queries, over which endpoint, how many, with how many workers.
+// 7. The run: which queries, over which endpoint, for how long, with how many workers. Each
+// worker sends its next query when the last one's rows are read (closed loop), taking the
+// three in turn.
 run explore {
   against local.sqlite
   queries busiest_hosts, hosts_window, over_threshold
   workers 2
-  count 100 per query
+  duration 2s
   require rows(cpu) > 0      // refuse to measure an empty table
 }

@@ -70,8 +70,11 @@ ingest load {
 }
 "#;
 
+/// The quickstart as a first-time user runs it: it passes, and every figure it prints per
+/// second is a rate (its phases last long enough, a few seconds in all), with its queries'
+/// table under them.
 #[test]
-fn quickstart_runs_its_queries_and_passes() {
+fn quickstart_runs_its_queries_and_prints_rates() {
     let dir = tempfile::tempdir().unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     std::fs::copy(
@@ -79,21 +82,41 @@ fn quickstart_runs_its_queries_and_passes() {
         dir.path().join("quickstart.wl"),
     )
     .unwrap();
-    let out = wlrun(dir.path(), &["run", "quickstart.wl", "--json", "--quiet"]);
+    let out = wlrun(dir.path(), &["run", "quickstart.wl", "--out", "res"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let printed = format!("{err}{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(out.status.code(), Some(0), "{printed}");
+    for line in printed.lines() {
+        assert!(!line.contains("too short"), "not a rate: {line}\n{printed}");
+    }
+    for says in ["rows/s acked", "ok queries/s", "cores over", "p90", "p95"] {
+        assert!(printed.contains(says), "no `{says}`:\n{printed}");
+    }
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("res/report.json")).unwrap())
+            .unwrap();
+    let load = &report["cells"][0]["phases"][0];
+    assert_eq!(load["phase"], "ingest", "{load:#}");
+    assert_eq!(u(&load["rows_acked"]), 3_600);
+    assert!(load["rows_per_s"].as_f64().is_some(), "{load:#}");
     let q = &query_phases(&report)[0];
     assert_eq!(q["status"], "ok", "{q:#}");
-    assert_eq!(u(&q["ok"]), 300);
+    assert!(q["qps"].as_f64().is_some(), "{q:#}");
     assert_eq!(u(&q["failed"]), 0);
+    let ok = u(&q["ok"]);
     let types = q["query_types"].as_array().unwrap();
     assert_eq!(types.len(), 3);
     for t in types {
-        assert_eq!(u(&t["ok"]), 100, "{t:#}");
-        assert!(u(&t["latency"]["count"]) == 100);
+        assert!(u(&t["ok"]) > 0, "{t:#}");
+        assert!(t["qps"].as_f64().is_some(), "{t:#}");
+        assert_eq!(u(&t["latency"]["count"]), u(&t["ok"]));
         assert!(!t["latency"]["histogram"].as_str().unwrap().is_empty());
+        // Each type's row in the table: its name, then its counts.
+        let name = t["name"].as_str().unwrap();
+        let row = format!("  {name} ");
+        assert!(printed.contains(&row), "no row for {name}:\n{printed}");
     }
+    assert_eq!(types.iter().map(|t| u(&t["ok"])).sum::<u64>(), ok);
     // The top-3 query returns 3 rows every time; the windowed one 2 hosts' maxima at most.
     assert_eq!(types[0]["rows_per_query"].as_f64(), Some(3.0));
     let w = types[1]["rows_per_query"].as_f64().unwrap();
@@ -104,7 +127,7 @@ fn quickstart_runs_its_queries_and_passes() {
         .iter()
         .map(u)
         .collect();
-    assert_eq!(per_worker.iter().sum::<u64>(), 300);
+    assert_eq!(per_worker.iter().sum::<u64>(), ok);
     assert_eq!(per_worker.len(), 2);
 }
 
@@ -204,6 +227,13 @@ run r {{ against local.sqlite  queries q  count 40  workers 3 }}
     per.sort();
     assert_eq!(per, vec![0, 0, 40]);
     assert_eq!(q["query_types"][0]["rows_per_query"].as_f64(), Some(1.0));
+    // The terminal says so, as the pgbench timeseries tool's "Queries per worker" line does.
+    assert_eq!(q["routed"], true, "{q:#}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("  queries per worker (route by): "))
+        .unwrap_or_else(|| panic!("no queries per worker:\n{err}"));
+    assert!(line.contains("; 2 of 3 workers sat idle"), "{line}");
 }
 
 #[test]

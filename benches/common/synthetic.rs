@@ -335,6 +335,7 @@ fn query_phase(
         errors: BTreeMap::new(),
         traffic: wlrun::report::QueryTraffic {
             queries_per_worker: vec![ok / 4; 4],
+            routed: false,
         },
         client_cpu_s: Some(elapsed_s * 0.2),
         client_wait_s: None,

@@ -414,6 +414,7 @@ fn finish(
         }
     }
     report.traffic.queries_per_worker = per_worker;
+    report.traffic.routed = phase.queries.iter().any(|q| q.route.is_some());
     if phase.check_same_results {
         let mut results = BTreeMap::new();
         for w in &workers {

@@ -282,6 +282,7 @@ impl Merge for QuerySetup {
                 .iter()
                 .flat_map(|t| t.queries_per_worker.iter().copied())
                 .collect(),
+            routed: parts.iter().any(|t| t.routed),
         }
     }
 

@@ -93,14 +93,97 @@ const COLUMNS: &[&str] = &[
     "step_rate_per_s",
     "step_verdict",
     "step_broke",
+    // Every other figure report.json has for a phase, a query type or a label: its numbers,
+    // then the latency summaries' missing figures (`LATENCIES`).
+    "sum_us",
+    "rows_per_query",
+    "client_wait_s",
+    "late",
+    "late_share",
+    "bytes_sent",
+    "bytes_received",
+    "reconnects",
+    "rows_dropped",
+    "visible_baseline",
+    "null_rows_per_s",
+    "calibration_ratio",
+    "rate_rows_per_s",
+    "probe_every_s",
+    "probe_within_s",
+    "probes_empty",
+    "probes_caught_up",
+    "lag_clamped",
+    "probe_warmup_s",
+    "probes_warmup",
+    "probe_rows_target",
+    "probe_last_visible",
+    "probe_samples_stride",
+    "socket_bytes_written",
+    "socket_bytes_read",
+    "tls_plaintext_fallbacks",
+    "concurrent_started_at_offset_ms",
+    "concurrent_ended_at_offset_ms",
 ];
+
+/// The latency summaries of a phase, a type or a label, by the prefix of their columns: the
+/// latency itself has none (`p50_us`), and its count is `latency_count`.
+const LATENCIES: &[&str] = &[
+    "",
+    "service_",
+    "send_lag_",
+    "batch_",
+    "batch_intended_",
+    "lag_",
+    "probe_latency_",
+    "connect_",
+    "first_byte_",
+    "handshake_",
+];
+
+/// A latency summary's figures, as report.json names them.
+const FIGURES: &[&str] = &[
+    "count",
+    "min_us",
+    "mean_us",
+    "p50_us",
+    "p90_us",
+    "p95_us",
+    "p99_us",
+    "p999_us",
+    "max_us",
+    "stddev_us",
+];
+
+fn figure_column(prefix: &str, figure: &str) -> String {
+    match (prefix, figure) {
+        ("", "count") => "latency_count".into(),
+        _ => format!("{prefix}{figure}"),
+    }
+}
+
+/// Every column in its place: `COLUMNS`, then each summary figure no earlier column holds.
+fn columns() -> &'static [String] {
+    static ALL: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        let mut all: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
+        for prefix in LATENCIES {
+            for figure in FIGURES {
+                let c = figure_column(prefix, figure);
+                if !all.contains(&c) {
+                    all.push(c);
+                }
+            }
+        }
+        all
+    });
+    &ALL
+}
 
 /// A row being filled, column by name.
 struct Row(Vec<String>);
 
 impl Row {
     fn new(cell: usize, key: &str, phase: &str, kind: &str, row: &str) -> Row {
-        let mut r = Row(vec![String::new(); COLUMNS.len()]);
+        let mut r = Row(vec![String::new(); columns().len()]);
         r.set("cell", cell);
         r.set("key", key);
         r.set("phase", phase);
@@ -110,9 +193,9 @@ impl Row {
     }
 
     fn set(&mut self, column: &str, value: impl ToString) {
-        let i = COLUMNS
+        let i = columns()
             .iter()
-            .position(|c| *c == column)
+            .position(|c| c == column)
             .unwrap_or_else(|| panic!("report.csv has no column `{column}`"));
         self.0[i] = value.to_string();
     }
@@ -141,6 +224,40 @@ impl Row {
             self.set("handshake_p50_us", h.p50_us);
             self.set("handshake_max_us", h.max_us);
         }
+        self.summary("connect_", Some(&c.connect));
+        self.summary("first_byte_", Some(&c.first_byte));
+        self.summary("handshake_", c.handshake.as_ref());
+        self.set("socket_bytes_written", c.socket_bytes_written);
+        self.set("socket_bytes_read", c.socket_bytes_read);
+        if let Some(t) = &c.tls {
+            self.set("tls_plaintext_fallbacks", t.plaintext_fallbacks);
+        }
+    }
+
+    /// Every figure of a latency summary under `prefix` (`LATENCIES`): its count always, the
+    /// rest only when it measured something (no figure from nothing); nothing for `None`.
+    fn summary(&mut self, prefix: &str, l: Option<&Latency>) {
+        let Some(l) = l else {
+            return;
+        };
+        self.set(&figure_column(prefix, "count"), l.count);
+        if l.count == 0 {
+            return;
+        }
+        let figures: [(&str, &dyn ToString); 9] = [
+            ("min_us", &l.min_us),
+            ("mean_us", &l.mean_us),
+            ("p50_us", &l.p50_us),
+            ("p90_us", &l.p90_us),
+            ("p95_us", &l.p95_us),
+            ("p99_us", &l.p99_us),
+            ("p999_us", &l.p999_us),
+            ("max_us", &l.max_us),
+            ("stddev_us", &l.stddev_us),
+        ];
+        for (figure, value) in figures {
+            self.set(&figure_column(prefix, figure), value.to_string());
+        }
     }
 
     /// The freshness columns of a probed ingest; the lag's empty when no probe saw rows.
@@ -156,6 +273,18 @@ impl Row {
         self.opt("all_visible_after_s", f.all_visible_after_s);
         self.set("probes_sent", f.probes_sent);
         self.set("probes_failed", f.probes_failed);
+        self.summary("lag_", Some(&f.lag));
+        self.summary("probe_latency_", Some(&f.probe_latency));
+        self.set("probe_every_s", f.every_s);
+        self.set("probe_within_s", f.within_s);
+        self.set("probes_empty", f.probes_empty);
+        self.set("probes_caught_up", f.probes_caught_up);
+        self.set("lag_clamped", f.lag_clamped);
+        self.set("probe_warmup_s", f.warmup_s);
+        self.set("probes_warmup", f.probes_warmup);
+        self.set("probe_rows_target", f.rows_target);
+        self.opt("probe_last_visible", f.last_visible);
+        self.set("probe_samples_stride", f.samples_stride);
     }
 
     /// The group columns: its name, and `until` (this phase's end ends the group), `stopped`
@@ -176,6 +305,8 @@ impl Row {
             "own"
         };
         self.set("concurrent_end", end);
+        self.opt("concurrent_started_at_offset_ms", c.started_at_offset_ms);
+        self.opt("concurrent_ended_at_offset_ms", c.ended_at_offset_ms);
     }
 
     /// A search's answer (empty when no step met the SLA) and outcome, on its phase row.
@@ -203,6 +334,13 @@ impl Row {
             self.set("service_p99_us", s.p99_us);
         }
     }
+
+    /// Every figure of `latency` and `service`, the columns of `latency` above included.
+    fn latencies(&mut self, latency: &Latency, service: Option<&Latency>) {
+        self.latency(latency, service);
+        self.summary("", Some(latency));
+        self.summary("service_", service);
+    }
 }
 
 fn status<T: std::fmt::Debug>(s: T) -> String {
@@ -211,7 +349,7 @@ fn status<T: std::fmt::Debug>(s: T) -> String {
 
 pub fn csv(report: &Report) -> Result<Vec<u8>, String> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
-    w.write_record(COLUMNS).map_err(|e| e.to_string())?;
+    w.write_record(columns()).map_err(|e| e.to_string())?;
     for cell in &report.cells {
         for phase in &cell.phases {
             for row in rows(cell.index, &cell.key, phase) {
@@ -251,12 +389,25 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.set("batch_max_us", r.batch_latency.max_us);
             row.opt("client_cpu_s", r.client_cpu_s);
             row.set("errors", r.errors.values().map(|e| e.count).sum::<u64>());
-            // `rate R`: the open-loop columns of query runs, counted in rows.
+            row.set("rows_dropped", r.rows_dropped);
+            row.opt("visible_baseline", r.visible_baseline);
+            row.summary("batch_", Some(&r.batch_latency));
+            if let Some(c) = &r.calibration {
+                row.opt("null_rows_per_s", c.null_rows_per_s);
+                row.opt("calibration_ratio", c.ratio);
+            }
+            // `rate R`: the open-loop columns of query runs, counted in rows (`late` in
+            // batches).
             if let Some(s) = &r.schedule {
                 row.set("scheduled", s.scheduled_rows);
                 row.set("cut_off", s.cut_off_rows);
                 row.set("unsent", s.unsent_rows);
                 row.set("achieved_rate", s.achieved_rate);
+                row.set("rate_rows_per_s", s.rate_rows_per_s);
+                row.set("late", s.late_batches);
+                row.opt("late_share", s.late_share);
+                row.summary("send_lag_", Some(&s.send_lag));
+                row.summary("batch_intended_", Some(&s.batch_latency_intended));
             }
             row.connecting(r.connecting.as_ref());
             row.freshness(r.freshness.as_ref());
@@ -274,13 +425,15 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
                 let mut row = part(cell, key, r, "query", &t.label, (t.ok, t.failed, t.rows));
                 row.set("query", &t.name);
                 row.opt("qps", t.qps);
-                row.latency(&t.latency, t.service.as_ref());
+                row.opt("rows_per_query", t.rows_per_query);
+                row.set("sum_us", t.sum_us);
+                row.latencies(&t.latency, t.service.as_ref());
                 parts.push(row);
             }
             for l in &r.detail.labels {
                 let mut row = part(cell, key, r, "label", &l.label, (l.ok, l.failed, l.rows));
                 row.opt("qps", l.qps);
-                row.latency(&l.latency, l.service.as_ref());
+                row.latencies(&l.latency, l.service.as_ref());
                 parts.push(row);
             }
             let rate = ("qps", r.output.qps);
@@ -288,7 +441,12 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
         }
         PhaseReport::Requests(r) => {
             let rate = ("rps", r.output.rps);
-            run_rows((cell, key, "requests"), r, rate, r.output.rows, Vec::new())
+            let mut rows = run_rows((cell, key, "requests"), r, rate, r.output.rows, Vec::new());
+            let t = &r.traffic;
+            rows[0].set("bytes_sent", t.bytes_sent);
+            rows[0].set("bytes_received", t.bytes_received);
+            rows[0].set("reconnects", t.reconnects);
+            rows
         }
         PhaseReport::NotRun { name, .. } => {
             let mut row = Row::new(cell, key, name, "", "phase");
@@ -355,7 +513,12 @@ fn run_row<K: RunKind + Workers>(cell: usize, key: &str, kind: &str, r: &RunRepo
     row.set("cut_off", r.accounting.cut_off);
     row.set("unsent", r.accounting.unsent);
     row.opt("achieved_rate", r.accounting.achieved_rate);
-    row.latency(&r.latency, r.service.as_ref());
+    row.latencies(&r.latency, r.service.as_ref());
+    row.set("sum_us", r.sum_us);
+    row.opt("client_wait_s", r.client_wait_s);
+    row.set("late", r.accounting.late);
+    row.opt("late_share", r.accounting.late_share);
+    row.summary("send_lag_", r.accounting.send_lag.as_ref());
     row.set("load", &r.load);
     row.concurrent(r.concurrent.as_ref(), r.status);
     row.findmax(r.findmax.as_ref());
@@ -717,7 +880,7 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
     fn a_phase_outside_any_group_and_without_a_probe_leaves_the_new_columns_empty() {
         let (header, rows) = table(&report());
         for row in &rows {
-            for c in &header[59..] {
+            for c in &header[59..77] {
                 if c != "load" {
                     assert_eq!(get(row, c), "", "{c}");
                 }
@@ -816,7 +979,7 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
         });
         let (header, rows) = table(&r);
         assert_eq!(
-            header[70..],
+            header[70..77],
             [
                 "findmax_answer_per_s",
                 "findmax_outcome",
@@ -913,5 +1076,259 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
             ],
             ["3", "bisect", "150", "597", "2", "1", "600", "149.25", "30000", "4", "", ""]
         );
+    }
+
+    /// A report whose phases have every optional object a run can give them (connections,
+    /// TLS, open-loop figures, a probe, a calibration, a group), so that every figure of
+    /// report.json is there to be looked for.
+    fn everything() -> Report {
+        use super::super::connections::{ConnectionsReport, TlsReport};
+        use super::super::{Calibration, IngestSchedule};
+        let connecting = Some(ConnectionsReport {
+            opened: 3,
+            connect: latency(900),
+            handshake: Some(latency(910)),
+            first_byte: latency(920),
+            socket_bytes_written: 930,
+            socket_bytes_read: 931,
+            tls: Some(TlsReport {
+                version: "TLSv1.3".into(),
+                full_handshakes: 932,
+                resumed_handshakes: 933,
+                plaintext_fallbacks: 934,
+                ..TlsReport::default()
+            }),
+        });
+        let group = Some(ConcurrentMember {
+            group: "g".into(),
+            phases: vec!["load".into()],
+            until: None,
+            set_end: false,
+            stopped_by_group: false,
+            started_at_offset_ms: Some(1.5),
+            ended_at_offset_ms: Some(2500.5),
+        });
+        let mut load = ingest_report(Status::Ok);
+        load.rows_dropped = 7;
+        load.visible_baseline = Some(8);
+        load.calibration = Some(Calibration {
+            null_rows_per_s: Some(90_000.5),
+            ratio: Some(0.05),
+        });
+        load.schedule = Some(IngestSchedule {
+            rate_rows_per_s: 5_000.5,
+            scheduled_rows: 10_020,
+            cut_off_rows: 10,
+            unsent_rows: 10,
+            achieved_rate: 0.999,
+            late_batches: 11,
+            late_share: Some(0.11),
+            send_lag: latency(600),
+            batch_latency_intended: latency(700),
+        });
+        load.freshness = Some(Freshness {
+            every_s: 0.05,
+            within_s: 10.5,
+            probes_sent: 40,
+            probes_failed: 2,
+            probes_empty: 3,
+            probes_caught_up: 4,
+            lag_clamped: 5,
+            warmup_s: 1.5,
+            probes_warmup: 6,
+            lag: latency(300_000),
+            probe_latency: latency(1_000),
+            rows_target: 9_000,
+            last_visible: Some(8_999),
+            all_visible_after_s: Some(0.35),
+            samples_stride: 2,
+            ..Freshness::default()
+        });
+        load.connecting = connecting.clone();
+        load.concurrent = group.clone();
+        let mut q = query_report();
+        q.client_wait_s = Some(0.125);
+        q.connecting = connecting.clone();
+        q.concurrent = group.clone();
+        let mut hits = request_report();
+        hits.service = Some(latency(70));
+        hits.accounting = q.accounting.clone();
+        hits.client_cpu_s = Some(1.5);
+        hits.client_wait_s = Some(0.25);
+        hits.output.rows = 17;
+        hits.connecting = connecting;
+        hits.concurrent = group;
+        let mut r = report();
+        r.cells = vec![CellReport {
+            index: 1,
+            key: "k".into(),
+            phases: vec![
+                PhaseReport::Ingest(Box::new(load)),
+                PhaseReport::Queries(Box::new(q)),
+                PhaseReport::Requests(Box::new(hits)),
+            ],
+        }];
+        r
+    }
+
+    /// The column a figure of report.json goes to: its path joined with `_`, but for the
+    /// names report.csv had before it carried every figure.
+    fn column_of(path: &[&str]) -> String {
+        let renamed: &[(&str, &str)] = &[
+            ("connections", "workers"),
+            ("rows", "result_rows"),
+            ("latency.count", "latency_count"),
+            ("latency.", ""),
+            ("batch_latency.", "batch_"),
+            ("schedule.scheduled_rows", "scheduled"),
+            ("schedule.cut_off_rows", "cut_off"),
+            ("schedule.unsent_rows", "unsent"),
+            ("schedule.late_batches", "late"),
+            ("schedule.send_lag.", "send_lag_"),
+            ("schedule.batch_latency_intended.", "batch_intended_"),
+            ("schedule.", ""),
+            ("freshness.probe_latency.", "probe_latency_"),
+            ("freshness.lag.", "lag_"),
+            ("freshness.probes_", "probes_"),
+            ("freshness.lag_clamped", "lag_clamped"),
+            ("freshness.all_visible_after_s", "all_visible_after_s"),
+            ("freshness.", "probe_"),
+            ("connecting.opened", "connections"),
+            ("connecting.tls.full_handshakes", "handshakes_full"),
+            ("connecting.tls.resumed_handshakes", "handshakes_resumed"),
+            ("connecting.tls.", "tls_"),
+            ("connecting.", ""),
+            ("calibration.null_rows_per_s", "null_rows_per_s"),
+        ];
+        let dotted = path.join(".");
+        for (from, to) in renamed {
+            if dotted == *from {
+                return to.to_string();
+            }
+            if from.ends_with('.') || from.ends_with('_') {
+                if let Some(rest) = dotted.strip_prefix(from) {
+                    return format!("{to}{}", rest.replace('.', "_"));
+                }
+            }
+        }
+        dotted.replace('.', "_")
+    }
+
+    /// Every number under `v`, with its path; what has rows of its own (`query_types`,
+    /// `labels`, `stages`, `findmax`), lists, maps keyed by what was counted (error classes,
+    /// HTTP statuses, counters) and where the time series are (`series`) are left out.
+    fn numbers<'a>(
+        v: &'a serde_json::Value,
+        path: &mut Vec<&'a str>,
+        out: &mut Vec<(String, f64)>,
+    ) {
+        const OWN_ROWS_OR_KEYED: &[&str] = &[
+            "query_types",
+            "labels",
+            "stages",
+            "findmax",
+            "errors",
+            "statuses",
+            "warmup_statuses",
+            "counters",
+            "series",
+        ];
+        match v {
+            serde_json::Value::Number(n) => out.push((column_of(path), n.as_f64().unwrap())),
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    if path.is_empty() && OWN_ROWS_OR_KEYED.contains(&k.as_str()) {
+                        continue;
+                    }
+                    path.push(k);
+                    numbers(v, path, out);
+                    path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Every number report.json has for a phase, a query type and a label is in report.csv,
+    /// in its row: a figure added to the JSON later fails here until it has its column.
+    #[test]
+    fn every_figure_of_a_phase_type_and_label_in_report_json_has_its_column() {
+        let r = everything();
+        let json = serde_json::to_value(&r).unwrap();
+        let (header, rows) = table(&r);
+        let mut objects = Vec::new();
+        for phase in json["cells"][0]["phases"].as_array().unwrap() {
+            let kind = phase["phase"].as_str().unwrap();
+            objects.push((kind, "phase", String::new(), phase));
+            for t in phase["query_types"].as_array().into_iter().flatten() {
+                let name = t["name"].as_str().unwrap().to_string();
+                objects.push((kind, "query", name, t));
+            }
+            for l in phase["labels"].as_array().into_iter().flatten() {
+                let name = l["label"].as_str().unwrap().to_string();
+                objects.push((kind, "label", name, l));
+            }
+        }
+        let mut missing = Vec::new();
+        let mut checked = 0;
+        for (kind, what, name, object) in objects {
+            let row = rows
+                .iter()
+                .find(|row| {
+                    get(row, "kind") == kind
+                        && get(row, "row") == what
+                        && (what != "query" || get(row, "query") == name)
+                        && (what != "label" || get(row, "label") == name)
+                })
+                .unwrap_or_else(|| panic!("no {what} row for {kind} {name}"));
+            let mut figures = Vec::new();
+            numbers(object, &mut Vec::new(), &mut figures);
+            for (column, value) in figures {
+                checked += 1;
+                if !header.contains(&column) {
+                    missing.push(format!("{kind} {what}: no column `{column}`"));
+                    continue;
+                }
+                let cell = get(row, &column);
+                if cell.parse::<f64>().ok() != Some(value) {
+                    missing.push(format!(
+                        "{kind} {what} `{column}`: {value} in JSON, `{cell}` in CSV"
+                    ));
+                }
+            }
+        }
+        assert!(checked > 150, "only {checked} figures were looked for");
+        assert!(missing.is_empty(), "{}", missing.join("\n"));
+    }
+
+    /// Today's columns keep their places: the header of the commit this was written from.
+    #[test]
+    fn the_columns_of_earlier_versions_keep_their_places() {
+        let (header, _) = table(&report());
+        let before: Vec<&str> = EARLIER
+            .split(',')
+            .chain([
+                "stage",
+                "stage_start_s",
+                "load",
+                "lag_p50_us",
+                "lag_p99_us",
+                "lag_max_us",
+                "all_visible_after_s",
+                "probes_sent",
+                "probes_failed",
+                "concurrent",
+                "concurrent_end",
+                "findmax_answer_per_s",
+                "findmax_outcome",
+                "step",
+                "step_search",
+                "step_rate_per_s",
+                "step_verdict",
+                "step_broke",
+            ])
+            .collect();
+        assert_eq!(before.len(), 77);
+        assert_eq!(header[..77], before[..]);
     }
 }

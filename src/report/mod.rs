@@ -18,6 +18,7 @@ pub mod series;
 pub mod shard;
 pub mod stages;
 pub mod together;
+mod workers;
 
 use std::collections::BTreeMap;
 
@@ -503,6 +504,10 @@ pub struct QueryOutput {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct QueryTraffic {
     pub queries_per_worker: Vec<u64>,
+    /// `route by` chose each query's worker (a key, not the next free worker); absent when
+    /// it did not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub routed: bool,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -191,15 +191,20 @@ fn request_lines(r: &RequestReport) -> String {
     out += &if r.latency.count == 0 {
         "  latency: none, no request succeeded\n".to_string()
     } else {
-        format!(
-            "  latency mean {} p50 {} p90 {} p99 {} p99.9 {} max {}\n",
-            ms(r.latency.mean_us as u64),
-            ms(r.latency.p50_us),
-            ms(r.latency.p90_us),
-            ms(r.latency.p99_us),
-            ms(r.latency.p999_us),
-            ms(r.latency.max_us),
-        )
+        // SQL endpoints return rows; an HTTP answer has none to count.
+        let rows = (r.output.rows > 0).then(|| r.output.rows as f64 / r.ok as f64);
+        let row = figures_row(
+            &r.setup.request,
+            (r.ok, r.failed),
+            r.output.rps,
+            rows,
+            &r.latency,
+        );
+        indented(&grid(
+            &figures_header("request", "req/s", "rows/req"),
+            &[row],
+            FIGURES,
+        ))
     };
     out += &service_line(r.service.as_ref(), &r.accounting);
     let codes = |s: &std::collections::BTreeMap<u16, u64>| {
@@ -329,39 +334,28 @@ fn query_lines(r: &QueryReport) -> String {
     out += &accounting_line(&r.accounting, r.ok, r.failed, "queries");
     out += &service_line(r.service.as_ref(), &r.accounting);
     out += &label_lines(r);
-    let header = [
-        "query", "ok", "failed", "q/s", "rows/q", "mean", "p50", "p95", "p99", "max",
-    ];
+    out += &super::workers::line(r);
     let rows: Vec<Vec<String>> = r
         .detail
         .query_types
         .iter()
         .map(|t| {
-            vec![
-                t.name.clone(),
-                thousands(t.ok),
-                thousands(t.failed),
-                t.qps.map_or("-".into(), |q| format!("{q:.1}")),
-                t.rows_per_query.map_or("-".into(), |v| format!("{v:.1}")),
-                of(&t.latency, t.latency.mean_us as u64),
-                of(&t.latency, t.latency.p50_us),
-                of(&t.latency, t.latency.p95_us),
-                of(&t.latency, t.latency.p99_us),
-                of(&t.latency, t.latency.max_us),
-            ]
+            figures_row(
+                &t.name,
+                (t.ok, t.failed),
+                t.qps,
+                t.rows_per_query,
+                &t.latency,
+            )
         })
         .collect();
-    // The table stands indented under the phase's lines; a run rebuilt from its time series
-    // has no per-query figures, and no table.
-    let table = if rows.is_empty() {
-        String::new()
-    } else {
-        grid(&header, &rows, &[1, 2, 3, 4, 5, 6, 7, 8, 9])
-    };
-    for line in table.lines() {
-        out += "  ";
-        out += line;
-        out += "\n";
+    // A run rebuilt from its time series has no per-query figures, and no table.
+    if !rows.is_empty() {
+        out += &indented(&grid(
+            &figures_header("query", "q/s", "rows/q"),
+            &rows,
+            FIGURES,
+        ));
     }
     out += &error_lines(&r.errors);
     for c in &r.detail.cross_checks {
@@ -402,22 +396,20 @@ fn label_lines(r: &QueryReport) -> String {
     if r.detail.labels.iter().all(|l| l.queries.len() < 2) {
         return String::new();
     }
-    let mut out = String::from("  by label:\n");
-    for l in &r.detail.labels {
-        out += &format!(
-            "    {}: {} ok, {} failed, {}; latency p50 {} p95 {} p99 {} max {} ({})\n",
-            l.label,
-            thousands(l.ok),
-            thousands(l.failed),
-            fmt_rate(l.qps, "q"),
-            of(&l.latency, l.latency.p50_us),
-            of(&l.latency, l.latency.p95_us),
-            of(&l.latency, l.latency.p99_us),
-            of(&l.latency, l.latency.max_us),
-            l.queries.join(", ")
-        );
-    }
-    out
+    let mut header = figures_header("label", "q/s", "rows/q").to_vec();
+    header.push("queries");
+    let rows: Vec<Vec<String>> = r
+        .detail
+        .labels
+        .iter()
+        .map(|l| {
+            let rows = (l.ok > 0).then(|| l.rows as f64 / l.ok as f64);
+            let mut row = figures_row(&l.label, (l.ok, l.failed), l.qps, rows, &l.latency);
+            row.push(l.queries.join(", "));
+            row
+        })
+        .collect();
+    indented(&grid(&header, &rows, FIGURES))
 }
 
 /// A rate for people: `1,234 rows/s`, `12.5 q/s`, `0.42 req/s` (`unit` is what is counted,
@@ -516,6 +508,53 @@ fn ingest_summary(r: &IngestReport) -> String {
         });
     }
     parts.join(", ")
+}
+
+/// The columns of a query type's or a request run's figures: what a user asks of a
+/// benchmark (the pgbench timeseries tool's summary), `name` and `rate` and `rows` naming
+/// its unit.
+fn figures_header<'a>(name: &'a str, rate: &'a str, rows: &'a str) -> [&'a str; 13] {
+    [
+        name, "ok", "failed", "err %", rate, rows, "min", "mean", "p50", "p90", "p95", "p99", "max",
+    ]
+}
+
+/// The right-aligned columns of `figures_header`: all but the name.
+const FIGURES: &[usize] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+
+/// One row under `figures_header`: counts, the share that failed, the rate of successes,
+/// rows per success, then the latency from its least to its most.
+fn figures_row(
+    name: &str,
+    (ok, failed): (u64, u64),
+    rate: Option<f64>,
+    rows: Option<f64>,
+    l: &crate::report::Latency,
+) -> Vec<String> {
+    let error_share = match ok + failed {
+        0 => "-".to_string(),
+        n => format!("{:.2}", 100.0 * failed as f64 / n as f64),
+    };
+    vec![
+        name.to_string(),
+        thousands(ok),
+        thousands(failed),
+        error_share,
+        rate.map_or("-".into(), rate_figure),
+        rows.map_or("-".into(), |v| format!("{v:.1}")),
+        of(l, l.min_us),
+        of(l, l.mean_us as u64),
+        of(l, l.p50_us),
+        of(l, l.p90_us),
+        of(l, l.p95_us),
+        of(l, l.p99_us),
+        of(l, l.max_us),
+    ]
+}
+
+/// A table standing under a phase's lines, two spaces in.
+fn indented(table: &str) -> String {
+    table.lines().map(|l| format!("  {l}\n")).collect()
 }
 
 /// One figure of `l`, or `-` when it measured nothing (no figure from nothing).

@@ -91,6 +91,7 @@ pub(super) fn query_report() -> QueryReport {
         errors: errors(),
         traffic: QueryTraffic {
             queries_per_worker: vec![24, 23],
+            routed: false,
         },
         client_cpu_s: Some(0.25),
         client_wait_s: None,
@@ -453,5 +454,68 @@ pub(super) fn findmax_search(
         outcome: outcome.into(),
         why: outcome.into(),
         steps,
+    }
+}
+
+/// What a user asks of each query type and each request run (the pgbench timeseries tool's
+/// summary) stands in its table: counts, the share that failed, the rate, rows per query,
+/// and the latency from min to max.
+#[test]
+fn a_query_types_and_a_request_runs_tables_carry_every_figure_a_user_asks_for() {
+    let mut r = report();
+    let spread = Latency {
+        count: 92,
+        min_us: 1_000,
+        mean_us: 2_000.0,
+        p50_us: 3_000,
+        p90_us: 4_000,
+        p95_us: 5_000,
+        p99_us: 6_000,
+        max_us: 7_000,
+        ..Latency::default()
+    };
+    if let PhaseReport::Queries(q) = &mut r.cells[0].phases[0] {
+        q.detail.query_types[0].latency = spread.clone();
+    }
+    if let PhaseReport::Requests(q) = &mut r.cells[0].phases[1] {
+        q.latency = spread;
+    }
+    let text = render::run_text(&r);
+    let lines: Vec<&str> = text.lines().collect();
+    let cells = |line: &str| -> Vec<String> {
+        line.split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    let latency = [
+        "1.00ms", "2.00ms", "3.00ms", "4.00ms", "5.00ms", "6.00ms", "7.00ms",
+    ];
+    for (name, rate, rows, row) in [
+        (
+            "query",
+            "q/s",
+            "rows/q",
+            ["t", "92", "3", "3.16", "61.3", "10.0"],
+        ),
+        (
+            "request",
+            "req/s",
+            "rows/req",
+            ["GET /", "92", "3", "3.16", "36.8", "-"],
+        ),
+    ] {
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("  {name} ")))
+            .unwrap_or_else(|| panic!("no table of {name}s:\n{text}"));
+        let head = [
+            name, "ok", "failed", "err %", rate, rows, "min", "mean", "p50", "p90", "p95", "p99",
+            "max",
+        ];
+        assert_eq!(cells(lines[at]), head, "{text}");
+        let want: Vec<&str> = row.iter().copied().chain(latency).collect();
+        assert_eq!(cells(lines[at + 1]), want, "{text}");
     }
 }

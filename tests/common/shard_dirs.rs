@@ -381,6 +381,7 @@ fn queries(dir: &Path, s: &Spec) -> QueryReport {
         errors: errors.clone(),
         traffic: QueryTraffic {
             queries_per_worker: vec![ok / 2, ok - ok / 2],
+            routed: false,
         },
         client_cpu_s: Some(0.25),
         client_wait_s: None,
