@@ -138,7 +138,10 @@ pub fn chart(f: &FindMaxReport) -> Option<String> {
         &limits,
         &marks,
         &dots,
-        "one dot per step: filled met the SLA, hollow broke it; the dashed line across is the SLA's bound",
+        &format!(
+            "x: the step's rate, {unit}; one dot per step: filled met the SLA, hollow broke it; \
+             the dashed line across is the SLA's bound"
+        ),
     )
 }
 

@@ -48,9 +48,19 @@ fn latencies(l: &Latency) -> Vec<String> {
     .collect()
 }
 
+/// A figure to `decimals` places, its whole part grouped by thousands as the counts are.
 fn fixed(v: Option<f64>, decimals: usize) -> String {
-    v.filter(|v| v.is_finite())
-        .map_or_else(dash, |v| format!("{v:.decimals$}"))
+    let Some(v) = v.filter(|v| v.is_finite() && *v >= 0.0) else {
+        return dash();
+    };
+    let text = format!("{v:.decimals$}");
+    let (whole, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let whole = thousands(whole.parse().unwrap_or(0));
+    if frac.is_empty() {
+        whole
+    } else {
+        format!("{whole}.{frac}")
+    }
 }
 
 fn error_pct(ok: u64, failed: u64) -> Option<f64> {
@@ -268,5 +278,13 @@ mod tests {
         assert_eq!(ms(1_234_567.0), "1,234.567");
         assert_eq!(ms(999.6), "1.000");
         assert_eq!(ms(1999.9996), "2.000");
+    }
+
+    #[test]
+    fn a_rate_is_grouped_by_thousands_and_rounded_once() {
+        assert_eq!(super::fixed(Some(72_638.94), 1), "72,638.9");
+        assert_eq!(super::fixed(Some(999.96), 1), "1,000.0");
+        assert_eq!(super::fixed(Some(3.1578), 2), "3.16");
+        assert_eq!(super::fixed(None, 1), "-");
     }
 }

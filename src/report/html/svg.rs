@@ -427,7 +427,9 @@ pub struct Dot {
 }
 
 /// Lines of y against x from 0 (a rate, not time), with dashed horizontal `limits`, vertical
-/// `marks` (an answer) and `dots`. `None` when there is nothing to draw.
+/// `marks` (an answer) and `dots`. The x unit labels the ticks only: the caller's note names
+/// it, since a title inside the plot would sit on the last dot. `None` when there is nothing
+/// to draw.
 pub fn curve(
     title: &str,
     (x_unit, y_unit): (Unit, Unit),
@@ -453,15 +455,6 @@ pub fn curve(
         .collect();
     let x_end = xt.last().map_or(x_hi, |t| t.0.max(x_hi));
     let mut f = frame(title, y_unit, y_max, (0.0, x_end), &xt);
-    if !x_unit.title().is_empty() {
-        let _ = write!(
-            f.out,
-            "<text class=\"sl\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-            W - RIGHT,
-            H - BOTTOM - 4.0,
-            esc(x_unit.title())
-        );
-    }
     for l in limits {
         let y = c(f.py(l.y));
         let _ = write!(
