@@ -198,13 +198,24 @@ const CHECK: &str = r#"(() => {
     return { i, title: svg.getAttribute('aria-label'), width: r.width, height: r.height,
              marks: marks.length, drawn: drawn.length };
   });
-  return { charts, width: document.documentElement.scrollWidth,
+  const numbers = [...document.querySelectorAll('table.numbers')].map(t => ({
+    header: [...t.querySelectorAll('th')].map(th => th.textContent),
+    rows: [...t.querySelectorAll('tr[data-cell]')].map(tr => ({
+      cell: Number(tr.dataset.cell), phase: tr.dataset.phase, query: tr.dataset.query ?? null,
+      cells: [...tr.querySelectorAll('td')].map(td => td.textContent) })) }));
+  return { charts, numbers, width: document.documentElement.scrollWidth,
            height: document.documentElement.scrollHeight };
 })()"#;
 
-/// Opens `page` and checks every chart; returns the full-page screenshot and the first screens
-/// of it (PNG).
-async fn check_page(port: u16, browser_path: &str, page: &Path, min_charts: usize) -> Vec<Vec<u8>> {
+/// A page as the browser laid it out: the full-page screenshot and the first screens of it
+/// (PNG), and the numbers tables as the DOM holds them.
+struct Checked {
+    png: Vec<Vec<u8>>,
+    numbers: Value,
+}
+
+/// Opens `page` and checks every chart.
+async fn check_page(port: u16, browser_path: &str, page: &Path, min_charts: usize) -> Checked {
     // The browser's own endpoint makes a tab; the tab's endpoint is then driven directly.
     let mut browser = Cdp::connect(&format!("ws://127.0.0.1:{port}{browser_path}")).await;
     let target = browser
@@ -271,7 +282,155 @@ async fn check_page(port: u16, browser_path: &str, page: &Path, min_charts: usiz
     for top in (0..height).step_by(HEIGHT as usize).take(12) {
         shots.push(screenshot(&mut cdp, top, HEIGHT.min(height - top)).await);
     }
-    shots
+    Checked {
+        png: shots,
+        numbers: v["numbers"].clone(),
+    }
+}
+
+/// The phase of report.json a numbers row names: `(phase, query type)`.
+fn phase_of<'a>(report: &'a Value, row: &Value) -> (&'a Value, Option<&'a Value>) {
+    let cell = report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["index"] == row["cell"])
+        .unwrap_or_else(|| panic!("no cell of {row}"));
+    let phase = cell["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == row["phase"])
+        .unwrap_or_else(|| panic!("no phase of {row}"));
+    let query = row["query"].as_str().map(|q| {
+        phase["query_types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == q)
+            .unwrap_or_else(|| panic!("no query type of {row}"))
+    });
+    (phase, query)
+}
+
+/// What report.json says for the column `column` of a numbers row; `None` for a label column,
+/// `Some(Null)` for a figure the report does not have (the page shows `-`).
+fn expected(column: &str, phase: &Value, query: Option<&Value>) -> Option<Value> {
+    let o = query.unwrap_or(phase);
+    let n = |v: &Value| v.as_f64();
+    let ok = n(&o["ok"]);
+    let failed = n(&o["failed"]);
+    let latency = if o["latency"].is_object() {
+        &o["latency"]
+    } else {
+        &o["batch_latency"]
+    };
+    let ms = |key: &str| json!(n(&latency[key]).map(|us| us / 1000.0));
+    Some(match column {
+        "ok" | "failed" | "rows sent" | "rows acked" | "rows visible" | "rows/s" => {
+            let key = match column {
+                "rows sent" => "rows_sent",
+                "rows acked" => "rows_acked",
+                "rows visible" => "rows_visible",
+                "rows/s" => "rows_per_s",
+                k => k,
+            };
+            o[key].clone()
+        }
+        "error %" => match (ok, failed) {
+            (Some(ok), Some(failed)) if ok + failed > 0.0 => json!(100.0 * failed / (ok + failed)),
+            _ => Value::Null,
+        },
+        "ok/s" => [&o["qps"], &o["rps"]]
+            .into_iter()
+            .find(|v| !v.is_null())
+            .cloned()
+            .unwrap_or(Value::Null),
+        "rows/q" => match query {
+            Some(t) => t["rows_per_query"].clone(),
+            None => {
+                let rows = n(&phase["rows"]).unwrap();
+                let ok = ok.unwrap();
+                // A request run without rows (HTTP) shows none rather than 0 per request.
+                if ok == 0.0 || (rows == 0.0 && phase["phase"] == "requests") {
+                    Value::Null
+                } else {
+                    json!(rows / ok)
+                }
+            }
+        },
+        "batches" => latency["count"].clone(),
+        "errors" => json!(phase["errors"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|e| e["count"].as_u64().unwrap())
+            .sum::<u64>()),
+        "min ms" => ms("min_us"),
+        "mean ms" => ms("mean_us"),
+        "p50 ms" => ms("p50_us"),
+        "p90 ms" => ms("p90_us"),
+        "p95 ms" => ms("p95_us"),
+        "p99 ms" => ms("p99_us"),
+        "max ms" => ms("max_us"),
+        _ => return None,
+    })
+}
+
+/// Every figure of the page's numbers tables equals report.json's, to the digits shown; and
+/// every phase that ran, and every query type, has its row.
+fn numbers_equal_the_report(numbers: &Value, report: &Value) {
+    let tables = numbers.as_array().expect("the numbers tables");
+    let mut rows_seen = 0;
+    let mut figures_seen = 0;
+    for t in tables {
+        let header: Vec<&str> = t["header"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap())
+            .collect();
+        for row in t["rows"].as_array().unwrap() {
+            rows_seen += 1;
+            let (phase, query) = phase_of(report, row);
+            let cells = row["cells"].as_array().unwrap();
+            assert_eq!(cells.len(), header.len(), "{row}");
+            for (column, text) in header.iter().zip(cells) {
+                let Some(want) = expected(column, phase, query) else {
+                    continue;
+                };
+                let text = text.as_str().unwrap();
+                let here = format!("{column} of {row}: page {text:?}, report.json {want}");
+                if want.is_null() {
+                    assert_eq!(text, "-", "{here}");
+                    continue;
+                }
+                let want = want.as_f64().unwrap();
+                let got: f64 = text.replace(',', "").parse().expect(&here);
+                let decimals = text.split_once('.').map_or(0, |(_, f)| f.len());
+                let tolerance = 0.5 * 10f64.powi(-(decimals as i32)) + 1e-9 * want.abs();
+                assert!((got - want).abs() <= tolerance, "{here}");
+                figures_seen += 1;
+            }
+        }
+    }
+    let mut rows_expected = 0;
+    for p in report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["phases"].as_array().unwrap())
+    {
+        if p["phase"] == "not_run" {
+            continue;
+        }
+        rows_expected += 1 + p["query_types"].as_array().map_or(0, |t| t.len());
+    }
+    assert_eq!(rows_seen, rows_expected, "rows in the numbers tables");
+    assert!(
+        figures_seen > 10 * rows_seen,
+        "{figures_seen} figures compared"
+    );
 }
 
 async fn screenshot(cdp: &mut Cdp, top: u64, height: u64) -> Vec<u8> {
@@ -393,12 +552,45 @@ fn every_chart_of_a_real_runs_page_renders_in_chromium_without_console_errors() 
     .iter()
     .filter(|r| **r)
     .count();
-    let png = runtime.block_on(check_page(
+    // Per cell and phase a distribution, and 3 charts over time when it lasted at least 3
+    // intervals; a shorter phase's intervals are a table (a fast machine loads 40 hosts into
+    // SQLite in under 150 ms).
+    let over_time: usize = phases("load")
+        .into_iter()
+        .chain(phases("explore"))
+        .chain(phases("hits"))
+        .map(|p| {
+            let n = p["series"]["intervals"].as_u64().expect("a series");
+            if n >= 3 {
+                4
+            } else {
+                assert!(
+                    text.contains(&format!(
+                        "<caption>Over time: {n} interval{} of 0.05s, too few to draw",
+                        if n == 1 { "" } else { "s" }
+                    )),
+                    "the intervals of a short phase as a table"
+                );
+                1
+            }
+        })
+        .sum();
+    // The start to the second: report.json keeps the nanoseconds, a reader wants the minute.
+    let started = report["started"].as_str().unwrap();
+    assert!(
+        text.contains(&format!(" · started {} ", started[..19].replace('T', " "))),
+        "the start to the second"
+    );
+    assert!(!text.contains(started), "the start with its fraction");
+    let checked = runtime.block_on(check_page(
         browser.port,
         &browser.path,
         &page,
-        rate_charts + 2 * 3 + 2 * 3 * 4,
+        rate_charts + 2 * 3 + over_time,
     ));
+    // The numbers a reader copies from the page are report.json's.
+    numbers_equal_the_report(&checked.numbers, &report);
+    let png = checked.png;
     if let Some(dir) = std::env::var_os("WLRUN_SCREENSHOT_DIR") {
         let dir = PathBuf::from(dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -428,7 +620,9 @@ fn every_chart_of_a_real_runs_page_renders_in_chromium_without_console_errors() 
     );
     let diff_page = work.path().join("compare.html");
     std::fs::write(&diff_page, &diff.stdout).unwrap();
-    let png = runtime.block_on(check_page(browser.port, &browser.path, &diff_page, 4));
+    let png = runtime
+        .block_on(check_page(browser.port, &browser.path, &diff_page, 4))
+        .png;
     if let Some(dir) = std::env::var_os("WLRUN_SCREENSHOT_DIR") {
         std::fs::write(PathBuf::from(dir).join("compare.png"), &png[0]).unwrap();
     }
@@ -498,6 +692,12 @@ run max {{
         "<b>find max rate: ",
         "concurrent mixed: fill, staged ran together; ended when fill ended",
         "· in concurrent mixed (its end ends the group)</h4>",
+        // One cell: its headline figures are a table, not bar charts of one bar each.
+        "<table class=\"one-cell\">",
+        "<table class=\"numbers\">",
+        "<summary>Environment: ",
+        "aria-label=\"find max rate: latency against rate\"",
+        "<title>SLA p99 &lt; 500ms</title>",
     ] {
         assert!(text.contains(needle), "no `{needle}` on the page");
     }
@@ -507,14 +707,16 @@ run max {{
         .build()
         .unwrap();
     // Per phase: fill 3 over time, 2 of its lag over time, the lag's and the batches'
-    // distributions; staged and max 3 over time and a distribution each. The matrix: at least
-    // a latency chart per phase and fill's lag.
-    let png = runtime.block_on(check_page(
-        browser.port,
-        &browser.path,
-        &page,
-        7 + 4 + 4 + 3 + 1,
-    ));
+    // distributions; staged and max 3 over time and a distribution each, max its curve of
+    // latency against rate. The matrix of one cell is a table.
+    let png = runtime
+        .block_on(check_page(
+            browser.port,
+            &browser.path,
+            &page,
+            7 + 4 + 4 + 1,
+        ))
+        .png;
     if let Some(dir) = std::env::var_os("WLRUN_SCREENSHOT_DIR") {
         let dir = PathBuf::from(dir);
         std::fs::create_dir_all(&dir).unwrap();

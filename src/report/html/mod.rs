@@ -6,7 +6,9 @@
 //! run, a report.json alone) still renders what is there.
 
 mod environment;
+mod findmax;
 mod freshness;
+mod numbers;
 mod phase;
 mod run;
 mod sources;
@@ -86,6 +88,7 @@ svg text{font-size:11px;fill:var(--muted)}svg .yt{text-anchor:end;dominant-basel
 svg .xt{text-anchor:middle}svg .at{text-anchor:middle}svg .bv{text-anchor:middle;font-size:10px;fill:var(--fg)}\
 svg path.m{fill:none;stroke-width:1.6;stroke-linejoin:round}\
 svg .sb{stroke:#8a93a3;stroke-dasharray:4 3}svg .sl{font-size:10px}\
+svg .lim{stroke-width:1.4;stroke-dasharray:7 4}svg .ans{stroke:#2e7d32;stroke-width:1.4;stroke-dasharray:4 3}\
 .legend{list-style:none;margin:2px 0 0;padding:0;display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px}\
 .legend i{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:5px;vertical-align:-1px}\
 .legend .note{color:var(--muted)}\

@@ -8,6 +8,9 @@ use super::svg::{self, Line, Mark, Unit};
 use crate::report::series::{IngestInterval, RunInterval, Series, SeriesRef};
 use crate::report::Latency;
 
+/// A series of fewer intervals is a table, not charts: two points show no trend.
+pub const FEW: usize = 3;
+
 /// Points per line over time at most: 24 cells of 600 intervals stay well under 2 MB, and a
 /// chart 560 pixels wide shows no more.
 pub const MAX_POINTS: usize = 150;

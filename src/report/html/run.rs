@@ -16,10 +16,12 @@ pub fn body(report: &Report, dir: Option<&Path>) -> String {
     header(&mut out, report);
     super::environment::table(&mut out, report.environment.as_ref());
     out.push_str(
-        "<nav><a href=\"#matrix\">Matrix</a><a href=\"#time\">Over time</a>\
+        "<nav><a href=\"#numbers\">Numbers</a><a href=\"#matrix\">Matrix</a><a href=\"#time\">Over time</a>\
          <a href=\"#plan\">Parameters</a><a href=\"#sources\">Sources</a></nav>",
     );
-    out.push_str("<section id=\"matrix\"><h2>The matrix</h2>");
+    out.push_str("<section id=\"numbers\"><h2>Numbers</h2>");
+    super::numbers::section(&mut out, report);
+    out.push_str("</section><section id=\"matrix\"><h2>The matrix</h2>");
     matrix(&mut out, report);
     out.push_str("</section><section id=\"time\"><h2>Over time, per phase</h2>");
     for cell in &report.cells {
@@ -56,7 +58,7 @@ fn header(out: &mut String, r: &Report) {
         out,
         "<p class=\"meta\"><b>{}</b> · started {} · {} · seed {} · {} cell{} · {status}</p>",
         esc(&r.file),
-        esc(&r.started),
+        esc(&to_the_second(&r.started)),
         esc(&svg::Unit::Seconds.show(r.elapsed_s)),
         r.seed,
         r.cells.len(),
@@ -117,6 +119,26 @@ fn header(out: &mut String, r: &Report) {
         }
         out.push_str("</ul></details>");
     }
+}
+
+/// An RFC 3339 time as a reader reads it, to the second: `2026-12-07 06:14:55 UTC`. The
+/// report keeps the nanoseconds; a page showing them buries the minute a reader looks for.
+/// A text that is not such a time is shown as it is.
+pub fn to_the_second(t: &str) -> String {
+    let Some((date, time)) = t.split_once('T') else {
+        return t.to_string();
+    };
+    let (clock, zone) = match time.find(['Z', 'z', '+', '-']) {
+        Some(i) => time.split_at(i),
+        None => (time, ""),
+    };
+    let clock = clock.split_once('.').map_or(clock, |(whole, _)| whole);
+    let zone = if zone.eq_ignore_ascii_case("z") {
+        " UTC"
+    } else {
+        zone
+    };
+    format!("{date} {clock}{zone}")
 }
 
 /// A cell's axes from its key (`protocol=qwp hosts=1000`); a value holding a space stays
@@ -352,6 +374,10 @@ fn matrix(out: &mut String, report: &Report) {
             names.push(phase_name(p));
         }
     }
+    if let [cell] = &cells[..] {
+        one_cell(out, cell, &names);
+        return;
+    }
     let lay = layout(cells);
     let mut charts = Vec::new();
     let mut notes: Vec<String> = Vec::new();
@@ -448,6 +474,45 @@ fn matrix(out: &mut String, report: &Report) {
     let _ = write!(out, "<div class=\"grid\">{}</div>", charts.concat());
 }
 
+/// A matrix of one cell has nothing to compare: a bar chart of one bar says less than its
+/// figure, so its headline figures are a table.
+fn one_cell(out: &mut String, cell: &CellReport, names: &[&str]) {
+    let cells = std::slice::from_ref(cell);
+    let mut rows = String::new();
+    for name in names {
+        for m in metrics(cells, name) {
+            for (vi, v) in m.variants.iter().enumerate() {
+                let value = match m.values[0].get(vi).copied().flatten() {
+                    Some(x) => m.unit.show(x),
+                    None => "- (too short to be a rate, or not measured)".into(),
+                };
+                let _ = write!(
+                    rows,
+                    "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+                    esc(&m.title),
+                    esc(v),
+                    esc(&value)
+                );
+            }
+        }
+    }
+    if rows.is_empty() {
+        out.push_str("<p class=\"meta\">No phase ran: nothing was measured.</p>");
+        return;
+    }
+    let _ = write!(
+        out,
+        "<div class=\"scroll\"><table class=\"one-cell\"><caption>One cell{}: its headline \
+         figures (the numbers above hold the rest)</caption><tr><th>figure</th><th>of</th>\
+         <th>value</th></tr>{rows}</table></div>",
+        if cell.key.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", esc(&cell.key))
+        }
+    );
+}
+
 fn headline_latency(p: &PhaseReport) -> Option<&Latency> {
     match p {
         PhaseReport::Ingest(r) => Some(&r.batch_latency),
@@ -525,10 +590,15 @@ fn cell_section(out: &mut String, cell: &CellReport, dir: Option<&Path>) {
         let mut charts = Vec::new();
         let mut note = None;
         let mut read = None;
+        let mut few = String::new();
         match (series, dir) {
             (Some(s), Some(d)) => match series::read(d, s, ingest) {
                 Ok(rows) => {
-                    charts = phase::over_time(s, &rows, unit);
+                    if rows.len() < phase::FEW {
+                        tables::intervals(&mut few, s, &rows);
+                    } else {
+                        charts = phase::over_time(s, &rows, unit);
+                    }
                     read = Some((s, rows));
                 }
                 Err(e) => note = Some(format!("the series could not be read: {e}")),
@@ -572,9 +642,17 @@ fn cell_section(out: &mut String, cell: &CellReport, dir: Option<&Path>) {
             PhaseReport::NotRun { .. } => {}
         }
         charts.extend(phase::distribution("Latency distribution", &lat));
+        let search = match p {
+            PhaseReport::Ingest(r) => r.findmax.as_ref(),
+            PhaseReport::Queries(r) => r.findmax.as_ref(),
+            PhaseReport::Requests(r) => r.findmax.as_ref(),
+            PhaseReport::NotRun { .. } => None,
+        };
+        charts.extend(search.and_then(super::findmax::chart));
         if let Some(n) = note {
             let _ = write!(out, "<p class=\"meta\">{}</p>", esc(&n));
         }
+        out.push_str(&few);
         if !charts.is_empty() {
             let _ = write!(out, "<div class=\"grid\">{}</div>", charts.concat());
         }

@@ -409,6 +409,97 @@ pub fn distribution(title: &str, lines: &[Line], note: &str) -> Option<String> {
     Some(figure(title, &f.out, &names, note))
 }
 
+/// A horizontal bound on a chart (an SLA's `p99 < 20ms`), in the colour of the line it bounds.
+pub struct Limit {
+    pub y: f64,
+    pub label: String,
+    pub colour: usize,
+}
+
+/// One measurement drawn as a dot over the lines: filled when it met what it was judged by,
+/// hollow when it did not; its title is its hover text.
+pub struct Dot {
+    pub x: f64,
+    pub y: f64,
+    pub met: bool,
+    pub colour: usize,
+    pub title: String,
+}
+
+/// Lines of y against x from 0 (a rate, not time), with dashed horizontal `limits`, vertical
+/// `marks` (an answer) and `dots`. The x unit labels the ticks only: the caller's note names
+/// it, since a title inside the plot would sit on the last dot. `None` when there is nothing
+/// to draw.
+pub fn curve(
+    title: &str,
+    (x_unit, y_unit): (Unit, Unit),
+    lines: &[Line],
+    limits: &[Limit],
+    marks: &[Mark],
+    dots: &[Dot],
+    note: &str,
+) -> Option<String> {
+    // The bound must show even when every step stayed far under it.
+    let y_max = limits
+        .iter()
+        .map(|l| l.y * 1.1)
+        .fold(max_y(lines)?, f64::max);
+    let x_hi = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .fold(0.0, f64::max);
+    let x_hi = if x_hi > 0.0 { x_hi } else { 1.0 };
+    let xt: Vec<(f64, String)> = ticks(0.0, x_hi, 8)
+        .into_iter()
+        .map(|t| (t, x_unit.tick(t)))
+        .collect();
+    let x_end = xt.last().map_or(x_hi, |t| t.0.max(x_hi));
+    let mut f = frame(title, y_unit, y_max, (0.0, x_end), &xt);
+    for l in limits {
+        let y = c(f.py(l.y));
+        let _ = write!(
+            f.out,
+            "<line class=\"lim\" x1=\"{LEFT}\" x2=\"{}\" y1=\"{y}\" y2=\"{y}\" stroke=\"{}\">\
+             <title>{}</title></line><text class=\"sl\" x=\"{}\" y=\"{}\">{}</text>",
+            W - RIGHT,
+            colour(l.colour),
+            esc(&l.label),
+            LEFT + 4.0,
+            c(f.py(l.y) - 3.0),
+            esc(&l.label)
+        );
+    }
+    for m in marks {
+        let x = c(f.px(m.x));
+        let _ = write!(
+            f.out,
+            "<line class=\"ans\" x1=\"{x}\" x2=\"{x}\" y1=\"{TOP}\" y2=\"{}\"><title>{}</title></line>\
+             <text class=\"sl\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            H - BOTTOM,
+            esc(&m.label),
+            c(f.px(m.x) - 3.0),
+            TOP + 9.0,
+            esc(&m.label)
+        );
+    }
+    paths(&mut f, lines, y_unit);
+    for d in dots {
+        let fill = if d.met { colour(d.colour) } else { "#fff" };
+        let _ = write!(
+            f.out,
+            "<circle class=\"m\" cx=\"{}\" cy=\"{}\" r=\"3.5\" fill=\"{fill}\" stroke=\"{}\" \
+             stroke-width=\"1.5\"><title>{}</title></circle>",
+            c(f.px(d.x)),
+            c(f.py(d.y)),
+            colour(d.colour),
+            esc(&d.title)
+        );
+    }
+    f.out.push_str("</svg>");
+    let names: Vec<&str> = lines.iter().map(|l| l.name.as_str()).collect();
+    Some(figure(title, &f.out, &names, note))
+}
+
 /// A bar's colour: one of the palette's, lighter for the later variants of one series
 /// (sent, acked, visible of `protocol=qwp` are one hue).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -1,11 +1,13 @@
 //! The tables under a phase's charts, as the terminal lists them: a staged run's stages, a
-//! `find max rate` search's steps, and the `concurrent` group a phase ran in.
+//! `find max rate` search's steps, the `concurrent` group a phase ran in, and the intervals
+//! of a phase too short to chart.
 
 use std::fmt::Write;
 
 use super::esc;
 use super::svg::{micros, num};
 use crate::report::findmax::{answer_line, FindMaxReport};
+use crate::report::series::{Series, SeriesRef};
 use crate::report::stages::{IngestStageReport, StageReport};
 use crate::report::together::ConcurrentMember;
 use crate::report::{CellReport, PhaseReport, Status};
@@ -263,6 +265,81 @@ pub fn findmax(out: &mut String, f: &FindMaxReport) {
     );
     table(out, &caption, &header, &rows);
     let _ = write!(out, "<p><b>{}</b></p>", esc(&answer_line(f)));
+}
+
+/// A phase of fewer intervals than `phase::FEW`, as a table of its intervals: one or two
+/// points are dots on a chart, which show no trend and hide their figures.
+pub fn intervals(out: &mut String, r: &SeriesRef, s: &Series) {
+    let t0 = match s {
+        Series::Ingest(rows) => rows.first().map(|i| i.start_ms),
+        Series::Run(rows) => rows.first().map(|i| i.start_ms),
+    }
+    .unwrap_or(0);
+    let at = |start: u64| {
+        fig(format!(
+            "{}s",
+            num(start.saturating_sub(t0) as f64 / 1000.0)
+        ))
+    };
+    let span = |ms: u64| fig(format!("{}s", num(ms as f64 / 1000.0)));
+    let lat = |us: Option<u64>| opt(us.map(|us| micros(us as f64)));
+    let (header, rows): (&[&str], Vec<Vec<Td>>) = match s {
+        Series::Ingest(rows) => (
+            &[
+                "from",
+                "span",
+                "rows sent",
+                "rows acked",
+                "batches",
+                "errors",
+                "batch p50",
+                "batch p99",
+                "batch max",
+            ],
+            rows.iter()
+                .map(|i| {
+                    vec![
+                        at(i.start_ms),
+                        span(i.span_ms),
+                        count(i.rows_sent),
+                        opt(i.rows_acked.map(crate::plan::thousands)),
+                        count(i.batches),
+                        count(i.errors),
+                        lat(i.batch_p50_us),
+                        lat(i.batch_p99_us),
+                        lat(i.batch_max_us),
+                    ]
+                })
+                .collect(),
+        ),
+        Series::Run(rows) => (
+            &[
+                "from", "span", "ok", "failed", "cut off", "unsent", "p50", "p99", "max",
+            ],
+            rows.iter()
+                .map(|i| {
+                    vec![
+                        at(i.start_ms),
+                        span(i.span_ms),
+                        count(i.ok),
+                        count(i.failed),
+                        count(i.cut_off),
+                        count(i.unsent),
+                        lat(i.p50_us),
+                        lat(i.p99_us),
+                        lat(i.max_us),
+                    ]
+                })
+                .collect(),
+        ),
+    };
+    let n = s.len();
+    let caption = format!(
+        "Over time: {n} interval{} of {}s, too few to draw (run with a finer --interval for charts)",
+        if n == 1 { "" } else { "s" },
+        num(r.interval_ms as f64 / 1000.0)
+    );
+    table(out, &caption, header, &rows);
 }
 
 fn member(p: &PhaseReport) -> Option<(&str, &ConcurrentMember)> {

@@ -420,11 +420,11 @@ fn freshness_stages_find_max_and_a_group_are_on_the_page() {
             .count()
     };
     // The probe: lag over time and rows sent beside rows visible from the series, the lag's
-    // distribution, and a bar chart of the lag in the matrix.
+    // distribution, and the lag in the matrix of one cell, which is a table.
     assert_eq!(titled("Visibility lag over time"), 1, "{page}");
     assert_eq!(titled("Rows sent and seen visible"), 1);
     assert_eq!(titled("Visibility lag distribution"), 1);
-    assert!(page.contains("aria-label=\"load: visibility lag p50, p99 · by hosts\""));
+    assert!(page.contains("<tr><td>load: visibility lag p50, p99</td><td>p99</td>"));
     assert!(page.contains("<b>Freshness</b> · lag p50 "), "{page}");
     let lag = all
         .iter()
@@ -440,6 +440,22 @@ fn freshness_stages_find_max_and_a_group_are_on_the_page() {
     let marked: Vec<&&str> = all.iter().filter(|c| c.contains("class=\"sb\"")).collect();
     assert_eq!(marked.len(), 3, "throughput, latency, errors");
     assert!(marked.iter().all(|c| c.contains(">stage 2</text>")));
+    // The search as a curve: p99 against rate, the SLA's bound across, the answer marked,
+    // each step a dot (met filled, broke hollow).
+    let curve = all
+        .iter()
+        .find(|c| c.contains("aria-label=\"find max rate: latency against rate\""))
+        .expect("the search's curve");
+    assert!(
+        curve.contains("<title>SLA p99 &lt; 20ms</title>"),
+        "{curve}"
+    );
+    assert!(curve.contains(">answer 100/s</text>"), "{curve}");
+    assert!(curve.contains("<title>step 2 (grow) at 200/s: p99 30ms, broke</title>"));
+    assert!(
+        curve.contains("fill=\"#fff\""),
+        "a hollow dot for the broken step"
+    );
     // The search's steps and answer.
     assert!(page.contains("<caption>find max rate from 100/s where p99 &lt; 20ms"));
     assert!(page.contains("<td>broke: p99 30ms; errors 2</td>"));
@@ -571,4 +587,84 @@ fn a_staged_ingest_lists_its_stages_under_its_charts() {
     let mut none = String::new();
     tables::ingest_stages(&mut none, &[]);
     assert!(none.is_empty());
+}
+
+/// Issue 31 item 3: the numbers a reader copies, per phase and query type, first; the start to
+/// the second; and a matrix of one cell as a table rather than bar charts of one bar.
+#[test]
+fn a_one_cell_page_has_its_numbers_its_start_to_the_second_and_no_bar_of_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut report = synthetic(dir.path(), &["qwp"], &[10], 3);
+    report.started = "2026-12-07T06:14:55.123456789Z".into();
+    let page = page(&report, Some(dir.path()));
+    assert!(
+        page.contains(" · started 2026-12-07 06:14:55 UTC · "),
+        "{page}"
+    );
+    assert!(!page.contains("55.123"), "{page}");
+    let numbers = page
+        .find("<table class=\"numbers\">")
+        .expect("a numbers table");
+    assert!(
+        numbers < page.find("id=\"matrix\"").unwrap(),
+        "the numbers come first"
+    );
+    // The phase's total, then its one query type: ok, failed, error %, q/s, rows/q, then
+    // min ... max in milliseconds to the microsecond.
+    assert!(
+        page.contains("<tr data-cell=\"1\" data-phase=\"explore\"><td>1 protocol=qwp hosts=10</td><td>explore</td><td>all queries</td>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<tr data-cell=\"1\" data-phase=\"explore\" data-query=\"t\"><td>1 protocol=qwp hosts=10</td><td>explore</td><td>t</td><td class=\"n\">92</td><td class=\"n\">3</td><td class=\"n\">3.16</td><td class=\"n\">61.3</td>"),
+        "{page}"
+    );
+    assert!(page.contains("<th>p90 ms</th>"));
+    assert!(page.contains("<tr data-cell=\"1\" data-phase=\"load\"><td>1 protocol=qwp hosts=10</td><td>load</td><td>acked</td>"));
+    // The matrix of one cell: a table of its headline figures, no bar chart.
+    assert!(page.contains("<table class=\"one-cell\">"), "{page}");
+    assert!(page.contains("<tr><td>load: rows/s sent, acknowledged, visible</td><td>sent</td>"));
+    assert!(!page.contains("· by hosts</figcaption>"), "{page}");
+}
+
+#[test]
+fn a_time_is_shown_to_the_second_with_its_zone() {
+    use super::run::to_the_second;
+    assert_eq!(
+        to_the_second("2026-12-07T06:14:55.123456789Z"),
+        "2026-12-07 06:14:55 UTC"
+    );
+    assert_eq!(
+        to_the_second("2026-12-07T06:14:55+01:00"),
+        "2026-12-07 06:14:55+01:00"
+    );
+    assert_eq!(
+        to_the_second("2026-12-07T06:14:55.5-05:30"),
+        "2026-12-07 06:14:55-05:30"
+    );
+    assert_eq!(to_the_second("unknown"), "unknown");
+}
+
+/// A phase of two intervals is a table of them: charts of two dots show no trend and hide
+/// their figures.
+#[test]
+fn a_phase_shorter_than_a_few_intervals_is_a_table_of_them_not_dots() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = synthetic(dir.path(), &["qwp", "ilp"], &[10], 2);
+    let page = page(&report, Some(dir.path()));
+    assert_eq!(
+        page.matches("<caption>Over time: 2 intervals of 1s, too few to draw")
+            .count(),
+        4,
+        "{page}"
+    );
+    assert!(
+        !page.contains("aria-label=\"Throughput over time\""),
+        "{page}"
+    );
+    // The run's intervals: from, span, ok, failed, cut off, unsent, p50, p99, max.
+    assert!(
+        page.contains("<td class=\"n\">0s</td><td class=\"n\">1s</td><td class=\"n\">2,000</td><td class=\"n\">1</td>"),
+        "{page}"
+    );
 }
