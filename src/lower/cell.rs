@@ -62,6 +62,7 @@ pub fn check_all_decls(ev: &Eval<'_>, _hooks: &Hooks) {
                     for c in &t.counts {
                         let _ = count_endpoint(ev, id, t, c);
                     }
+                    let _ = super::observe::lower_observe(ev, id, t);
                     if t.endpoints.is_empty() {
                         ev.error(
                             Diagnostic::error(

@@ -13,6 +13,7 @@ mod concurrent;
 mod expect;
 mod findmax;
 mod ingest;
+mod observe;
 mod probe;
 mod query;
 mod run;
@@ -47,6 +48,7 @@ pub(crate) fn lower_cells(
         let ev = Eval::new(&matrix.program, cell);
         let phases = cell::lower_cell(&ev, &matrix.hooks);
         let groups = concurrent::lower_groups(&ev, &phases);
+        let observe = observe::cell_observers(&ev, &phases);
         if i == 0 {
             cell::check_all_decls(&ev, &matrix.hooks);
         }
@@ -61,6 +63,7 @@ pub(crate) fn lower_cells(
             params,
             phases,
             groups,
+            observe,
         });
     }
     let lowering_failed = diags.error_count() > matrix.errors_before;

@@ -190,6 +190,13 @@ pub fn listing(plan: &Plan) -> String {
                 .collect();
             let _ = writeln!(o, "  params  {}", ps.join(" "));
         }
+        for ob in &cell.observe {
+            let _ = writeln!(
+                o,
+                "  observe {}: process {} and its children, from /proc, while a phase runs against it",
+                ob.target, ob.root
+            );
+        }
         for phase in &cell.phases {
             group_line(&mut o, cell, phase);
             match phase {

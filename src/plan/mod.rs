@@ -56,6 +56,10 @@ pub struct Cell {
     /// plan's JSON when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<ConcurrentGroup>,
+    /// The servers observed from /proc while this cell's phases run against their targets
+    /// (`observe process`); absent from the plan's JSON when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub observe: Vec<ObservePlan>,
 }
 
 /// `concurrent NAME { phases A, B  until A }`: members are phases of the same cell, run as one
@@ -555,4 +559,41 @@ pub struct RequestPhase {
     #[serde(flatten)]
     pub run: RunClauses,
     pub body: Vec<BodyExpect>,
+}
+
+/// `observe process ...` of a target that a phase of the cell runs against: the local process
+/// whose tree the runner samples from /proc while such a phase runs (`exec::observe`).
+#[derive(Clone, Debug, Serialize)]
+pub struct ObservePlan {
+    /// The target's name, as `EndpointPlan::target`: a phase is observed when its endpoint's
+    /// target is this one.
+    pub target: String,
+    #[serde(flatten)]
+    pub root: ProcessRoot,
+}
+
+/// How the root of the observed tree is found, at the start of each phase.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum ProcessRoot {
+    /// The pid on the first line of this file.
+    Pidfile { path: Text },
+    /// The process holding the socket that listens on this endpoint's TCP port.
+    Listening { endpoint: String, url: Text },
+    /// The oldest process of this name (comm or argv\[0\]'s file name) whose parent is not.
+    Named { name: Text },
+}
+
+impl std::fmt::Display for ProcessRoot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProcessRoot::Pidfile { path } => write!(f, "pidfile {:?}", path.redacted()),
+            ProcessRoot::Listening { endpoint, url } => write!(
+                f,
+                "listening {endpoint} ({})",
+                crate::secrets::redact_url(&url.redacted())
+            ),
+            ProcessRoot::Named { name } => write!(f, "named {:?}", name.redacted()),
+        }
+    }
 }

@@ -60,6 +60,26 @@ pub struct Target {
     pub counts: Vec<CountRule>,
     pub endpoints: Vec<Endpoint>,
     pub span: Span,
+    /// `observe process ...` clauses, in order.
+    pub observe_process: Vec<ObserveProcess>,
+}
+
+/// `observe process pidfile EXPR | listening ENDPOINT | named EXPR`: which local process (with
+/// its tree) is the target's server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObserveProcess {
+    pub how: ObserveHow,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ObserveHow {
+    /// A file holding the root's pid on its first line.
+    Pidfile(Expr),
+    /// The process listening on the TCP port of this endpoint of the target.
+    Listening(Ident),
+    /// The oldest process of this name (comm or argv[0]) whose parent is not of that name.
+    Named(Expr),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -102,6 +102,11 @@ pub fn rule_name(rule: &Rule) -> &'static str {
         Rule::kw_growth => "`growth`",
         Rule::kw_resolution => "`resolution`",
         Rule::kw_confirm => "`confirm`",
+        Rule::kw_observe => "`observe`",
+        Rule::kw_process => "`process`",
+        Rule::kw_pidfile => "`pidfile`",
+        Rule::kw_listening => "`listening`",
+        Rule::kw_named => "`named`",
         Rule::import => "an import",
         Rule::import_args => "import arguments `(name = value, ...)`",
         Rule::named_arg => "`name = value`",
@@ -114,6 +119,12 @@ pub fn rule_name(rule: &Rule) -> &'static str {
         Rule::count_clause => "a count rule `count rows via ENDPOINT sql \"...\"`",
         Rule::count_unit => "`rows` or `samples`",
         Rule::count_language => "`sql`, `promql` or `influxql`",
+        Rule::observe_process_clause => {
+            "`observe process pidfile \"PATH\"`, `observe process listening ENDPOINT` or `observe process named \"NAME\"`"
+        }
+        Rule::observe_pidfile => "`pidfile \"PATH\"`",
+        Rule::observe_listening => "`listening ENDPOINT`",
+        Rule::observe_named => "`named \"NAME\"`",
         Rule::endpoint => "an endpoint",
         Rule::endpoint_kind => "an endpoint kind (`pg`, `http`, `ilp_tcp`, `ilp_http`, `qwp`, `sqlite`, `null`)",
         Rule::endpoint_url => "an endpoint URL string",

@@ -74,6 +74,15 @@ fn item_sexpr(o: &mut String, item: &Item) {
                     strlit(&c.query)
                 );
             }
+            for ob in &t.observe_process {
+                let _ = match &ob.how {
+                    ObserveHow::Pidfile(e) => {
+                        write!(o, "\n  (observe process pidfile {})", expr(e))
+                    }
+                    ObserveHow::Listening(ep) => write!(o, "\n  (observe process listening {ep})"),
+                    ObserveHow::Named(e) => write!(o, "\n  (observe process named {})", expr(e)),
+                };
+            }
             o.push(')');
         }
         Item::Matrix(m) => {

@@ -98,9 +98,11 @@ impl Walker {
         let mut dialect = Vec::new();
         let mut counts = Vec::new();
         let mut endpoints = Vec::new();
+        let mut observe_process = Vec::new();
         for c in p.into_inner() {
             match c.as_rule() {
                 Rule::kw_target => {}
+                Rule::observe_process_clause => observe_process.push(self.observe_process(c)?),
                 Rule::ident => name = Some(self.ident(c)),
                 Rule::dialect_clause => dialect.push(self.ident(last(c))),
                 Rule::count_clause => counts.push(self.count_rule(c)?),
@@ -114,7 +116,22 @@ impl Walker {
             counts,
             endpoints,
             span,
+            observe_process,
         })
+    }
+
+    pub(super) fn observe_process(&self, p: Pair<'_, Rule>) -> Res<ObserveProcess> {
+        let span = self.span(&p);
+        let how = last(p);
+        let rule = how.as_rule();
+        let value = last(how);
+        let how = match rule {
+            Rule::observe_pidfile => ObserveHow::Pidfile(self.expr(value)?),
+            Rule::observe_listening => ObserveHow::Listening(self.ident(value)),
+            Rule::observe_named => ObserveHow::Named(self.expr(value)?),
+            r => unexpected(r, "observe process"),
+        };
+        Ok(ObserveProcess { how, span })
     }
 
     pub(super) fn count_rule(&self, p: Pair<'_, Rule>) -> Res<CountRule> {
