@@ -112,6 +112,32 @@ impl Signs {
     }
 }
 
+/// Client and server together above this share of the machine's cores: the run measured a
+/// full machine, where each side's figures include waiting for the other's CPU.
+pub const BOX_BUSY: f64 = 0.9;
+
+/// The warning of a co-located run whose client and observed server, together, kept more than
+/// `BOX_BUSY` of the machine's cores busy over the span.
+pub fn box_bound(
+    client_cores: f64,
+    server_cores: f64,
+    machine_busy: Option<f64>,
+    cores: u64,
+) -> Option<String> {
+    let both = client_cores + server_cores;
+    if cores == 0 || both <= BOX_BUSY * cores as f64 {
+        return None;
+    }
+    let busy = machine_busy.map_or(String::new(), |b| {
+        format!("; the machine was busy {b:.2} of {cores} cores (/proc/stat)")
+    });
+    Some(format!(
+        "box-bound: client ({client_cores:.2} cores) and server ({server_cores:.2} cores) \
+         together used {both:.2} of the machine's {cores} cores{busy}: this co-located run \
+         measures the box, not the server alone"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +153,16 @@ mod tests {
             lanes: 4,
             offered_per_s: 2_000.0,
         }
+    }
+
+    #[test]
+    fn client_and_server_over_nine_tenths_of_the_cores_measure_the_box() {
+        let w = box_bound(1.0, 0.9, Some(1.95), 2).expect("a warning");
+        assert!(w.starts_with("box-bound:"), "{w}");
+        assert!(w.contains("1.90 of the machine's 2 cores"), "{w}");
+        assert!(w.contains("busy 1.95 of 2 cores"), "{w}");
+        assert!(box_bound(1.0, 0.8, Some(1.9), 2).is_none());
+        assert!(box_bound(4.0, 3.0, None, 8).is_none());
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod findmax;
 pub mod ingest;
 pub mod judge;
 mod link;
+pub mod observe;
 mod pace;
 mod producer;
 pub mod progress;
@@ -244,6 +245,11 @@ fn run_phase(
     if let Some(s) = &env.shard {
         s.begin(cell, phase);
     }
+    let observer = start_observer(env, cell, phase);
+    let recorder = match &observer {
+        Some(o) => recorder.observed(o.marks()),
+        None => recorder,
+    };
     let mut report = runtime.block_on(phase_future(
         env,
         cell,
@@ -251,10 +257,62 @@ fn run_phase(
         (&label, &recorder),
         end::Member::alone(),
     ));
+    if let Some(o) = observer {
+        observed(&mut report, o);
+    }
     if let Some(s) = &env.shard {
         runtime.block_on(s.finish(&mut report));
     }
     finish_series(report, recorder, warning)
+}
+
+/// The server the phase's target names (`observe process`), sampled at the series' interval
+/// (1 s without `--out`).
+fn start_observer(
+    env: &RunEnv,
+    cell: &crate::plan::Cell,
+    phase: &Phase,
+) -> Option<observe::Observer> {
+    let target = match phase {
+        Phase::Ingest(p) => &p.endpoint.target,
+        Phase::Queries(q) => &q.endpoint.target,
+        Phase::Requests(r) => &r.endpoint.target,
+    };
+    let every = env
+        .series
+        .as_ref()
+        .map_or(Duration::from_secs(1), |s| s.interval);
+    observe::Observer::start(cell, target, every)
+}
+
+/// The server's figures put in the phase's report, in the unit of the client's CPU, and the
+/// warning of a run that kept the whole machine busy.
+fn observed(report: &mut PhaseReport, observer: observe::Observer) {
+    let (unit, units, client_cpu, elapsed) = match &*report {
+        PhaseReport::Ingest(r) => ("row", r.rows_sent, r.client_cpu_s, r.elapsed_s),
+        PhaseReport::Queries(r) => ("query", r.ok + r.failed, r.client_cpu_s, r.elapsed_s),
+        PhaseReport::Requests(r) => ("request", r.ok + r.failed, r.client_cpu_s, r.elapsed_s),
+        PhaseReport::NotRun { .. } => return,
+    };
+    let server = observer.finish(unit, units);
+    let client_cores = client_cpu
+        .filter(|_| crate::report::rate(0, elapsed).is_some())
+        .map(|c| c / elapsed);
+    let busy = match (client_cores, server.cores) {
+        (Some(c), Some(s)) => {
+            client_bound::box_bound(c, s, server.machine_busy_cores, server.machine_cores)
+        }
+        _ => None,
+    };
+    let (slot, warnings) = match report {
+        PhaseReport::Ingest(r) => (&mut r.server, &mut r.warnings),
+        PhaseReport::Queries(r) => (&mut r.server, &mut r.warnings),
+        PhaseReport::Requests(r) => (&mut r.server, &mut r.warnings),
+        PhaseReport::NotRun { .. } => return,
+    };
+    warnings.extend(server.notes.iter().cloned());
+    warnings.extend(busy);
+    *slot = Some(server);
 }
 
 /// A phase's time series started (when the run has `--out`), a warning if it could not be,

@@ -324,6 +324,9 @@ struct Shared {
 /// measured rounds, `finish` when the phase is over.
 pub struct Recorder {
     running: Option<Running>,
+    /// The observed server's sampler (`observe process`), told where the measured span
+    /// begins and ends.
+    marks: Option<super::observe::Marks>,
 }
 
 struct Running {
@@ -340,7 +343,10 @@ struct Written {
 impl Recorder {
     /// A recorder that records nothing: a run without `--out`.
     pub fn none() -> Recorder {
-        Recorder { running: None }
+        Recorder {
+            running: None,
+            marks: None,
+        }
     }
 
     /// Starts the series of `id` under `out` (`None`: the run keeps no series). A series that
@@ -398,6 +404,7 @@ impl Recorder {
                 writer,
                 reference,
             }),
+            marks: None,
         })
     }
 
@@ -421,7 +428,16 @@ impl Recorder {
     }
 
     /// Measured time begins at `at` (a measured round starts).
+    /// The server observed beside this phase: its samples follow the measured span.
+    pub fn observed(mut self, marks: super::observe::Marks) -> Recorder {
+        self.marks = Some(marks);
+        self
+    }
+
     pub fn measure(&self, at: Instant) {
+        if let Some(m) = &self.marks {
+            m.begin();
+        }
         if let Some(r) = &self.running {
             let ns = r.shared.clock.unix_ns(at);
             let mut c = lock(&r.shared.control);
@@ -442,6 +458,9 @@ impl Recorder {
 
     /// Measured time ends at `at` (the round is over; a warm-up may follow).
     pub fn pause(&self, at: Instant) {
+        if let Some(m) = &self.marks {
+            m.end();
+        }
         if let Some(r) = &self.running {
             let ns = r.shared.clock.unix_ns(at);
             let mut c = lock(&r.shared.control);
@@ -455,6 +474,9 @@ impl Recorder {
     /// (an ingest measures from its first batch sent, after connecting, to its last answer):
     /// what the report's `measured` says.
     pub fn span(&self, from: Instant, to: Instant) {
+        if let Some(m) = &self.marks {
+            m.end();
+        }
         if let Some(r) = &self.running {
             let c = r.shared.clock;
             lock(&r.shared.control).span = Some((c.unix_ns(from), c.unix_ns(to)));

@@ -15,6 +15,7 @@ pub mod read;
 pub mod rebuild;
 pub mod render;
 pub mod series;
+pub mod server;
 pub mod shard;
 pub mod stages;
 pub mod together;
@@ -359,6 +360,9 @@ pub struct IngestReport {
     /// without stages.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<stages::IngestStageReport>,
+    /// What the observed server spent over the phase (`observe process`); absent without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<server::ServerReport>,
 }
 
 /// A rate-controlled ingest's open-loop accounting, in rows and batches:
@@ -449,6 +453,9 @@ pub struct RunReport<K: RunKind> {
     /// answer step's (docs/report-format.md, "find max rate").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub findmax: Option<findmax::FindMaxReport>,
+    /// What the observed server spent over the run (`observe process`); absent without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<server::ServerReport>,
 }
 
 /// A kind of run (queries, requests), named by the figures that set it up (the keys after
@@ -621,6 +628,7 @@ impl<K: RunKind> RunReport<K> {
             stages: Vec::new(),
             concurrent: None,
             findmax: None,
+            server: None,
         }
     }
 }

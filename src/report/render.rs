@@ -93,8 +93,9 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
             PhaseReport::Ingest(r) => phase_block(
                 head(&label, "ingest", &r.name, &r.endpoint, r.status),
                 format!(
-                    "  {}\n{}{}{}",
+                    "  {}\n{}{}{}{}",
                     ingest_summary(r),
+                    server_line(r.server.as_ref(), 2),
                     r.freshness.as_ref().map_or(String::new(), |f| {
                         format!("  {}\n", f.line(r.status == Status::Interrupted))
                     }),
@@ -240,6 +241,7 @@ fn request_lines(r: &RequestReport) -> String {
         out += &format!("  counters {}\n", counters.join(", "));
     }
     out += &cpu_line(r.client_cpu_s, r.ok + r.failed, r.elapsed_s, "request", 1);
+    out += &server_line(r.server.as_ref(), 1);
     out
 }
 
@@ -259,6 +261,11 @@ fn error_lines(errors: &std::collections::BTreeMap<String, super::ErrorCount>) -
 /// The client's CPU per query or request, with `decimals` after the point; empty when unknown.
 fn cpu_line(cpu: Option<f64>, n: u64, elapsed_s: f64, unit: &str, decimals: usize) -> String {
     cpu_text(cpu, n, elapsed_s, unit, decimals).map_or(String::new(), |t| format!("  {t}\n"))
+}
+
+/// The observed server's line (`observe process`), under the client's cpu.
+fn server_line(server: Option<&super::server::ServerReport>, decimals: usize) -> String {
+    server.map_or(String::new(), |s| format!("  {}\n", s.line(decimals)))
 }
 
 /// The client's CPU, said one way everywhere: the cost per unit (`row`, `query`, `request`) and
@@ -331,6 +338,7 @@ fn query_lines(r: &QueryReport) -> String {
         r.setup.workers,
     );
     out += &cpu_line(r.client_cpu_s, r.ok + r.failed, r.elapsed_s, "query", 0);
+    out += &server_line(r.server.as_ref(), 0);
     out += &accounting_line(&r.accounting, r.ok, r.failed, "queries");
     out += &service_line(r.service.as_ref(), &r.accounting);
     out += &label_lines(r);
