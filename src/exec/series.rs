@@ -435,9 +435,7 @@ impl Recorder {
     }
 
     pub fn measure(&self, at: Instant) {
-        if let Some(m) = &self.marks {
-            m.begin();
-        }
+        self.marks.iter().for_each(super::observe::Marks::begin);
         if let Some(r) = &self.running {
             let ns = r.shared.clock.unix_ns(at);
             let mut c = lock(&r.shared.control);
@@ -458,9 +456,7 @@ impl Recorder {
 
     /// Measured time ends at `at` (the round is over; a warm-up may follow).
     pub fn pause(&self, at: Instant) {
-        if let Some(m) = &self.marks {
-            m.end();
-        }
+        self.marks.iter().for_each(super::observe::Marks::end);
         if let Some(r) = &self.running {
             let ns = r.shared.clock.unix_ns(at);
             let mut c = lock(&r.shared.control);
@@ -474,9 +470,7 @@ impl Recorder {
     /// (an ingest measures from its first batch sent, after connecting, to its last answer):
     /// what the report's `measured` says.
     pub fn span(&self, from: Instant, to: Instant) {
-        if let Some(m) = &self.marks {
-            m.end();
-        }
+        self.marks.iter().for_each(super::observe::Marks::end);
         if let Some(r) = &self.running {
             let c = r.shared.clock;
             lock(&r.shared.control).span = Some((c.unix_ns(from), c.unix_ns(to)));
