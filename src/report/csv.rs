@@ -125,6 +125,27 @@ const COLUMNS: &[&str] = &[
     "concurrent_ended_at_offset_ms",
 ];
 
+/// The observed server's figures (`observe process`) on a phase row: after every other
+/// column, so that readers by position keep theirs.
+const SERVER: &[&str] = &[
+    "server_cpu_s",
+    "server_cpu_user_s",
+    "server_cpu_system_s",
+    "server_cores",
+    "server_cpu_us_per_unit",
+    "server_unit",
+    "server_rss_peak_bytes",
+    "server_read_bytes",
+    "server_write_bytes",
+    "server_read_bytes_per_unit",
+    "server_write_bytes_per_unit",
+    "server_threads_max",
+    "server_processes_max",
+    "server_span_s",
+    "server_pids",
+    "machine_busy_cores",
+];
+
 /// The latency summaries of a phase, a type or a label, by the prefix of their columns: the
 /// latency itself has none (`p50_us`), and its count is `latency_count`.
 const LATENCIES: &[&str] = &[
@@ -173,6 +194,7 @@ fn columns() -> &'static [String] {
                 }
             }
         }
+        all.extend(SERVER.iter().map(|c| c.to_string()));
         all
     });
     &ALL
@@ -204,6 +226,30 @@ impl Row {
         if let Some(v) = value {
             self.set(column, v);
         }
+    }
+
+    /// The `server_` columns of a phase row; empty without `observe process`.
+    fn server(&mut self, s: Option<&super::server::ServerReport>) {
+        let Some(s) = s else {
+            return;
+        };
+        self.set("server_cpu_s", s.cpu_s);
+        self.set("server_cpu_user_s", s.cpu_user_s);
+        self.set("server_cpu_system_s", s.cpu_system_s);
+        self.opt("server_cores", s.cores);
+        self.opt("server_cpu_us_per_unit", s.cpu_us_per_unit);
+        self.set("server_unit", &s.unit);
+        self.set("server_rss_peak_bytes", s.rss_peak_bytes);
+        self.opt("server_read_bytes", s.read_bytes);
+        self.opt("server_write_bytes", s.write_bytes);
+        self.opt("server_read_bytes_per_unit", s.read_bytes_per_unit);
+        self.opt("server_write_bytes_per_unit", s.write_bytes_per_unit);
+        self.set("server_threads_max", s.threads_max);
+        self.set("server_processes_max", s.processes_max);
+        self.set("server_span_s", s.span_s);
+        let pids: Vec<String> = s.observed.iter().map(|o| o.pid.to_string()).collect();
+        self.set("server_pids", pids.join(" "));
+        self.opt("machine_busy_cores", s.machine_busy_cores);
     }
 
     /// The connection columns of a phase row; empty where nothing connected.
@@ -413,6 +459,7 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.freshness(r.freshness.as_ref());
             row.concurrent(r.concurrent.as_ref(), r.status);
             row.findmax(r.findmax.as_ref());
+            row.server(r.server.as_ref());
             let mut rows = vec![row];
             rows.extend(ingest_stage_rows(cell, key, r));
             let phase = (r.name.as_str(), r.endpoint.as_str());
@@ -522,6 +569,7 @@ fn run_row<K: RunKind + Workers>(cell: usize, key: &str, kind: &str, r: &RunRepo
     row.set("load", &r.load);
     row.concurrent(r.concurrent.as_ref(), r.status);
     row.findmax(r.findmax.as_ref());
+    row.server(r.server.as_ref());
     row
 }
 
