@@ -185,7 +185,12 @@ fn sample(roots: &mut [Root], notes: &mut Vec<String>, page: u64) -> Sample {
                 .any(|x| x.pid == r.stat.pid && x.start == r.stat.start);
             if alive {
                 let tree = proc::tree(&all, r.stat.pid);
-                r.last = proc::totals(&tree, page, proc::io);
+                // A process that ended between the listing and this read has no counters
+                // left: its IO reaches its parent's when reaped, not unknown.
+                let io = |pid: u32| {
+                    proc::io(pid).or_else(|| proc::stat(pid).is_none().then_some((0, 0)))
+                };
+                r.last = proc::totals(&tree, page, io);
                 s.rss_bytes += r.last.rss_bytes;
                 s.threads += r.last.threads;
                 s.processes += r.last.processes;
