@@ -13,6 +13,7 @@ mod concurrent;
 mod expect;
 mod findmax;
 mod ingest;
+mod observe_metrics;
 mod probe;
 mod query;
 mod run;
@@ -47,8 +48,10 @@ pub(crate) fn lower_cells(
         let ev = Eval::new(&matrix.program, cell);
         let phases = cell::lower_cell(&ev, &matrix.hooks);
         let groups = concurrent::lower_groups(&ev, &phases);
+        let observe_metrics = observe_metrics::lower_for_cell(&ev, &phases);
         if i == 0 {
             cell::check_all_decls(&ev, &matrix.hooks);
+            observe_metrics::check_all(&ev);
         }
         let params = Matrix::root_params(&ev);
         let found = ev.diags.take().into_iter();
@@ -61,6 +64,7 @@ pub(crate) fn lower_cells(
             params,
             phases,
             groups,
+            observe_metrics,
         });
     }
     let lowering_failed = diags.error_count() > matrix.errors_before;

@@ -60,6 +60,20 @@ pub struct Target {
     pub counts: Vec<CountRule>,
     pub endpoints: Vec<Endpoint>,
     pub span: Span,
+    /// `observe metrics "URL" ...`, in the order written.
+    pub observe_metrics: Vec<ObserveMetrics>,
+}
+
+/// `observe metrics "URL" every D keep "re", ... cpu "selector"`: each option as written (a
+/// repeated one is the checker's to refuse, at its place).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObserveMetrics {
+    pub url: StrLit,
+    pub every: Vec<Expr>,
+    /// Each `keep` clause's patterns.
+    pub keep: Vec<Vec<StrLit>>,
+    pub cpu: Vec<StrLit>,
+    pub span: Span,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
