@@ -204,7 +204,7 @@ mod tests {
             ("m{a='x' b='y'}", 8),
             ("m x", 1),
             ("m{a=x}", 4),
-            ("m{}x", 4),
+            ("m{}x", 3),
         ] {
             let e = Selector::parse(text).unwrap_err();
             assert_eq!(e.at, at, "{text:?}: {e:?}");
