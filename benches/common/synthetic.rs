@@ -227,6 +227,7 @@ fn ingest_phase(
     let elapsed_s = (s.intervals as u64 * s.interval_ms) as f64 / 1000.0;
     let rate = rows as f64 / elapsed_s;
     IngestReport {
+        server_metrics: Vec::new(),
         name: "load".into(),
         endpoint: "db.qwp (qwp)".into(),
         kind: "qwp".into(),
@@ -313,6 +314,7 @@ fn query_phase(
     let elapsed_s = (s.intervals as u64 * s.interval_ms) as f64 / 1000.0;
     let latency = wlrun::report::Latency::of(&total);
     RunReport {
+        server_metrics: Vec::new(),
         name: "explore".into(),
         endpoint: "db.pg".into(),
         kind: "pg".into(),

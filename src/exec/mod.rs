@@ -20,6 +20,7 @@ pub mod progress;
 pub mod queries;
 pub mod requests;
 mod require;
+pub mod scrape;
 pub mod secrets;
 pub mod series;
 pub mod shards;
@@ -244,6 +245,11 @@ fn run_phase(
     if let Some(s) = &env.shard {
         s.begin(cell, phase);
     }
+    let scrapers = runtime.block_on(scrape::start(
+        cell,
+        phase_target(phase),
+        metrics_series(env, cell, phase),
+    ));
     let mut report = runtime.block_on(phase_future(
         env,
         cell,
@@ -251,10 +257,35 @@ fn run_phase(
         (&label, &recorder),
         end::Member::alone(),
     ));
+    runtime.block_on(scrapers.finish(&mut report));
     if let Some(s) = &env.shard {
         runtime.block_on(s.finish(&mut report));
     }
     finish_series(report, recorder, warning)
+}
+
+/// The target a phase runs against: the one whose `observe metrics` watch it.
+fn phase_target(phase: &Phase) -> &str {
+    match phase {
+        Phase::Ingest(p) => &p.endpoint.target,
+        Phase::Queries(q) => &q.endpoint.target,
+        Phase::Requests(r) => &r.endpoint.target,
+    }
+}
+
+/// `series/CELL-PHASE.server-metrics.csv` with `--out` when the phase's target observes
+/// metrics: each kept counter's rate per interval between scrapes.
+fn metrics_series(env: &RunEnv, cell: &crate::plan::Cell, phase: &Phase) -> Option<PathBuf> {
+    let target = phase_target(phase);
+    if !cell.observe_metrics.iter().any(|m| m.target == target) {
+        return None;
+    }
+    let out = env.series.as_ref()?;
+    Some(out.dir.join("series").join(format!(
+        "{}-{}.server-metrics.csv",
+        cell.index,
+        phase.name()
+    )))
 }
 
 /// A phase's time series started (when the run has `--out`), a warning if it could not be,

@@ -48,6 +48,7 @@ pub fn merge(ctx: &Ctx, parts: &[Part<IngestReport>]) -> Result<PhaseOut, String
         }
     }
     let mut report = IngestReport {
+        server_metrics: Vec::new(),
         name: first.name.clone(),
         endpoint: first.endpoint.clone(),
         kind: first.kind.clone(),

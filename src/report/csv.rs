@@ -173,9 +173,44 @@ fn columns() -> &'static [String] {
                 }
             }
         }
+        // `observe metrics` (`server_metrics`), appended after every earlier column so that
+        // readers by position keep working: the aggregates only, on a phase row.
+        all.extend(SERVER_COLUMNS.iter().map(|c| c.to_string()));
         all
     });
     &ALL
+}
+
+const SERVER_COLUMNS: &[&str] = &[
+    "server_cpu_s",
+    "server_cores",
+    "server_cpu_us_per_unit",
+    "server_cpu_unit",
+    "server_scrapes_ok",
+    "server_scrapes_failed",
+];
+
+/// The server columns of a phase row: scrapes summed over the phase's endpoints, the CPU of
+/// the first that names one.
+fn server_columns(row: &mut Row, phase: &PhaseReport) {
+    let all = super::server_metrics::of(phase);
+    if all.is_empty() {
+        return;
+    }
+    row.set(
+        "server_scrapes_ok",
+        all.iter().map(|m| m.scrapes_ok).sum::<u64>(),
+    );
+    row.set(
+        "server_scrapes_failed",
+        all.iter().map(|m| m.scrapes_failed).sum::<u64>(),
+    );
+    if let Some(c) = all.iter().find_map(|m| m.cpu.as_ref()) {
+        row.set("server_cpu_s", c.cpu_s);
+        row.opt("server_cores", c.cores);
+        row.opt("server_cpu_us_per_unit", c.us_per_unit);
+        row.set("server_cpu_unit", &c.unit);
+    }
 }
 
 /// A row being filled, column by name.
@@ -352,7 +387,11 @@ pub fn csv(report: &Report) -> Result<Vec<u8>, String> {
     w.write_record(columns()).map_err(|e| e.to_string())?;
     for cell in &report.cells {
         for phase in &cell.phases {
-            for row in rows(cell.index, &cell.key, phase) {
+            let mut rows = rows(cell.index, &cell.key, phase);
+            if let Some(first) = rows.first_mut() {
+                server_columns(first, phase);
+            }
+            for row in rows {
                 w.write_record(&row.0).map_err(|e| e.to_string())?;
             }
         }

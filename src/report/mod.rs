@@ -15,6 +15,7 @@ pub mod read;
 pub mod rebuild;
 pub mod render;
 pub mod series;
+pub mod server_metrics;
 pub mod shard;
 pub mod stages;
 pub mod together;
@@ -359,6 +360,10 @@ pub struct IngestReport {
     /// without stages.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<stages::IngestStageReport>,
+    /// `observe metrics` of the target: what its endpoints said over the phase; absent
+    /// without it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_metrics: Vec<server_metrics::ServerMetrics>,
 }
 
 /// A rate-controlled ingest's open-loop accounting, in rows and batches:
@@ -449,6 +454,10 @@ pub struct RunReport<K: RunKind> {
     /// answer step's (docs/report-format.md, "find max rate").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub findmax: Option<findmax::FindMaxReport>,
+    /// `observe metrics` of the target: what its endpoints said over the phase; absent
+    /// without it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_metrics: Vec<server_metrics::ServerMetrics>,
 }
 
 /// A kind of run (queries, requests), named by the figures that set it up (the keys after
@@ -593,6 +602,7 @@ impl<K: RunKind> RunReport<K> {
         setup: K,
     ) -> RunReport<K> {
         RunReport {
+            server_metrics: Vec::new(),
             name: name.to_string(),
             endpoint: format!("{}.{}", endpoint.target, endpoint.name),
             kind: endpoint.kind.clone(),

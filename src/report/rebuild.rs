@@ -216,6 +216,7 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
                 );
             }
             PhaseReport::Ingest(Box::new(IngestReport {
+                server_metrics: Vec::new(),
                 name: a.phase.clone(),
                 endpoint: format!("{endpoint} ({kind})"),
                 kind,
@@ -319,6 +320,7 @@ fn run<K: RunKind>(
 ) -> RunReport<K> {
     let answered = c.ok + c.failed;
     RunReport {
+        server_metrics: Vec::new(),
         name: a.phase.clone(),
         endpoint,
         kind,

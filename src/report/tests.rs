@@ -69,6 +69,7 @@ fn repeat() -> RepeatReport {
 
 pub(super) fn query_report() -> QueryReport {
     QueryReport {
+        server_metrics: Vec::new(),
         name: "q".into(),
         endpoint: "db.sql".into(),
         kind: "pg".into(),
@@ -147,6 +148,7 @@ pub(super) fn request_report() -> RequestReport {
     let mut counters = BTreeMap::new();
     counters.insert("hits".to_string(), 7);
     RequestReport {
+        server_metrics: Vec::new(),
         name: "r".into(),
         endpoint: "api.http".into(),
         kind: "http".into(),
@@ -202,6 +204,7 @@ pub(super) fn request_report() -> RequestReport {
 
 pub(super) fn ingest_report(status: Status) -> IngestReport {
     IngestReport {
+        server_metrics: Vec::new(),
         name: "load".into(),
         endpoint: "db.ilp (ilp)".into(),
         kind: "ilp".into(),

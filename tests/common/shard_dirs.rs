@@ -253,6 +253,7 @@ fn ingest(dir: &Path, s: &Spec) -> IngestReport {
     let (from, to) = ingest_span(i);
     let elapsed_s = (to - from) / 1000.0;
     IngestReport {
+        server_metrics: Vec::new(),
         name: "load".into(),
         endpoint: "db.pg (pg)".into(),
         kind: "pg".into(),
@@ -355,6 +356,7 @@ fn queries(dir: &Path, s: &Spec) -> QueryReport {
         .collect();
     let sum_us = samples.iter().sum();
     RunReport {
+        server_metrics: Vec::new(),
         name: "q".into(),
         endpoint: "db.pg".into(),
         kind: "pg".into(),
