@@ -228,6 +228,7 @@ fn ingest_phase(
     let rate = rows as f64 / elapsed_s;
     IngestReport {
         server: None,
+        server_metrics: Vec::new(),
         name: "load".into(),
         endpoint: "db.qwp (qwp)".into(),
         kind: "qwp".into(),
@@ -315,6 +316,7 @@ fn query_phase(
     let latency = wlrun::report::Latency::of(&total);
     RunReport {
         server: None,
+        server_metrics: Vec::new(),
         name: "explore".into(),
         endpoint: "db.pg".into(),
         kind: "pg".into(),

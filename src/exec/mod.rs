@@ -21,6 +21,7 @@ pub mod progress;
 pub mod queries;
 pub mod requests;
 mod require;
+pub mod scrape;
 pub mod secrets;
 pub mod series;
 pub mod shards;
@@ -250,6 +251,11 @@ fn run_phase(
         Some(o) => recorder.observed(o.marks()),
         None => recorder,
     };
+    let scrapers = runtime.block_on(scrape::start(
+        cell,
+        phase_target(phase),
+        metrics_series(env, cell, phase),
+    ));
     let mut report = runtime.block_on(phase_future(
         env,
         cell,
@@ -260,6 +266,7 @@ fn run_phase(
     if let Some(o) = observer {
         observed(&mut report, o);
     }
+    runtime.block_on(scrapers.finish(&mut report));
     if let Some(s) = &env.shard {
         runtime.block_on(s.finish(&mut report));
     }
@@ -273,11 +280,7 @@ fn start_observer(
     cell: &crate::plan::Cell,
     phase: &Phase,
 ) -> Option<observe::Observer> {
-    let target = match phase {
-        Phase::Ingest(p) => &p.endpoint.target,
-        Phase::Queries(q) => &q.endpoint.target,
-        Phase::Requests(r) => &r.endpoint.target,
-    };
+    let target = phase_target(phase);
     let every = env
         .series
         .as_ref()
@@ -313,6 +316,30 @@ fn observed(report: &mut PhaseReport, observer: observe::Observer) {
     warnings.extend(server.notes.iter().cloned());
     warnings.extend(busy);
     *slot = Some(server);
+}
+
+/// The target a phase runs against: the one whose `observe metrics` watch it.
+fn phase_target(phase: &Phase) -> &str {
+    match phase {
+        Phase::Ingest(p) => &p.endpoint.target,
+        Phase::Queries(q) => &q.endpoint.target,
+        Phase::Requests(r) => &r.endpoint.target,
+    }
+}
+
+/// `series/CELL-PHASE.server-metrics.csv` with `--out` when the phase's target observes
+/// metrics: each kept counter's rate per interval between scrapes.
+fn metrics_series(env: &RunEnv, cell: &crate::plan::Cell, phase: &Phase) -> Option<PathBuf> {
+    let target = phase_target(phase);
+    if !cell.observe_metrics.iter().any(|m| m.target == target) {
+        return None;
+    }
+    let out = env.series.as_ref()?;
+    Some(out.dir.join("series").join(format!(
+        "{}-{}.server-metrics.csv",
+        cell.index,
+        phase.name()
+    )))
 }
 
 /// A phase's time series started (when the run has `--out`), a warning if it could not be,

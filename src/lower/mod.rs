@@ -14,6 +14,7 @@ mod expect;
 mod findmax;
 mod ingest;
 mod observe;
+mod observe_metrics;
 mod probe;
 mod query;
 mod run;
@@ -49,8 +50,10 @@ pub(crate) fn lower_cells(
         let phases = cell::lower_cell(&ev, &matrix.hooks);
         let groups = concurrent::lower_groups(&ev, &phases);
         let observe = observe::cell_observers(&ev, &phases);
+        let observe_metrics = observe_metrics::lower_for_cell(&ev, &phases);
         if i == 0 {
             cell::check_all_decls(&ev, &matrix.hooks);
+            observe_metrics::check_all(&ev);
         }
         let params = Matrix::root_params(&ev);
         let found = ev.diags.take().into_iter();
@@ -64,6 +67,7 @@ pub(crate) fn lower_cells(
             phases,
             groups,
             observe,
+            observe_metrics,
         });
     }
     let lowering_failed = diags.error_count() > matrix.errors_before;

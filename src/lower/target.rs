@@ -530,7 +530,7 @@ fn example_url(k: EndpointKind) -> &'static str {
 
 /// Checks the scheme and the host:port shape of the literal part of a URL; parts from `env`
 /// are checked when the run resolves them.
-fn check_url(ev: &Eval<'_>, kind: EndpointKind, url: &Text, span: Span) -> Ev<()> {
+pub(super) fn check_url(ev: &Eval<'_>, kind: EndpointKind, url: &Text, span: Span) -> Ev<()> {
     let literal_prefix: String = url
         .parts
         .iter()

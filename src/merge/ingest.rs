@@ -49,6 +49,7 @@ pub fn merge(ctx: &Ctx, parts: &[Part<IngestReport>]) -> Result<PhaseOut, String
     }
     let mut report = IngestReport {
         server: None,
+        server_metrics: Vec::new(),
         name: first.name.clone(),
         endpoint: first.endpoint.clone(),
         kind: first.kind.clone(),

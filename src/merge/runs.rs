@@ -140,6 +140,7 @@ pub fn merge<K: Merge>(
     let status = super::verdict::status(&said, &failures);
     let report = RunReport {
         server: None,
+        server_metrics: Vec::new(),
         name: first.name.clone(),
         endpoint: first.endpoint.clone(),
         kind: first.kind.clone(),

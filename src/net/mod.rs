@@ -10,6 +10,7 @@
 
 pub mod connect;
 pub mod error;
+pub mod exposition;
 pub mod fmt;
 pub mod http;
 pub(crate) mod http1;

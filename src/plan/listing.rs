@@ -197,6 +197,9 @@ pub fn listing(plan: &Plan) -> String {
                 ob.target, ob.root
             );
         }
+        for m in &cell.observe_metrics {
+            observe_line(&mut o, m);
+        }
         for phase in &cell.phases {
             group_line(&mut o, cell, phase);
             match phase {
@@ -470,6 +473,25 @@ pub fn listing(plan: &Plan) -> String {
         }
     }
     o
+}
+
+/// `observe metrics`: what is scraped during the target's phases, and what is made of it.
+fn observe_line(o: &mut String, m: &super::metrics::MetricsPlan) {
+    let every = std::time::Duration::from_nanos(m.every_ns);
+    let _ = write!(
+        o,
+        "  observe metrics of {}: {} every {every:?} (a slower scrape fails)",
+        m.target,
+        m.shown_url()
+    );
+    if !m.keep.is_empty() {
+        let keep: Vec<String> = m.keep.iter().map(|k| format!("{k:?}")).collect();
+        let _ = write!(o, ", keep {}", keep.join(", "));
+    }
+    if let Some(c) = &m.cpu {
+        let _ = write!(o, ", server cpu = increase of {:?} summed", c.text);
+    }
+    o.push('\n');
 }
 
 #[cfg(test)]

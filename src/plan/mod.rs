@@ -4,6 +4,7 @@
 
 mod findmax;
 mod listing;
+pub mod metrics;
 pub mod setup;
 mod stages;
 pub mod store;
@@ -60,6 +61,10 @@ pub struct Cell {
     /// (`observe process`); absent from the plan's JSON when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub observe: Vec<ObservePlan>,
+    /// `observe metrics` of the targets this cell's phases use. Absent from the plan's JSON
+    /// when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub observe_metrics: Vec<metrics::MetricsPlan>,
 }
 
 /// `concurrent NAME { phases A, B  until A }`: members are phases of the same cell, run as one

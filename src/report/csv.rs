@@ -195,9 +195,44 @@ fn columns() -> &'static [String] {
             }
         }
         all.extend(SERVER.iter().map(|c| c.to_string()));
+        // `observe metrics` (`server_metrics`), appended after every earlier column so that
+        // readers by position keep working: the aggregates only, on a phase row.
+        all.extend(SERVER_COLUMNS.iter().map(|c| c.to_string()));
         all
     });
     &ALL
+}
+
+const SERVER_COLUMNS: &[&str] = &[
+    "metrics_server_cpu_s",
+    "metrics_server_cores",
+    "metrics_server_cpu_us_per_unit",
+    "metrics_server_cpu_unit",
+    "metrics_scrapes_ok",
+    "metrics_scrapes_failed",
+];
+
+/// The server columns of a phase row: scrapes summed over the phase's endpoints, the CPU of
+/// the first that names one.
+fn server_columns(row: &mut Row, phase: &PhaseReport) {
+    let all = super::server_metrics::of(phase);
+    if all.is_empty() {
+        return;
+    }
+    row.set(
+        "metrics_scrapes_ok",
+        all.iter().map(|m| m.scrapes_ok).sum::<u64>(),
+    );
+    row.set(
+        "metrics_scrapes_failed",
+        all.iter().map(|m| m.scrapes_failed).sum::<u64>(),
+    );
+    if let Some(c) = all.iter().find_map(|m| m.cpu.as_ref()) {
+        row.set("metrics_server_cpu_s", c.cpu_s);
+        row.opt("metrics_server_cores", c.cores);
+        row.opt("metrics_server_cpu_us_per_unit", c.us_per_unit);
+        row.set("metrics_server_cpu_unit", &c.unit);
+    }
 }
 
 /// A row being filled, column by name.
@@ -398,7 +433,11 @@ pub fn csv(report: &Report) -> Result<Vec<u8>, String> {
     w.write_record(columns()).map_err(|e| e.to_string())?;
     for cell in &report.cells {
         for phase in &cell.phases {
-            for row in rows(cell.index, &cell.key, phase) {
+            let mut rows = rows(cell.index, &cell.key, phase);
+            if let Some(first) = rows.first_mut() {
+                server_columns(first, phase);
+            }
+            for row in rows {
                 w.write_record(&row.0).map_err(|e| e.to_string())?;
             }
         }

@@ -16,6 +16,7 @@ pub mod rebuild;
 pub mod render;
 pub mod series;
 pub mod server;
+pub mod server_metrics;
 pub mod shard;
 pub mod stages;
 pub mod together;
@@ -363,6 +364,10 @@ pub struct IngestReport {
     /// What the observed server spent over the phase (`observe process`); absent without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<server::ServerReport>,
+    /// `observe metrics` of the target: what its endpoints said over the phase; absent
+    /// without it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_metrics: Vec<server_metrics::ServerMetrics>,
 }
 
 /// A rate-controlled ingest's open-loop accounting, in rows and batches:
@@ -456,6 +461,10 @@ pub struct RunReport<K: RunKind> {
     /// What the observed server spent over the run (`observe process`); absent without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<server::ServerReport>,
+    /// `observe metrics` of the target: what its endpoints said over the phase; absent
+    /// without it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_metrics: Vec<server_metrics::ServerMetrics>,
 }
 
 /// A kind of run (queries, requests), named by the figures that set it up (the keys after
@@ -600,6 +609,7 @@ impl<K: RunKind> RunReport<K> {
         setup: K,
     ) -> RunReport<K> {
         RunReport {
+            server_metrics: Vec::new(),
             name: name.to_string(),
             endpoint: format!("{}.{}", endpoint.target, endpoint.name),
             kind: endpoint.kind.clone(),

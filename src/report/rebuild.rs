@@ -217,6 +217,7 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
             }
             PhaseReport::Ingest(Box::new(IngestReport {
                 server: None,
+                server_metrics: Vec::new(),
                 name: a.phase.clone(),
                 endpoint: format!("{endpoint} ({kind})"),
                 kind,
@@ -321,6 +322,7 @@ fn run<K: RunKind>(
     let answered = c.ok + c.failed;
     RunReport {
         server: None,
+        server_metrics: Vec::new(),
         name: a.phase.clone(),
         endpoint,
         kind,

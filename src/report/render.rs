@@ -109,6 +109,9 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
             PhaseReport::Requests(r) => run_block(&label, "requests", r, request_lines),
             PhaseReport::NotRun { name, reason } => format!("{label}: {name}: not run: {reason}\n"),
         };
+        for m in super::server_metrics::of(phase) {
+            out += &format!("  {}\n", m.line());
+        }
         // Why the exit code is 3, not 1 (docs/language.md, "Exit codes").
         if let Some(why) = phase.unmeasured() {
             out += &format!("  could not measure: {why}\n");

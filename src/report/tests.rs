@@ -70,6 +70,7 @@ fn repeat() -> RepeatReport {
 pub(super) fn query_report() -> QueryReport {
     QueryReport {
         server: None,
+        server_metrics: Vec::new(),
         name: "q".into(),
         endpoint: "db.sql".into(),
         kind: "pg".into(),
@@ -149,6 +150,7 @@ pub(super) fn request_report() -> RequestReport {
     counters.insert("hits".to_string(), 7);
     RequestReport {
         server: None,
+        server_metrics: Vec::new(),
         name: "r".into(),
         endpoint: "api.http".into(),
         kind: "http".into(),
@@ -205,6 +207,7 @@ pub(super) fn request_report() -> RequestReport {
 pub(super) fn ingest_report(status: Status) -> IngestReport {
     IngestReport {
         server: None,
+        server_metrics: Vec::new(),
         name: "load".into(),
         endpoint: "db.ilp (ilp)".into(),
         kind: "ilp".into(),

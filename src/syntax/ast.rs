@@ -62,6 +62,8 @@ pub struct Target {
     pub span: Span,
     /// `observe process ...` clauses, in order.
     pub observe_process: Vec<ObserveProcess>,
+    /// `observe metrics "URL" ...`, in the order written.
+    pub observe_metrics: Vec<ObserveMetrics>,
 }
 
 /// `observe process pidfile EXPR | listening ENDPOINT | named EXPR`: which local process (with
@@ -80,6 +82,18 @@ pub enum ObserveHow {
     Listening(Ident),
     /// The oldest process of this name (comm or argv[0]) whose parent is not of that name.
     Named(Expr),
+}
+
+/// `observe metrics "URL" every D keep "re", ... cpu "selector"`: each option as written (a
+/// repeated one is the checker's to refuse, at its place).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObserveMetrics {
+    pub url: StrLit,
+    pub every: Vec<Expr>,
+    /// Each `keep` clause's patterns.
+    pub keep: Vec<Vec<StrLit>>,
+    pub cpu: Vec<StrLit>,
+    pub span: Span,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -83,6 +83,20 @@ fn item_sexpr(o: &mut String, item: &Item) {
                     ObserveHow::Named(e) => write!(o, "\n  (observe process named {})", expr(e)),
                 };
             }
+            for m in &t.observe_metrics {
+                let _ = write!(o, "\n  (observe metrics {}", strlit(&m.url));
+                for e in &m.every {
+                    let _ = write!(o, " (every {})", expr(e));
+                }
+                for k in &m.keep {
+                    let patterns: Vec<String> = k.iter().map(strlit).collect();
+                    let _ = write!(o, " (keep {})", patterns.join(" "));
+                }
+                for c in &m.cpu {
+                    let _ = write!(o, " (cpu {})", strlit(c));
+                }
+                o.push(')');
+            }
             o.push(')');
         }
         Item::Matrix(m) => {

@@ -254,6 +254,7 @@ fn ingest(dir: &Path, s: &Spec) -> IngestReport {
     let elapsed_s = (to - from) / 1000.0;
     IngestReport {
         server: None,
+        server_metrics: Vec::new(),
         name: "load".into(),
         endpoint: "db.pg (pg)".into(),
         kind: "pg".into(),
@@ -357,6 +358,7 @@ fn queries(dir: &Path, s: &Spec) -> QueryReport {
     let sum_us = samples.iter().sum();
     RunReport {
         server: None,
+        server_metrics: Vec::new(),
         name: "q".into(),
         endpoint: "db.pg".into(),
         kind: "pg".into(),

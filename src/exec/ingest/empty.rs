@@ -10,6 +10,7 @@ use crate::report::{IngestReport, RateCounts, Status};
 pub(crate) fn empty_report(phase: &IngestPhase) -> IngestReport {
     IngestReport {
         server: None,
+        server_metrics: Vec::new(),
         name: phase.name.clone(),
         endpoint: format!(
             "{}.{} ({})",

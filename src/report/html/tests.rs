@@ -102,6 +102,7 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
             let sent = ingest_rows.iter().map(|r| r.rows_sent).sum::<u64>();
             let ingest = IngestReport {
                 server: None,
+                server_metrics: Vec::new(),
                 name: "load".into(),
                 endpoint: format!("db.{protocol} ({protocol})"),
                 kind: protocol.to_string(),

@@ -99,10 +99,12 @@ impl Walker {
         let mut counts = Vec::new();
         let mut endpoints = Vec::new();
         let mut observe_process = Vec::new();
+        let mut observe_metrics = Vec::new();
         for c in p.into_inner() {
             match c.as_rule() {
                 Rule::kw_target => {}
                 Rule::observe_process_clause => observe_process.push(self.observe_process(c)?),
+                Rule::observe_metrics_clause => observe_metrics.push(self.observe_metrics(c)?),
                 Rule::ident => name = Some(self.ident(c)),
                 Rule::dialect_clause => dialect.push(self.ident(last(c))),
                 Rule::count_clause => counts.push(self.count_rule(c)?),
@@ -117,6 +119,38 @@ impl Walker {
             endpoints,
             span,
             observe_process,
+            observe_metrics,
+        })
+    }
+
+    fn observe_metrics(&self, p: Pair<'_, Rule>) -> Res<ObserveMetrics> {
+        let span = self.span(&p);
+        let mut url = None;
+        let mut every = Vec::new();
+        let mut keep = Vec::new();
+        let mut cpu = Vec::new();
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::kw_observe | Rule::kw_metrics => {}
+                Rule::string => url = Some(self.string(c)?),
+                Rule::metrics_every => every.push(self.expr(last(c))?),
+                Rule::metrics_keep => {
+                    let mut patterns = Vec::new();
+                    for s in c.into_inner().filter(|s| s.as_rule() == Rule::string) {
+                        patterns.push(self.string(s)?);
+                    }
+                    keep.push(patterns);
+                }
+                Rule::metrics_cpu => cpu.push(self.string(last(c))?),
+                r => unexpected(r, "observe metrics"),
+            }
+        }
+        Ok(ObserveMetrics {
+            url: url.expect("grammar: observe metrics URL"),
+            every,
+            keep,
+            cpu,
+            span,
         })
     }
 
