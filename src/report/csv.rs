@@ -123,6 +123,8 @@ const COLUMNS: &[&str] = &[
     "tls_plaintext_fallbacks",
     "concurrent_started_at_offset_ms",
     "concurrent_ended_at_offset_ms",
+    // QWP: the commits an ingest asked for (`commit per_batch | every N rows`).
+    "commits",
 ];
 
 /// The latency summaries of a phase, a type or a label, by the prefix of their columns: the
@@ -391,6 +393,7 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.set("errors", r.errors.values().map(|e| e.count).sum::<u64>());
             row.set("rows_dropped", r.rows_dropped);
             row.opt("visible_baseline", r.visible_baseline);
+            row.opt("commits", r.commits);
             row.summary("batch_", Some(&r.batch_latency));
             if let Some(c) = &r.calibration {
                 row.opt("null_rows_per_s", c.null_rows_per_s);

@@ -244,6 +244,7 @@ pub(super) fn ingest_report(status: Status) -> IngestReport {
         freshness: None,
         findmax: None,
         stages: Vec::new(),
+        commits: None,
     }
 }
 

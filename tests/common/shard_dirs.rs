@@ -292,6 +292,7 @@ fn ingest(dir: &Path, s: &Spec) -> IngestReport {
         freshness: None,
         findmax: None,
         stages: Vec::new(),
+        commits: None,
     }
 }
 
