@@ -443,15 +443,21 @@ impl State {
         )
     }
 
-    /// What a lost connection rolled back: the rows of deferred messages with no commit.
+    /// What a lost connection leaves uncommitted: the rows sent since the last commit an OK
+    /// confirmed (deferred ones are rolled back; a commit without its OK may or may not have
+    /// been applied).
     fn deferred_text(&self) -> String {
-        match self.commits.open_rows {
-            0 => String::new(),
-            n => format!(
-                "; {n} rows were sent in deferred messages (FLAG_DEFER_COMMIT) whose commit was \
-                 not sent: the server rolls them back, and they count as sent, not acknowledged"
-            ),
+        let pending: u64 = self.pending.iter().map(|p| p.1).sum();
+        let unconfirmed = self.commits.uncommitted_ok + pending;
+        if unconfirmed == 0 || !(self.commits.defers() || self.commits.open_rows > 0) {
+            return String::new();
         }
+        format!(
+            "; {unconfirmed} rows sent after the last acknowledged commit count as sent, not \
+             acknowledged ({} of them in deferred messages (FLAG_DEFER_COMMIT) whose commit was \
+             never sent: the server rolls them back)",
+            self.commits.open_rows
+        )
     }
 
     fn broken(&mut self, what: String) -> DriverError {

@@ -123,6 +123,11 @@ const COLUMNS: &[&str] = &[
     "tls_plaintext_fallbacks",
     "concurrent_started_at_offset_ms",
     "concurrent_ended_at_offset_ms",
+];
+
+/// Columns added after the latency summaries' figures, in the order they came: appended last
+/// so that every earlier column keeps its position.
+const APPENDED: &[&str] = &[
     // QWP: the commits an ingest asked for (`commit per_batch | every N rows`).
     "commits",
 ];
@@ -175,6 +180,7 @@ fn columns() -> &'static [String] {
                 }
             }
         }
+        all.extend(APPENDED.iter().map(|c| c.to_string()));
         all
     });
     &ALL
@@ -746,6 +752,24 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
 
     fn get<'a>(row: &'a [(String, String)], column: &str) -> &'a str {
         &row.iter().find(|(c, _)| c == column).unwrap().1
+    }
+
+    #[test]
+    fn a_qwp_ingests_commits_are_the_last_column() {
+        let mut r = report();
+        let mut load = ingest_report(Status::Ok);
+        load.commits = Some(7);
+        r.cells[0]
+            .phases
+            .insert(0, PhaseReport::Ingest(Box::new(load)));
+        let (header, rows) = table(&r);
+        assert_eq!(header.last().map(String::as_str), Some("commits"));
+        assert_eq!(get(&rows[0], "commits"), "7");
+        let mut r = report();
+        r.cells[0]
+            .phases
+            .insert(0, PhaseReport::Ingest(Box::new(ingest_report(Status::Ok))));
+        assert_eq!(get(&table(&r).1[0], "commits"), "");
     }
 
     #[test]

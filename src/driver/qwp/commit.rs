@@ -48,7 +48,7 @@ pub struct Ledger {
     /// Commit messages written whole.
     pub commits: u64,
     /// Rows of deferred messages an OK covered, waiting for the OK of their commit.
-    uncommitted_ok: u64,
+    pub uncommitted_ok: u64,
 }
 
 impl Ledger {
@@ -57,6 +57,11 @@ impl Ledger {
             every,
             ..Ledger::default()
         }
+    }
+
+    /// Whether batches may be deferred (`commit every N rows`).
+    pub fn defers(&self) -> bool {
+        self.every.is_some()
     }
 
     /// Sets or clears the defer flag of a message about to be written (`flags` is its header
