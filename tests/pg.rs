@@ -65,6 +65,7 @@ fn config(
         base_dir: PathBuf::from("."),
         worker: 0,
         ack: wlrun::plan::Ack::None,
+        commit_every: None,
         connector: None,
     }
 }

@@ -169,6 +169,7 @@ async fn writer(
         base_dir: PathBuf::from("."),
         worker: 0,
         ack: wlrun::plan::Ack::None,
+        commit_every: None,
         connector: Some(connector.clone()),
     };
     Ok((PgWriter::connect(&cfg).await?, chunk))

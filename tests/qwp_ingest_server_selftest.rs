@@ -1482,6 +1482,24 @@ async fn deferred_rows_commit_with_the_next_message() {
     );
 }
 
+/// As QuestDB 10.x: a deferred message gets no OK; the commit's cumulative OK covers it.
+#[tokio::test]
+async fn held_deferred_acks_come_with_the_commit() {
+    let server = QwpServer::start(Config::default().with_hold_deferred_acks(true));
+    let mut ws = connect(&server).await;
+    let mut deferred = sensors();
+    deferred[5] = FLAG_DEFER_COMMIT;
+    send(&mut ws, deferred.clone()).await;
+    send(&mut ws, deferred).await;
+    send(&mut ws, message(0, 0, &[])).await;
+    assert_eq!(reply(&mut ws).await, ok(2));
+    close(&mut ws).await;
+    let c = &server.wait_ended(1, Duration::from_secs(5))[0];
+    assert_eq!(c.ok_seqs(), vec![2]);
+    assert_eq!((c.commits, c.peak_uncommitted_rows), (1, 4));
+    assert_eq!(server.table("sensors").unwrap().row_count, 4);
+}
+
 #[tokio::test]
 async fn close_after_drops_the_connection_without_answering() {
     let server = QwpServer::start(Config::default().with_close_after(1));

@@ -203,6 +203,7 @@ fn config(url: &str, schema: Arc<BatchSchema>, options: &[(&str, Value)]) -> Dri
         base_dir: PathBuf::from("."),
         worker: 0,
         ack: wlrun::plan::Ack::None,
+        commit_every: None,
         connector: None,
     }
 }

@@ -268,6 +268,7 @@ fn ingest_phase(
         freshness: None,
         findmax: None,
         stages: Vec::new(),
+        commits: None,
     }
 }
 

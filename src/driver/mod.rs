@@ -88,6 +88,9 @@ pub struct DriverConfig {
     pub worker: usize,
     /// What the phase waits for (QWP: `publish` or `per_batch`).
     pub ack: Ack,
+    /// QWP's `commit every N rows`: the rows after which a connection commits; `None`: every
+    /// batch commits.
+    pub commit_every: Option<u64>,
     /// The phase's connector for the endpoint, shared by its workers (TLS sessions resume,
     /// connection costs add up); `None`: the driver makes its own.
     pub connector: Option<Connector>,
@@ -187,6 +190,15 @@ impl Driver {
         match self {
             Driver::Qwp(d) => d.usable(),
             _ => true,
+        }
+    }
+
+    /// Commits the driver asked the server for (QWP's messages without `FLAG_DEFER_COMMIT`);
+    /// `None` for protocols without deferred commits.
+    pub fn commits(&self) -> Option<u64> {
+        match self {
+            Driver::Qwp(d) => Some(d.commits()),
+            _ => None,
         }
     }
 

@@ -21,6 +21,13 @@
 //! messages after the last OK stay unacknowledged. A lost connection is an error,
 //! never a silent reconnect (a new connection would need the symbol dictionary again and
 //! would hide the loss).
+//!
+//! Commits (`commit::Ledger`): with `commit every N rows` the messages between commits carry
+//! `FLAG_DEFER_COMMIT`; rows count as acknowledged only when the OK of their commit comes, and
+//! closing first commits what is still deferred. `ack per_batch` then waits at each commit
+//! only: a server may hold the OKs of deferred messages until their commit (QuestDB 10.x).
+
+mod commit;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -48,6 +55,9 @@ pub const DEFAULT_ACK_TIMEOUT: Duration = Duration::from_secs(60);
 /// While waiting for an OK, PING again after this long, doubling up to `MAX_PING_EVERY`.
 const FIRST_PING_AGAIN: Duration = Duration::from_millis(5);
 const MAX_PING_EVERY: Duration = Duration::from_millis(200);
+
+/// Where a message's header keeps its flags.
+const FLAGS_AT: usize = 5;
 
 /// How long closing waits for the server's Close answer.
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
@@ -87,8 +97,9 @@ struct State {
     timeout: Duration,
     /// The wire sequence number of the next message.
     next_seq: u64,
-    /// Messages sent and not yet covered by an OK: (sequence, rows).
-    pending: VecDeque<(u64, u64)>,
+    /// Messages sent and not yet covered by an OK: (sequence, rows, whether it commits).
+    pending: VecDeque<(u64, u64, bool)>,
+    commits: commit::Ledger,
     /// Rows covered by OKs, and how many of them `take_acked` has handed out.
     acked_rows: u64,
     reported_rows: u64,
@@ -150,6 +161,7 @@ impl QwpWriter {
             timeout: cfg.timeout,
             next_seq: 0,
             pending: VecDeque::new(),
+            commits: commit::Ledger::new(cfg.commit_every),
             acked_rows: 0,
             reported_rows: 0,
             counters: connected.counters,
@@ -168,10 +180,16 @@ impl QwpWriter {
             let message = &chunk.bytes[start..f.end];
             start = f.end;
             // One copy: tungstenite takes its payload by value and masks it into its own
-            // buffer.
-            let payload = Bytes::copy_from_slice(message);
-            s.write(Message::Binary(payload)).await?;
-            s.pending.push_back((s.next_seq, f.rows));
+            // buffer. The commit policy sets the copy's flags.
+            let mut payload = bytes::BytesMut::from(message);
+            let batch = (i == last).then_some(chunk.rows);
+            let commits = match payload.get_mut(FLAGS_AT) {
+                Some(flags) => s.commits.flag(flags, batch),
+                None => true,
+            };
+            s.write(Message::Binary(payload.freeze())).await?;
+            s.commits.written(f.rows, commits, batch);
+            s.pending.push_back((s.next_seq, f.rows, commits));
             s.next_seq += 1;
             // A connection found lost between the messages of a split batch cuts it short.
             if rejected.is_none() && i < last {
@@ -210,11 +228,30 @@ impl QwpWriter {
         self.0.usable
     }
 
-    /// The acknowledgement barrier, then an orderly close. Returns the bytes that wrote.
+    /// Commit messages written whole (`FLAG_DEFER_COMMIT` clear), the closing one included.
+    pub fn commits(&self) -> u64 {
+        self.0.commits.commits
+    }
+
+    /// The commit of what is still deferred, the acknowledgement barrier, then an orderly
+    /// close. Returns the bytes that wrote.
     pub async fn finish(&mut self) -> Result<u64, DriverError> {
         let s = &mut *self.0;
         let mut result = Ok(());
-        if s.usable && !s.pending.is_empty() {
+        if s.usable && s.commits.open {
+            match s
+                .write(Message::Binary(Bytes::from_static(&commit::EMPTY_COMMIT)))
+                .await
+            {
+                Ok(()) => {
+                    s.commits.written(0, true, None);
+                    s.pending.push_back((s.next_seq, 0, true));
+                    s.next_seq += 1;
+                }
+                Err(e) => result = Err(e),
+            }
+        }
+        if s.usable && result.is_ok() && !s.pending.is_empty() {
             let last = s.next_seq - 1;
             match s.wait_acked(last).await {
                 Ok(None) => {}
@@ -257,7 +294,8 @@ impl State {
         if let Some(e) = self.read_ready()? {
             return Ok(Some(e));
         }
-        if self.per_batch && !self.pending.is_empty() {
+        // A deferred message's OK may wait for its commit: only a commit is waited for.
+        if self.per_batch && !self.pending.is_empty() && !self.commits.open {
             return self.wait_acked(self.next_seq - 1).await;
         }
         Ok(None)
@@ -305,11 +343,12 @@ impl State {
             if Instant::now() >= deadline {
                 self.usable = false;
                 let rows: u64 = self.pending.iter().map(|p| p.1).sum();
+                let deferred = self.deferred_text();
                 return Err(DriverError::new(
                     ErrorClass::Timeout,
                     format!(
                         "{}: {} QWP messages ({rows} rows) were not acknowledged within {} \
-                         (the endpoint's ack_timeout)",
+                         (the endpoint's ack_timeout){deferred}",
                         self.shown,
                         self.pending.len(),
                         crate::net::fmt::fmt_duration(self.ack_timeout)
@@ -324,7 +363,7 @@ impl State {
     /// The highest sequence every message up to which is acknowledged.
     fn acked_through(&self) -> Option<u64> {
         match self.pending.front() {
-            Some(&(first, _)) => first.checked_sub(1),
+            Some(&(first, _, _)) => first.checked_sub(1),
             None => self.next_seq.checked_sub(1),
         }
     }
@@ -349,11 +388,11 @@ impl State {
                             self.next_seq
                         )));
                     }
-                    while let Some(&(s, rows)) = self.pending.front() {
+                    while let Some(&(s, rows, commits)) = self.pending.front() {
                         if s > seq {
                             break;
                         }
-                        self.acked_rows += rows;
+                        self.acked_rows += self.commits.covered(rows, commits);
                         self.pending.pop_front();
                     }
                     Ok(None)
@@ -396,10 +435,28 @@ impl State {
         DriverError::new(
             ErrorClass::Connection,
             format!(
-                "{}: {what}; {unacked} messages sent were not acknowledged",
-                self.shown
+                "{}: {what}; {unacked} messages sent were not acknowledged{}",
+                self.shown,
+                self.deferred_text()
             ),
             true,
+        )
+    }
+
+    /// What a lost connection leaves uncommitted: the rows sent since the last commit an OK
+    /// confirmed (deferred ones are rolled back; a commit without its OK may or may not have
+    /// been applied).
+    fn deferred_text(&self) -> String {
+        let pending: u64 = self.pending.iter().map(|p| p.1).sum();
+        let unconfirmed = self.commits.uncommitted_ok + pending;
+        if unconfirmed == 0 || !(self.commits.defers() || self.commits.open_rows > 0) {
+            return String::new();
+        }
+        format!(
+            "; {unconfirmed} rows sent after the last acknowledged commit count as sent, not \
+             acknowledged ({} of them in deferred messages (FLAG_DEFER_COMMIT) whose commit was \
+             never sent: the server rolls them back)",
+            self.commits.open_rows
         )
     }
 

@@ -71,6 +71,8 @@ struct Worker {
     close_cut_off: bool,
     /// `rate R`: how this worker's schedule was kept.
     kept: Kept,
+    /// QWP: the commits its connection asked for.
+    commits: Option<u64>,
 }
 
 impl Worker {
@@ -92,6 +94,7 @@ impl Worker {
             rows_cut_off: 0,
             close_cut_off: false,
             kept: Kept::default(),
+            commits: None,
         }
     }
 
@@ -387,6 +390,7 @@ async fn send_all(
             base_dir: env.base_dir.clone(),
             worker: w,
             ack: phase.ack,
+            commit_every: phase.commit.and_then(|c| c.every_rows()),
             connector: Some(connector.clone()),
         };
         let tally = parts.as_ref().map(|p| Tally::new(p, phase.ack));
@@ -471,6 +475,9 @@ async fn send_all(
         close_cut_off |= w.close_cut_off;
         report.rows_cut_off += w.rows_cut_off;
         report.rows_per_worker.push(w.rows_sent);
+        if let (Some(t), Some(c)) = (report.commits.as_mut(), w.commits) {
+            *t += c;
+        }
     }
     // Stopped by the group's end: judged as a duration that ended then.
     let span = member
@@ -721,6 +728,7 @@ async fn worker(
             // Closing flushes what the kernel still holds (and for QWP waits for the last
             // acknowledgements); a failure there loses rows.
             let finished = within((limit, &end, &halt), d.finish()).await;
+            w.commits = d.commits();
             let acked = d.take_acked();
             w.rows_acked += acked;
             live.acked(acked);

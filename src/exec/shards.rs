@@ -660,6 +660,7 @@ mod tests {
             findmax: None,
             warmup: None,
             stages: Vec::new(),
+            commit: None,
         };
         let report = super::super::ingest::empty::empty_report(&phase);
         (phase, report)

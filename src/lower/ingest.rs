@@ -93,6 +93,8 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         Some(c) => duration(ev, &c.value, &scope, false).map(|d| Some(Value::Duration(d))),
     };
     let stages = super::stages::lower_ingest_stages(ev, i, workers.unwrap_or(1), &scope);
+    let commit =
+        super::commit::lower_commit(ev, i, (ep, &endpoint), batch_rows.unwrap_or(10_000), &scope);
     let probe =
         super::probe::lower_probe(ev, i, (tinst, target, ep, &endpoint), &table, rows.range);
     // Every clause above is checked before giving up, so all their mistakes show at once.
@@ -122,7 +124,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
     else {
         return None;
     };
-    let (findmax, warmup) = (findmax?, warmup?);
+    let (findmax, warmup, commit) = (findmax?, warmup?, commit?);
     let routing = match (&rows.series_col, &rows.source) {
         (Some(c), _) => format!("fnv1a64({c}) % workers"),
         (None, RowSource::File { .. }) => "fnv1a64(first tag) % workers".to_string(),
@@ -186,6 +188,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         findmax,
         warmup,
         stages,
+        commit,
     };
     super::findmax::rows_fit(ev, i, &phase)?;
     targets::check_store_admin(

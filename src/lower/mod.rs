@@ -9,6 +9,7 @@
 mod cell;
 mod column;
 mod column_refs;
+mod commit;
 mod concurrent;
 mod expect;
 mod findmax;

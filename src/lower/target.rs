@@ -230,6 +230,8 @@ const OPTIONS: &[(&str, &[EndpointKind], Want)] = &[
     ("precision", &[EndpointKind::Qwp], Want::Word(&["us", "ns"])),
     ("ack_timeout", &[EndpointKind::Qwp], Want::Duration),
     ("max_frame", &[EndpointKind::Qwp], Want::Size),
+    // The server's `qwp.max.uncommitted.rows`: `commit every N rows` must stay under it.
+    ("max_uncommitted_rows", &[EndpointKind::Qwp], Want::Count),
     // Query flow control: the bytes of results the server may send ahead of the client.
     ("credit", &[EndpointKind::Qwp], Want::Size),
     (
@@ -252,6 +254,8 @@ enum Want {
     Size,
     Headers,
     Word(&'static [&'static str]),
+    /// A positive integer.
+    Count,
 }
 
 pub fn endpoint_plan(
@@ -490,6 +494,7 @@ fn endpoint_option(
         (Want::Size, Value::Size(s)) => *s > 0,
         (Want::Headers, Value::Map(m)) => m.iter().all(|(_, v)| matches!(v, Value::Str(_))),
         (Want::Word(words), Value::Symbol(w)) => words.contains(&w.as_str()),
+        (Want::Count, Value::Int(n)) => *n > 0,
         _ => false,
     };
     if !good {
@@ -500,6 +505,7 @@ fn endpoint_option(
             Want::Size => "a size like `2MiB`".to_string(),
             Want::Headers => "a map of strings `{ \"Header\": \"value\" }`".to_string(),
             Want::Word(words) => format!("one of {}", words.join(", ")),
+            Want::Count => "a positive integer like `2_000_000`".to_string(),
         };
         let mut d = Diagnostic::error(
             Code::E0305,

@@ -94,6 +94,8 @@ pub fn merge(ctx: &Ctx, parts: &[Part<IngestReport>]) -> Result<PhaseOut, String
         freshness: None,
         findmax: None,
         stages: Vec::new(),
+        // Each shard's connections commit on their own: the commits add up.
+        commits: all().map(|r| r.commits).sum(),
     };
     let series = ctx.series(
         parts

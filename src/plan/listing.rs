@@ -250,6 +250,9 @@ pub fn listing(plan: &Plan) -> String {
                             .map(|d| format!("  duration {d}"))
                             .unwrap_or_default()
                     );
+                    if let Some(c) = p.commit {
+                        let _ = writeln!(o, "    {}", commit_line(c, p));
+                    }
                     if let Some(Value::Rate(r)) = &p.rate {
                         let _ = writeln!(
                             o,
@@ -492,6 +495,32 @@ fn observe_line(o: &mut String, m: &super::metrics::MetricsPlan) {
         let _ = write!(o, ", server cpu = increase of {:?} summed", c.text);
     }
     o.push('\n');
+}
+
+/// The commit policy of a QWP ingest, as the listing shows it.
+fn commit_line(c: Commit, p: &IngestPhase) -> String {
+    match c {
+        Commit::PerBatch => {
+            "commit per_batch: each batch commits (its last message without FLAG_DEFER_COMMIT)"
+                .to_string()
+        }
+        Commit::EveryRows { rows, cap } => {
+            // The first batch boundary at or after `rows` (the last batch may be short).
+            let at = rows.div_ceil(p.batch_rows.max(1)) * p.batch_rows;
+            format!(
+                "commit every {} rows: messages carry FLAG_DEFER_COMMIT, a worker commits after {} \
+                 rows and at its end (server cap {} uncommitted rows)",
+                thousands(rows),
+                thousands(at),
+                thousands(cap)
+            )
+        }
+        Commit::NotQwp { rows } => format!(
+            "commit every {} rows: not applied, `{}` has no deferred commit (QWP only)",
+            thousands(rows),
+            p.endpoint.kind
+        ),
+    }
 }
 
 #[cfg(test)]

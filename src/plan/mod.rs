@@ -335,6 +335,37 @@ pub struct IngestPhase {
     /// plan's JSON without them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<StagePlan>,
+    /// QWP's commit policy (`commit per_batch | every N rows`); absent from the plan's JSON
+    /// for the other protocols, which have no deferred commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<Commit>,
+}
+
+/// When a QWP connection's rows commit. Every message carries `FLAG_DEFER_COMMIT` except the
+/// ones that commit; each worker's connection counts its own rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Commit {
+    /// Each batch commits (its last message has the flag clear), as TSBS's loader does.
+    PerBatch,
+    /// A batch's last message commits once the rows since the last commit reach `rows`: at
+    /// the first batch boundary at or after it. `cap` is the server's `qwp.max.uncommitted.rows`
+    /// as the endpoint tells it (`max_uncommitted_rows`). The phase's end (or a stop) commits
+    /// what is still deferred.
+    EveryRows { rows: u64, cap: u64 },
+    /// `commit every N rows` in a cell whose endpoint (from an axis or a list) is not QWP: no
+    /// effect there, said in the plan.
+    NotQwp { rows: u64 },
+}
+
+impl Commit {
+    /// The rows after which a connection commits, when the policy defers.
+    pub fn every_rows(self) -> Option<u64> {
+        match self {
+            Commit::EveryRows { rows, .. } => Some(rows),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -369,6 +400,7 @@ impl IngestPhase {
             findmax: None,
             warmup: None,
             stages: Vec::new(),
+            commit: None,
         }
     }
 }

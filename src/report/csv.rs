@@ -146,6 +146,13 @@ const SERVER: &[&str] = &[
     "machine_busy_cores",
 ];
 
+/// Columns added after the latency summaries' figures, in the order they came: appended last
+/// so that every earlier column keeps its position.
+const APPENDED: &[&str] = &[
+    // QWP: the commits an ingest asked for (`commit per_batch | every N rows`).
+    "commits",
+];
+
 /// The latency summaries of a phase, a type or a label, by the prefix of their columns: the
 /// latency itself has none (`p50_us`), and its count is `latency_count`.
 const LATENCIES: &[&str] = &[
@@ -198,6 +205,7 @@ fn columns() -> &'static [String] {
         // `observe metrics` (`server_metrics`), appended after every earlier column so that
         // readers by position keep working: the aggregates only, on a phase row.
         all.extend(SERVER_COLUMNS.iter().map(|c| c.to_string()));
+        all.extend(APPENDED.iter().map(|c| c.to_string()));
         all
     });
     &ALL
@@ -476,6 +484,7 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.set("errors", r.errors.values().map(|e| e.count).sum::<u64>());
             row.set("rows_dropped", r.rows_dropped);
             row.opt("visible_baseline", r.visible_baseline);
+            row.opt("commits", r.commits);
             row.summary("batch_", Some(&r.batch_latency));
             if let Some(c) = &r.calibration {
                 row.opt("null_rows_per_s", c.null_rows_per_s);
@@ -830,6 +839,24 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
 
     fn get<'a>(row: &'a [(String, String)], column: &str) -> &'a str {
         &row.iter().find(|(c, _)| c == column).unwrap().1
+    }
+
+    #[test]
+    fn a_qwp_ingests_commits_are_the_last_column() {
+        let mut r = report();
+        let mut load = ingest_report(Status::Ok);
+        load.commits = Some(7);
+        r.cells[0]
+            .phases
+            .insert(0, PhaseReport::Ingest(Box::new(load)));
+        let (header, rows) = table(&r);
+        assert_eq!(header.last().map(String::as_str), Some("commits"));
+        assert_eq!(get(&rows[0], "commits"), "7");
+        let mut r = report();
+        r.cells[0]
+            .phases
+            .insert(0, PhaseReport::Ingest(Box::new(ingest_report(Status::Ok))));
+        assert_eq!(get(&table(&r).1[0], "commits"), "");
     }
 
     #[test]

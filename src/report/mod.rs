@@ -368,6 +368,11 @@ pub struct IngestReport {
     /// without it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_metrics: Vec<server_metrics::ServerMetrics>,
+    /// QWP: messages sent without `FLAG_DEFER_COMMIT` (each asks the server to commit), the
+    /// closing commit of deferred rows included, over all workers; absent for the protocols
+    /// without deferred commits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commits: Option<u64>,
 }
 
 /// A rate-controlled ingest's open-loop accounting, in rows and batches:

@@ -257,6 +257,8 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
                 freshness: freshness(a, rows, logged, rows_acked.unwrap_or(rows_sent)),
                 findmax: None,
                 stages: Vec::new(),
+                // The series do not record commits.
+                commits: None,
             }))
         }
         Series::Run(rows) => {

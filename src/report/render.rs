@@ -501,6 +501,9 @@ fn ingest_summary(r: &IngestReport) -> String {
     } else if let Some(b) = r.payload_bytes_per_row {
         parts.push(format!("{b:.1} B/row payload"));
     }
+    if let Some(c) = r.commits {
+        parts.push(format!("{} commits", thousands(c)));
+    }
     if r.batch_latency.count > 0 {
         parts.push(format!(
             "batch p50 {} p99 {}",

@@ -250,6 +250,7 @@ pub(super) fn ingest_report(status: Status) -> IngestReport {
         freshness: None,
         findmax: None,
         stages: Vec::new(),
+        commits: None,
     }
 }
 
@@ -524,4 +525,22 @@ fn a_query_types_and_a_request_runs_tables_carry_every_figure_a_user_asks_for() 
         let want: Vec<&str> = row.iter().copied().chain(latency).collect();
         assert_eq!(cells(lines[at + 1]), want, "{text}");
     }
+}
+
+/// A QWP ingest says its commits on its line and in report.json; the other protocols say
+/// nothing of them.
+#[test]
+fn a_qwp_ingest_shows_its_commits() {
+    let mut load = ingest_report(Status::Ok);
+    load.commits = Some(12_000);
+    let mut r = report();
+    r.cells[0].phases = vec![PhaseReport::Ingest(Box::new(load))];
+    let text = render::cell_lines(&r.cells[0], 1);
+    assert!(text.contains(", 12,000 commits, "), "{text}");
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["cells"][0]["phases"][0]["commits"], 12_000);
+    r.cells[0].phases = vec![PhaseReport::Ingest(Box::new(ingest_report(Status::Ok)))];
+    assert!(!render::cell_lines(&r.cells[0], 1).contains("commits"));
+    let json = serde_json::to_value(&r).unwrap();
+    assert!(json["cells"][0]["phases"][0].get("commits").is_none());
 }

@@ -340,7 +340,16 @@ pub struct Ingest {
     pub warmup: Vec<Clause<Expr>>,
     /// `stage D rate R [to R2] [warmup W]`, in order: they replace `rate` and `duration`.
     pub stages: Vec<Stage>,
+    /// `commit per_batch | every N rows` (QWP's FLAG_DEFER_COMMIT).
+    pub commit: Vec<Clause<CommitPolicy>>,
     pub span: Span,
+}
+
+/// What a `commit` clause says: `every N rows`, or a value (`per_batch`, `none`, an axis).
+#[derive(Clone, Debug, PartialEq)]
+pub enum CommitPolicy {
+    EveryRows(Expr),
+    Value(Expr),
 }
 
 /// `probe visible every I [via TARGET.ENDPOINT] [within D]` in an ingest block.

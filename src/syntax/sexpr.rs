@@ -236,6 +236,12 @@ fn item_sexpr(o: &mut String, item: &Item) {
             for c in &i.find_max {
                 find_max(o, &c.value);
             }
+            for c in &i.commit {
+                let _ = match &c.value {
+                    CommitPolicy::EveryRows(n) => write!(o, "\n  (commit every {} rows)", expr(n)),
+                    CommitPolicy::Value(v) => write!(o, "\n  (commit {})", expr(v)),
+                };
+            }
             o.push(')');
         }
         Item::Query(q) => {

@@ -34,8 +34,9 @@
 //!
 //! Rows: a message without DEFER_COMMIT commits its rows and those of the deferred messages
 //! before it on the connection; deferred rows are dropped when the connection ends first or a
-//! message of it is refused; their OKs go out like any other (as QuestDB 9.4 did; 10.x holds
-//! them until the commit). Tables are merged over all connections (`tables()`): a column that
+//! message of it is refused; their OKs go out like any other (as QuestDB 9.4 did), or, with
+//! `Config::hold_deferred_acks`, not at all: the commit's cumulative OK covers them (as 10.x
+//! does). Each connection counts its commits and the most rows it held uncommitted. Tables are merged over all connections (`tables()`): a column that
 //! a message leaves out is NULL for its rows, a column that appears later is NULL for earlier
 //! rows. The designated timestamp (the column named "") is kept under the name `DESIGNATED`.
 //! Values are kept as the wire has them (a NaN sent for a NULL double stays NaN; `Cell::is_null`
@@ -207,6 +208,11 @@ pub struct Config {
     pub faults_once: bool,
     /// OKs list the tables of the acknowledged messages with their seqTxn (else n = 0).
     pub ok_lists_tables: bool,
+    /// As QuestDB 10.x: no OK for a deferred message (DEFER_COMMIT); the cumulative OK of the
+    /// message that commits covers it. Else (9.4) every deferred message gets its OK.
+    pub hold_deferred_acks: bool,
+    /// Keep every binary message's bytes in `ConnStats::raw` (for another decoder to read).
+    pub keep_messages: bool,
 }
 
 impl Default for Config {
@@ -221,6 +227,8 @@ impl Default for Config {
             close_after: None,
             faults_once: false,
             ok_lists_tables: false,
+            hold_deferred_acks: false,
+            keep_messages: false,
         }
     }
 }
@@ -263,6 +271,16 @@ impl Config {
 
     pub fn with_ok_lists_tables(mut self, list: bool) -> Config {
         self.ok_lists_tables = list;
+        self
+    }
+
+    pub fn with_hold_deferred_acks(mut self, hold: bool) -> Config {
+        self.hold_deferred_acks = hold;
+        self
+    }
+
+    pub fn with_keep_messages(mut self, keep: bool) -> Config {
+        self.keep_messages = keep;
         self
     }
 }
@@ -620,6 +638,13 @@ pub struct ConnStats {
     pub rows_per_message: Vec<usize>,
     /// Per message: the header flags byte (0 if it had no header).
     pub flags_per_message: Vec<u8>,
+    /// Messages without DEFER_COMMIT that committed (their rows and the deferred ones before
+    /// them; an empty one too).
+    pub commits: usize,
+    /// The most rows deferred and not yet committed at once.
+    pub peak_uncommitted_rows: usize,
+    /// Every binary message as received, with `Config::keep_messages`.
+    pub raw: Vec<Vec<u8>>,
     pub pings: usize,
     /// The code of the client's Close frame (None: no Close, or one without a code).
     pub close_code: Option<u16>,
@@ -1294,10 +1319,14 @@ impl Session {
         let seq = self.next_seq;
         self.next_seq += 1;
         let flags = if data.len() >= 12 { data[5] } else { 0 };
+        let keep = self.config.keep_messages;
         self.with_stats(|c| {
             c.messages += 1;
             c.bytes += data.len() as u64;
             c.flags_per_message.push(flags);
+            if keep {
+                c.raw.push(data.to_vec());
+            }
         });
         if self.fault_fires(self.config.close_after, seq, true) {
             self.with_stats(|c| c.rows_per_message.push(0));
@@ -1398,7 +1427,18 @@ impl Session {
                 } else {
                     Vec::new()
                 };
-                self.ack(seq, tables);
+                let staged: usize = self.staged.iter().map(|b| b.rows).sum();
+                self.with_stats(|c| {
+                    if deferred {
+                        c.peak_uncommitted_rows = c.peak_uncommitted_rows.max(staged);
+                    } else {
+                        c.commits += 1;
+                    }
+                });
+                // 10.x: the commit's cumulative OK will cover a deferred message.
+                if !(deferred && self.config.hold_deferred_acks) {
+                    self.ack(seq, tables);
+                }
             }
         }
         After::Continue

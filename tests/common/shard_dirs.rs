@@ -294,6 +294,7 @@ fn ingest(dir: &Path, s: &Spec) -> IngestReport {
         freshness: None,
         findmax: None,
         stages: Vec::new(),
+        commits: None,
     }
 }
 

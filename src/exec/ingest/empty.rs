@@ -59,5 +59,6 @@ pub(crate) fn empty_report(phase: &IngestPhase) -> IngestReport {
         freshness: None,
         findmax: None,
         stages: Vec::new(),
+        commits: (phase.endpoint.kind == "qwp").then_some(0),
     }
 }

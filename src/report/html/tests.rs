@@ -142,6 +142,7 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                 freshness: None,
                 findmax: None,
                 stages: Vec::new(),
+                commits: None,
             };
             let mut q: QueryReport = (**query).clone();
             q.name = "explore".into();

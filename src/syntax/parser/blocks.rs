@@ -57,6 +57,26 @@ impl Walker {
         })
     }
 
+    /// `commit every N rows` or `commit EXPR`.
+    fn commit(&self, c: Pair<'_, Rule>) -> Res<Clause<CommitPolicy>> {
+        let span = self.span(&c);
+        let inner = c
+            .into_inner()
+            .find(|p| p.as_rule() != Rule::kw_commit)
+            .expect("grammar: commit policy");
+        let value = match inner.as_rule() {
+            Rule::commit_every => {
+                let e = inner
+                    .into_inner()
+                    .find(|p| p.as_rule() == Rule::expr)
+                    .expect("grammar: commit every N");
+                CommitPolicy::EveryRows(self.expr(e)?)
+            }
+            _ => CommitPolicy::Value(self.expr(inner)?),
+        };
+        Ok(Clause { value, span })
+    }
+
     pub(super) fn ingest(&self, p: Pair<'_, Rule>) -> Res<Ingest> {
         let span = self.span(&p);
         let mut ing = Ingest {
@@ -80,6 +100,7 @@ impl Walker {
             find_max: vec![],
             warmup: vec![],
             stages: vec![],
+            commit: vec![],
             span,
         };
         for c in p.into_inner() {
@@ -173,6 +194,7 @@ impl Walker {
                 Rule::findmax_clause => ing.find_max.push(self.find_max(c)?),
                 Rule::warmup_clause => ing.warmup.push(self.clause_expr(c)?),
                 Rule::stage_clause => ing.stages.push(self.stage(c)?),
+                Rule::commit_clause => ing.commit.push(self.commit(c)?),
                 r => unexpected(r, "ingest"),
             }
         }
