@@ -17,6 +17,7 @@ pub mod render;
 pub mod series;
 pub mod shard;
 pub mod stages;
+pub mod streaming;
 pub mod together;
 mod workers;
 
@@ -522,6 +523,10 @@ pub struct QueryDetail {
     /// in memory for the comparison, not written out.
     #[serde(skip)]
     pub results: Option<std::sync::Arc<InstanceResults>>,
+    /// How the run's results arrived, all types together (`streaming`); absent where nothing
+    /// was measured and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<streaming::StreamingReport>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -685,6 +690,10 @@ pub struct QueryTypeReport {
     pub service: Option<Latency>,
     pub errors: BTreeMap<String, ErrorCount>,
     pub thresholds: Vec<ThresholdReport>,
+    /// How this type's results arrived (`streaming`); absent where nothing was measured
+    /// (SQLite, no successful query) and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<streaming::StreamingReport>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -112,6 +112,7 @@ pub(super) fn query_report() -> QueryReport {
                 service: Some(latency(40)),
                 errors: errors(),
                 thresholds: vec![threshold("p50")],
+                streaming: None,
             }],
             labels: vec![LabelReport {
                 label: "l".into(),
@@ -131,6 +132,7 @@ pub(super) fn query_report() -> QueryReport {
                 not_compared: vec!["n".into()],
             }],
             results: None,
+            streaming: None,
         },
         series: None,
         connecting: None,

@@ -410,6 +410,7 @@ fn queries(dir: &Path, s: &Spec) -> QueryReport {
                 service: None,
                 errors,
                 thresholds: Vec::new(),
+                streaming: None,
             }],
             labels: vec![LabelReport {
                 label: "a".into(),
@@ -423,6 +424,7 @@ fn queries(dir: &Path, s: &Spec) -> QueryReport {
             }],
             cross_checks: Vec::new(),
             results: None,
+            streaming: None,
         },
         series: Some(series),
         connecting: None,
