@@ -12,6 +12,8 @@
 mod cli;
 #[path = "common/oracles/mod.rs"]
 mod oracles;
+#[path = "common/qwp_query_server.rs"]
+mod qwp_query_server;
 #[path = "common/servers.rs"]
 mod servers;
 
@@ -163,4 +165,58 @@ fn a_real_postgresql_reports_its_first_datarow() {
     // so the whole result's bytes per row are at least that.
     let per_row = t["egress_bytes_per_row"].as_f64().unwrap();
     assert!((51.0..80.0).contains(&per_row), "{t}");
+}
+
+/// QWP: batches of 100 rows, batch 0 D1 after the query was read, the 3 others D2 apart (the
+/// server runs the SQL on PostgreSQL); the first piece is batch 0's 100 rows.
+#[test]
+fn qwp_first_batch_and_streaming_follow_the_servers_schedule() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !servers::pg_up() {
+        return;
+    }
+    let options = qwp_query_server::Options {
+        batch_rows: 100,
+        first_delay: D1,
+        batch_gap: D2,
+        ..Default::default()
+    };
+    // The server's tasks run on this runtime's threads while the run goes on.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(qwp_query_server::QwpQueryServer::start(
+        Some(servers::pg_url()),
+        options,
+    ));
+    let url = server.url();
+    let text = format!(
+        "workload w {{ seed 1 }}\ntarget svc {{\n  dialect questdb\n  qwp \"{url}\" {{ timeout 30s }}\n}}\nquery one {{ sql \"SELECT g::int8 AS x FROM generate_series(1, {ROWS}) g\" }}\nrun r {{\n  against svc.qwp\n  queries one\n  count {QUERIES} per query\n  workers 1\n}}\n"
+    );
+    let (code, report, err) = cli::run_json(&text, &[], &["--no-server-versions"]);
+    let phase = &report["cells"][0]["phases"][0];
+    assert_eq!(code, 0, "{err}\n{phase}");
+    let wire = server.wire();
+    assert_eq!(wire.len() as u64, QUERIES, "{wire:?}");
+    let t = &phase["query_types"][0]["streaming"];
+    eprintln!("qwp: {t}");
+    let first = &t["first_result"];
+    assert_eq!(u(&first["count"]), QUERIES, "{t}");
+    assert!(u(&first["min_us"]) >= D1.as_micros() as u64, "{t}");
+    assert!(
+        u(&first["max_us"]) <= D1.as_micros() as u64 + 1_000_000,
+        "{t}"
+    );
+    assert_eq!(u(&t["streamed_queries"]), QUERIES, "{t}");
+    assert_eq!(u(&t["streamed_rows"]), QUERIES * (ROWS - 100), "{t}");
+    let after_first: u64 = wire.iter().map(|w| w.bytes - w.first_bytes).sum();
+    let all: u64 = wire.iter().map(|w| w.bytes).sum();
+    assert_eq!(u(&t["streamed_bytes"]), after_first, "{t}");
+    assert_eq!(u(&t["egress_bytes"]), all, "{t}");
+    assert_eq!(u(&t["egress_rows"]), QUERIES * ROWS, "{t}");
+    // 4 batches: 3 gaps of D2 from batch 0 to the last (RESULT_END follows it at once).
+    let gaps = (QUERIES * (CHUNKS - 1)) as f64 * D2.as_secs_f64();
+    let span = t["streaming_s"].as_f64().unwrap();
+    assert!(
+        span >= gaps * 0.8 && span <= gaps + QUERIES as f64 * D1.as_secs_f64() / 2.0,
+        "streaming span {span}s for {gaps}s of gaps\n{t}"
+    );
 }
