@@ -42,6 +42,7 @@ use crate::query::binds::BindProgram;
 use crate::query::schedule::{Arrivals, Mix};
 use crate::query::sql::Dialect;
 use crate::query::stats::TypeStats;
+use crate::report::streaming::StreamingReport;
 use crate::report::{LabelReport, Latency, QueryOutput, QueryReport, QueryTypeReport, Status};
 pub use same_results::{cross_check, unordered_limit};
 use worker::{dispatch, Order, Puller, Queue, Record, Until, Worker, QUEUE};
@@ -444,11 +445,13 @@ fn finish(
             service: open.then(|| Latency::of(&s.service)),
             errors: errors(s),
             thresholds: Vec::new(),
+            streaming: StreamingReport::of(&s.stream),
         };
         t.thresholds = q.expects.iter().map(|th| judge(th, s, elapsed)).collect();
         report.detail.query_types.push(t);
     }
     report.detail.labels = labels(phase, &types, elapsed, open);
+    report.detail.streaming = StreamingReport::of(&all.stream);
     let rules = judge::Rules::new(
         &phase.run.expects,
         &phase.run.load,

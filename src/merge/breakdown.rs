@@ -85,6 +85,7 @@ fn one_type(
         service: histo::merge(parts.iter().map(|t| t.service.as_ref()))?,
         errors,
         thresholds,
+        streaming: None,
     })
 }
 

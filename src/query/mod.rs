@@ -13,6 +13,7 @@ pub mod ramp;
 pub mod schedule;
 pub mod sql;
 pub mod stats;
+pub mod streaming;
 pub mod transport;
 
 use std::sync::Arc;

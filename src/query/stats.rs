@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use super::streaming::StreamStats;
 use super::{QueryError, QueryErrorClass};
 
 /// One hour in microseconds: the longest latency a histogram holds (longer ones saturate).
@@ -38,6 +39,8 @@ pub struct TypeStats {
     pub ok: u64,
     pub rows: u64,
     pub errors: BTreeMap<QueryErrorClass, ErrorStats>,
+    /// How the results arrived (`streaming`): time to first result, streaming rates, bytes.
+    pub stream: StreamStats,
 }
 
 impl Default for TypeStats {
@@ -49,6 +52,7 @@ impl Default for TypeStats {
             ok: 0,
             rows: 0,
             errors: BTreeMap::new(),
+            stream: StreamStats::default(),
         }
     }
 }
@@ -92,6 +96,7 @@ impl TypeStats {
             }
             entry.count += e.count;
         }
+        self.stream.merge(&other.stream);
     }
 
     /// Failed queries over all queries sent, 0 when none were.

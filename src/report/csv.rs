@@ -166,6 +166,22 @@ const LATENCIES: &[&str] = &[
     "connect_",
     "first_byte_",
     "handshake_",
+    // Result streaming (`streaming`), on a query run's phase and type rows.
+    "streaming_first_result_",
+];
+
+/// Result streaming's other figures, after every latency summary's (`StreamingReport`).
+const STREAMING: &[&str] = &[
+    "streaming_streamed_queries",
+    "streaming_single_piece_queries",
+    "streaming_streamed_rows",
+    "streaming_streamed_bytes",
+    "streaming_streaming_s",
+    "streaming_rows_per_s",
+    "streaming_bytes_per_s",
+    "streaming_egress_bytes",
+    "streaming_egress_rows",
+    "streaming_egress_bytes_per_row",
 ];
 
 /// A latency summary's figures, as report.json names them.
@@ -205,6 +221,7 @@ fn columns() -> &'static [String] {
         // `observe metrics` (`server_metrics`), appended after every earlier column so that
         // readers by position keep working: the aggregates only, on a phase row.
         all.extend(SERVER_COLUMNS.iter().map(|c| c.to_string()));
+        all.extend(STREAMING.iter().map(|c| c.to_string()));
         all.extend(APPENDED.iter().map(|c| c.to_string()));
         all
     });
@@ -321,6 +338,24 @@ impl Row {
         if let Some(t) = &c.tls {
             self.set("tls_plaintext_fallbacks", t.plaintext_fallbacks);
         }
+    }
+
+    /// The result-streaming figures of a query run or type; nothing where none were measured.
+    fn streaming(&mut self, s: Option<&super::streaming::StreamingReport>) {
+        let Some(s) = s else {
+            return;
+        };
+        self.summary("streaming_first_result_", Some(&s.first_result));
+        self.set("streaming_streamed_queries", s.streamed_queries);
+        self.set("streaming_single_piece_queries", s.single_piece_queries);
+        self.set("streaming_streamed_rows", s.streamed_rows);
+        self.set("streaming_streamed_bytes", s.streamed_bytes);
+        self.set("streaming_streaming_s", s.streaming_s);
+        self.opt("streaming_rows_per_s", s.rows_per_s);
+        self.opt("streaming_bytes_per_s", s.bytes_per_s);
+        self.set("streaming_egress_bytes", s.egress_bytes);
+        self.set("streaming_egress_rows", s.egress_rows);
+        self.opt("streaming_egress_bytes_per_row", s.egress_bytes_per_row);
     }
 
     /// Every figure of a latency summary under `prefix` (`LATENCIES`): its count always, the
@@ -523,6 +558,7 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
                 row.opt("rows_per_query", t.rows_per_query);
                 row.set("sum_us", t.sum_us);
                 row.latencies(&t.latency, t.service.as_ref());
+                row.streaming(t.streaming.as_ref());
                 parts.push(row);
             }
             for l in &r.detail.labels {
@@ -532,7 +568,9 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
                 parts.push(row);
             }
             let rate = ("qps", r.output.qps);
-            run_rows((cell, key, "queries"), r, rate, r.output.rows, parts)
+            let mut rows = run_rows((cell, key, "queries"), r, rate, r.output.rows, parts);
+            rows[0].streaming(r.detail.streaming.as_ref());
+            rows
         }
         PhaseReport::Requests(r) => {
             let rate = ("rps", r.output.rps);
@@ -1264,6 +1302,23 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
         q.client_wait_s = Some(0.125);
         q.connecting = connecting.clone();
         q.concurrent = group.clone();
+        let streaming = super::super::streaming::StreamingReport {
+            first_result: latency(1_100),
+            streamed_queries: 1_101,
+            single_piece_queries: 1_102,
+            streamed_rows: 1_103,
+            streamed_bytes: 1_104,
+            streaming_s: 1.105,
+            rows_per_s: Some(1_106.5),
+            bytes_per_s: Some(1_107.5),
+            egress_bytes: 1_108,
+            egress_rows: 1_109,
+            egress_bytes_per_row: Some(1.11),
+        };
+        q.detail.streaming = Some(streaming.clone());
+        for t in &mut q.detail.query_types {
+            t.streaming = Some(streaming.clone());
+        }
         let mut hits = request_report();
         hits.service = Some(latency(70));
         hits.accounting = q.accounting.clone();

@@ -19,6 +19,7 @@ pub mod server;
 pub mod server_metrics;
 pub mod shard;
 pub mod stages;
+pub mod streaming;
 pub mod together;
 mod workers;
 
@@ -543,6 +544,10 @@ pub struct QueryDetail {
     /// in memory for the comparison, not written out.
     #[serde(skip)]
     pub results: Option<std::sync::Arc<InstanceResults>>,
+    /// How the run's results arrived, all types together (`streaming`); absent where nothing
+    /// was measured and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<streaming::StreamingReport>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -708,6 +713,10 @@ pub struct QueryTypeReport {
     pub service: Option<Latency>,
     pub errors: BTreeMap<String, ErrorCount>,
     pub thresholds: Vec<ThresholdReport>,
+    /// How this type's results arrived (`streaming`); absent where nothing was measured
+    /// (SQLite, no successful query) and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<streaming::StreamingReport>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -368,6 +368,7 @@ fn query_lines(r: &QueryReport) -> String {
             FIGURES,
         ));
     }
+    out += &super::streaming::table(&r.detail.query_types);
     out += &error_lines(&r.errors);
     for c in &r.detail.cross_checks {
         out += &format!(

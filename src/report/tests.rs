@@ -114,6 +114,7 @@ pub(super) fn query_report() -> QueryReport {
                 service: Some(latency(40)),
                 errors: errors(),
                 thresholds: vec![threshold("p50")],
+                streaming: None,
             }],
             labels: vec![LabelReport {
                 label: "l".into(),
@@ -133,6 +134,7 @@ pub(super) fn query_report() -> QueryReport {
                 not_compared: vec!["n".into()],
             }],
             results: None,
+            streaming: None,
         },
         series: None,
         connecting: None,

@@ -95,6 +95,10 @@ pub struct Options {
     pub dict_soft_cap: usize,
     /// The longest wait for CREDIT on a spent budget.
     pub credit_wait: std::time::Duration,
+    /// Result streaming's schedule: batch 0 waits this long after the query was read, each
+    /// later batch this long after the one before (0: at once).
+    pub first_delay: std::time::Duration,
+    pub batch_gap: std::time::Duration,
 }
 
 impl Default for Options {
@@ -105,6 +109,8 @@ impl Default for Options {
             batch_rows: 1000,
             dict_soft_cap: 100_000,
             credit_wait: std::time::Duration::from_secs(20),
+            first_delay: std::time::Duration::ZERO,
+            batch_gap: std::time::Duration::ZERO,
         }
     }
 }
@@ -158,6 +164,25 @@ struct Counters {
     cache_resets: AtomicUsize,
     seen: Mutex<Vec<Seen>>,
     flows: Mutex<Vec<Flow>>,
+    wire: Mutex<Vec<Wire>>,
+}
+
+/// What the server wrote on the socket for one answered query (WebSocket framing included):
+/// from its PING to its terminator, and up to its first RESULT_BATCH.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wire {
+    pub bytes: u64,
+    pub first_bytes: u64,
+}
+
+/// The bytes of an unmasked WebSocket frame (server to client) carrying `payload` bytes.
+fn ws_len(payload: usize) -> u64 {
+    let extended = match payload {
+        0..=125 => 0,
+        126..=65535 => 2,
+        _ => 8,
+    };
+    (2 + extended + payload) as u64
 }
 
 pub struct QwpQueryServer {
@@ -190,6 +215,8 @@ impl QwpQueryServer {
                     options: options.clone(),
                     dict: Dict::default(),
                     counters: c.clone(),
+                    wire: Wire::default(),
+                    read_at: tokio::time::Instant::now(),
                 };
                 tokio::spawn(async move {
                     let _ = conn.serve(stream).await;
@@ -233,6 +260,15 @@ impl QwpQueryServer {
     }
 
     /// The requests received so far, in order.
+    /// Per query answered with rows or EXEC_DONE, the bytes it took on the wire.
+    pub fn wire(&self) -> Vec<Wire> {
+        self.counters
+            .wire
+            .lock()
+            .map(|w| w.clone())
+            .unwrap_or_default()
+    }
+
     pub fn seen(&self) -> Vec<Seen> {
         self.counters
             .seen
@@ -297,6 +333,10 @@ struct Conn {
     options: Options,
     dict: Dict,
     counters: Arc<Counters>,
+    /// The running query's bytes on the wire.
+    wire: Wire,
+    /// When the running query was read.
+    read_at: tokio::time::Instant,
 }
 
 // The signature is tungstenite's `Callback`.
@@ -366,6 +406,7 @@ impl Conn {
             self.dict.clear();
         }
         let id = req.request_id;
+        self.read_at = tokio::time::Instant::now();
         match self.options.mode {
             Mode::Stall => return Ok(true),
             Mode::Malformed => {
@@ -387,8 +428,16 @@ impl Conn {
             Mode::Answer | Mode::NoServerInfo => {}
         }
         ws.send(Message::Ping(Bytes::from_static(b"qwp"))).await?;
+        self.wire = Wire {
+            bytes: ws_len(3),
+            first_bytes: 0,
+        };
         match self.run(ws, &req).await {
-            Ok(()) => {}
+            Ok(()) => {
+                if let Ok(mut w) = self.counters.wire.lock() {
+                    w.push(self.wire);
+                }
+            }
             Err(Refusal(status, message)) => send(ws, query_error(id, status, &message)).await?,
         }
         if self.dict.entries.len() > self.options.dict_soft_cap {
@@ -557,10 +606,20 @@ impl Conn {
             f.batches.push(size);
             f.max_overrun = f.max_overrun.max(over);
         });
-        self.reply(ws, frame).await
+        if seq == 0 {
+            tokio::time::sleep_until(self.read_at + self.options.first_delay).await;
+        } else {
+            tokio::time::sleep(self.options.batch_gap).await;
+        }
+        self.reply(ws, frame).await?;
+        if seq == 0 {
+            self.wire.first_bytes = self.wire.bytes;
+        }
+        Ok(())
     }
 
-    async fn reply(&self, ws: &mut Ws, frame: Vec<u8>) -> Result<(), Refusal> {
+    async fn reply(&mut self, ws: &mut Ws, frame: Vec<u8>) -> Result<(), Refusal> {
+        self.wire.bytes += ws_len(frame.len());
         send(ws, frame)
             .await
             .map_err(|e| Refusal(INTERNAL_ERROR, e.to_string()))

@@ -415,6 +415,7 @@ fn queries(dir: &Path, s: &Spec) -> QueryReport {
                 service: None,
                 errors,
                 thresholds: Vec::new(),
+                streaming: None,
             }],
             labels: vec![LabelReport {
                 label: "a".into(),
@@ -428,6 +429,7 @@ fn queries(dir: &Path, s: &Spec) -> QueryReport {
             }],
             cross_checks: Vec::new(),
             results: None,
+            streaming: None,
         },
         series: Some(series),
         connecting: None,

@@ -241,6 +241,9 @@ impl Worker {
             let stats = &mut self.stats[job.inst.query];
             match result {
                 Ok(out) => {
+                    if let Some(conn) = &self.link.conn {
+                        stats.stream.record(sent, out.rows, &conn.streamed());
+                    }
                     if let (Record::WithResults, Some(sum)) = (record, out.checksum) {
                         let i = &job.inst;
                         self.results.push((i.query, i.index, out.rows, sum));

@@ -68,6 +68,9 @@ pub trait BodyReader {
     fn head(&mut self, status: StatusCode, headers: &HeaderMap);
     /// The next bytes of the body. An error stops the reading (and gives the connection up).
     fn chunk(&mut self, data: &[u8]) -> Result<(), DriverError>;
+    /// The byte counters of the socket the request goes out on, just before it is sent: a
+    /// reader that times the answer's arrival reads the bytes received off them.
+    fn socket(&mut self, _counters: &Arc<Counters>) {}
 }
 
 /// An answer whose body went to a `BodyReader`.
@@ -487,6 +490,7 @@ impl HttpClient {
         let (head, body) = request.into_parts();
         let request = Request::from_parts(head, Tracked::new(body, conn.delivery.clone()));
         let before = conn.counters.written();
+        reader.socket(&conn.counters);
         let sending = conn.sender.send_request(request);
         let response = conn
             .drive(sending)

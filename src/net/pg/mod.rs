@@ -155,6 +155,9 @@ pub(crate) struct Conn {
     /// over a Unix socket.
     pub(crate) out: Option<Arc<AtomicU64>>,
     cancel: Arc<Canceller>,
+    /// The socket's byte counters, in clear or under TLS (`counters` is only under TLS);
+    /// `None` over a Unix socket. What a query's result cost in bytes is read off them.
+    pub(crate) socket: Option<Arc<Counters>>,
 }
 
 /// How to ask the server to cancel what a session runs: a connection of its own to the host
@@ -420,6 +423,8 @@ struct Opened {
     counters: Option<Arc<Counters>>,
     /// `Conn::out`.
     out: Option<Arc<AtomicU64>>,
+    /// `Conn::socket`.
+    socket: Option<Arc<Counters>>,
 }
 
 impl Attempt<'_> {
@@ -443,6 +448,7 @@ impl Attempt<'_> {
             task: Box::new(move |slot| drive(connection, slot)),
             counters: None,
             out: None,
+            socket: None,
         })
     }
 
@@ -480,8 +486,9 @@ impl Attempt<'_> {
                 Ok(Opened {
                     client,
                     task: Box::new(move |slot| drive(connection, slot)),
-                    counters: (tls && !in_clear).then_some(counters),
+                    counters: (tls && !in_clear).then_some(counters.clone()),
                     out: Some(out),
+                    socket: Some(counters),
                 })
             }
             Err(e) => {
@@ -597,6 +604,7 @@ impl Opened {
             counters: self.counters,
             out: self.out,
             cancel,
+            socket: self.socket,
         }
     }
 }

@@ -112,6 +112,17 @@ impl Transport {
         }
     }
 
+    /// How the last successful `run`'s result arrived (`query::streaming`); nothing for
+    /// SQLite, which has no socket and no pieces.
+    pub fn streamed(&self) -> super::streaming::Streamed {
+        match self {
+            Transport::Pg(t) => t.streamed(),
+            Transport::Sqlite(_) => super::streaming::Streamed::default(),
+            Transport::Http(t) => t.streamed(),
+            Transport::Qwp(t) => t.streamed(),
+        }
+    }
+
     /// Sends `inst` and reads its result to the last row.
     pub async fn run(&mut self, inst: &Instance) -> Result<Outcome, QueryError> {
         match self {

@@ -156,6 +156,60 @@ fn run_rows(cell: &CellReport) -> Vec<Row> {
     rows
 }
 
+/// How the results of a query run, then of each of its types, arrived (`streaming`): only
+/// where it was measured.
+fn streaming_rows(cell: &CellReport) -> Vec<Row> {
+    use crate::report::streaming::StreamingReport;
+    let figures = |s: &StreamingReport| {
+        let l = &s.first_result;
+        let first = |us: u64| {
+            if l.count == 0 {
+                dash()
+            } else {
+                ms(us as f64)
+            }
+        };
+        vec![
+            thousands(l.count),
+            first(l.p50_us),
+            first(l.p99_us),
+            first(l.max_us),
+            thousands(s.streamed_queries),
+            thousands(s.single_piece_queries),
+            fixed(s.rows_per_s, 1),
+            fixed(s.bytes_per_s, 0),
+            fixed(s.egress_bytes_per_row, 1),
+        ]
+    };
+    let mut rows = Vec::new();
+    for p in &cell.phases {
+        let PhaseReport::Queries(r) = p else {
+            continue;
+        };
+        if let Some(s) = &r.detail.streaming {
+            rows.push(Row {
+                cell: cell.index,
+                phase: r.name.clone(),
+                query: None,
+                labels: vec![cell_name(cell), r.name.clone(), "all queries".into()],
+                figures: figures(s),
+            });
+        }
+        for t in &r.detail.query_types {
+            if let Some(s) = &t.streaming {
+                rows.push(Row {
+                    cell: cell.index,
+                    phase: r.name.clone(),
+                    query: Some(t.name.clone()),
+                    labels: vec![cell_name(cell), r.name.clone(), t.name.clone()],
+                    figures: figures(s),
+                });
+            }
+        }
+    }
+    rows
+}
+
 fn ingest_row(cell: &CellReport, r: &IngestReport) -> Row {
     let errors: u64 = r.errors.values().map(|e| e.count).sum();
     let mut figures = vec![
@@ -242,6 +296,31 @@ pub fn section(out: &mut String, report: &Report) {
              send (closed loop) or its intended time (open loop)",
             &header,
             &runs,
+        );
+    }
+    let streaming: Vec<Row> = report.cells.iter().flat_map(streaming_rows).collect();
+    if !streaming.is_empty() {
+        table(
+            out,
+            "Result streaming: first result from the send to the first row or batch (per query \
+             with rows); streamed: queries whose result came in two pieces or more, whose rows \
+             and socket bytes after the first piece make rows/s and B/s over their spans; B/row: \
+             socket bytes read per result row",
+            &[
+                "cell",
+                "run",
+                "query",
+                "with rows",
+                "first p50 ms",
+                "first p99 ms",
+                "first max ms",
+                "streamed",
+                "single piece",
+                "stream rows/s",
+                "stream B/s",
+                "B/row",
+            ],
+            &streaming,
         );
     }
     if !ingests.is_empty() {

@@ -18,6 +18,9 @@
 //! - `oversize`: a PostgreSQL-wire server that sends one message announcing a size the test
 //!   chooses, counting the body bytes a client took before it closed.
 //! - `pg_wire`: the pieces of PostgreSQL's wire protocol `refuse` and `oversize` share.
+//! - `streaming`: a PostgreSQL-wire server and a QuestDB `/exec` server whose every result
+//!   comes on a schedule the test sets (first row after D1, the rest in writes D2 apart),
+//!   recording the bytes written per query.
 //! - `trickle`: an ILP/TCP endpoint that reads slowly, so a client's writes wait on it, and
 //!   counts the bytes it read.
 //!
@@ -34,4 +37,5 @@ pub mod oversize;
 pub mod pg_stall;
 mod pg_wire;
 pub mod refuse;
+pub mod streaming;
 pub mod trickle;

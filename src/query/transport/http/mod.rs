@@ -29,6 +29,8 @@
 //! Files: `parser` follows the answer's JSON as it arrives, `values` reads a row's values for
 //! the checksum; this file sends the request and judges the answer read (`outcome`).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use hyper::header::HeaderMap;
 use hyper::{Method, StatusCode};
@@ -40,9 +42,10 @@ use crate::net::error::{DriverError, ErrorClass};
 use crate::net::http::json_count;
 use crate::net::http::{option_text, quote_server_text, server_message, url_encode, with_query};
 use crate::net::http::{BodyReader, HttpClient};
-use crate::net::tls::Connector;
+use crate::net::tls::{Connector, Counters};
 use crate::plan::EndpointPlan;
 use crate::query::sql::{inline_all, Dialect};
+use crate::query::streaming::Streamed;
 use crate::query::{Instance, Outcome, QueryError, QueryErrorClass};
 use parser::{Failure, Parser};
 
@@ -59,6 +62,9 @@ pub struct HttpTransport {
     checksums: bool,
     /// The endpoint's `max_answer`: a larger answer fails (by default any size is read).
     max_answer: Option<u64>,
+    /// How the last query's result arrived (`query::streaming`): a piece is a read of the
+    /// body that begins dataset rows.
+    streamed: Streamed,
 }
 
 impl HttpTransport {
@@ -103,7 +109,15 @@ impl HttpTransport {
                 Some(crate::value::Value::Size(b)) if *b > 0 => Some(*b),
                 _ => None,
             },
+            streamed: Streamed::default(),
         })
+    }
+
+    /// How the last query's result arrived: the read that brought the first byte of its
+    /// dataset's first row, and the socket bytes read from its send to the body's end (status
+    /// line, headers and chunk framing included).
+    pub fn streamed(&self) -> Streamed {
+        self.streamed
     }
 
     /// Connections the client reopened because the server closed one between requests.
@@ -131,6 +145,10 @@ impl HttpTransport {
                 &mut reader,
             )
             .await;
+        if head.is_ok() {
+            reader.streamed.end(reader.received());
+        }
+        self.streamed = reader.streamed;
         match head {
             Ok(head) => outcome(self.client.endpoint(), &sql, head.status, reader),
             Err(_) if reader.too_large => Err(QueryError {
@@ -163,6 +181,16 @@ struct ExecReader {
     too_large: bool,
     error_body: Vec<u8>,
     parser: Parser,
+    /// The socket's counters and what they had read before the request.
+    socket: Option<(Arc<Counters>, u64)>,
+    streamed: Streamed,
+}
+
+impl ExecReader {
+    /// Socket bytes read since the request went out.
+    fn received(&self) -> Option<u64> {
+        self.socket.as_ref().map(|(c, before)| c.read() - before)
+    }
 }
 
 impl ExecReader {
@@ -174,6 +202,8 @@ impl ExecReader {
             too_large: false,
             error_body: Vec::new(),
             parser: Parser::new(checksums),
+            socket: None,
+            streamed: Streamed::start(),
         }
     }
 }
@@ -194,13 +224,23 @@ impl BodyReader for ExecReader {
             ));
         }
         if self.success {
+            let begun = self.parser.rows_begun();
             self.parser.feed(data);
+            let rows = self.parser.rows_begun() - begun;
+            if rows > 0 {
+                let bytes = self.received().unwrap_or(0);
+                self.streamed.piece(rows, bytes);
+            }
         } else {
             let room = MAX_ERROR_BODY_BYTES.saturating_sub(self.error_body.len());
             self.error_body
                 .extend_from_slice(&data[..room.min(data.len())]);
         }
         Ok(())
+    }
+
+    fn socket(&mut self, counters: &Arc<Counters>) {
+        self.socket = Some((counters.clone(), counters.read()));
     }
 }
 

@@ -187,6 +187,12 @@ impl Parser {
         }
     }
 
+    /// Dataset rows read so far, the one begun and not yet whole included: a read that
+    /// brings the first byte of a row brings a piece of the result (`query::streaming`).
+    pub(super) fn rows_begun(&self) -> u64 {
+        self.rows.unwrap_or(0) + u64::from(self.state == State::InRow)
+    }
+
     fn fail(&mut self, f: Failure) {
         if self.failure.is_none() {
             self.failure = Some(f);

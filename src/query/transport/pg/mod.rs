@@ -60,6 +60,7 @@ use crate::net::pg::{connect, push_db_details, Conn};
 use crate::net::tls::Connector;
 use crate::plan::EndpointPlan;
 use crate::query::sql::{inline_all, Dialect};
+use crate::query::streaming::Streamed;
 use crate::query::{Instance, Outcome, QueryError, QueryErrorClass};
 use crate::value::Value;
 use checksums::ResultSum;
@@ -115,6 +116,8 @@ pub struct PgTransport {
     statements: HashMap<Arc<str>, Statement>,
     /// Compute each result's checksum (`Transport::set_checksums`).
     checksums: bool,
+    /// How the last query's result arrived (`query::streaming`): a piece is a DataRow.
+    streamed: Streamed,
 }
 
 impl PgTransport {
@@ -142,6 +145,7 @@ impl PgTransport {
             dialect: Dialect::of_endpoint(&endpoint.kind, &endpoint.dialect),
             statements: HashMap::new(),
             checksums: false,
+            streamed: Streamed::default(),
         })
     }
 
@@ -159,11 +163,30 @@ impl PgTransport {
         self.statements.len()
     }
 
+    /// How the last query's result arrived: its first DataRow, and the socket bytes read from
+    /// its send (a statement's first preparation on this connection included) to its end.
+    pub fn streamed(&self) -> Streamed {
+        self.streamed
+    }
+
+    /// Socket bytes read so far on this connection (0 over a Unix socket).
+    fn read_bytes(&self) -> u64 {
+        self.conn.socket.as_ref().map_or(0, |c| c.read())
+    }
+
     /// Sends `inst` and reads every row of its result, within the endpoint's timeout.
     pub async fn run(&mut self, inst: &Instance) -> Result<Outcome, QueryError> {
         let timeout = self.conn.timeout;
-        match tokio::time::timeout(timeout, self.exec(inst)).await {
-            Ok(result) => result,
+        self.streamed = Streamed::start();
+        let before = self.read_bytes();
+        match tokio::time::timeout(timeout, self.exec(inst, before)).await {
+            Ok(result) => {
+                if result.is_ok() {
+                    let bytes = self.conn.socket.as_ref().map(|c| c.read() - before);
+                    self.streamed.end(bytes);
+                }
+                result
+            }
             Err(_) => {
                 self.cancel();
                 Err(timeout_error(&self.conn.label, timeout))
@@ -171,15 +194,15 @@ impl PgTransport {
         }
     }
 
-    async fn exec(&mut self, inst: &Instance) -> Result<Outcome, QueryError> {
+    async fn exec(&mut self, inst: &Instance, before: u64) -> Result<Outcome, QueryError> {
         match self.mode {
-            StatementMode::Prepared => self.exec_prepared(inst).await,
-            StatementMode::Unnamed => self.exec_unnamed(inst).await,
-            StatementMode::Simple => self.exec_simple(inst).await,
+            StatementMode::Prepared => self.exec_prepared(inst, before).await,
+            StatementMode::Unnamed => self.exec_unnamed(inst, before).await,
+            StatementMode::Simple => self.exec_simple(inst, before).await,
         }
     }
 
-    async fn exec_prepared(&mut self, inst: &Instance) -> Result<Outcome, QueryError> {
+    async fn exec_prepared(&mut self, inst: &Instance, before: u64) -> Result<Outcome, QueryError> {
         let stmt = match self.statements.get(&*inst.sql) {
             Some(s) => s.clone(),
             None => {
@@ -204,10 +227,10 @@ impl PgTransport {
             .query_raw(&stmt, params.iter())
             .await
             .map_err(|e| self.error(&e))?;
-        self.drain(rows).await
+        self.drain(rows, before).await
     }
 
-    async fn exec_unnamed(&mut self, inst: &Instance) -> Result<Outcome, QueryError> {
+    async fn exec_unnamed(&mut self, inst: &Instance, before: u64) -> Result<Outcome, QueryError> {
         let params: Vec<(Param, Type)> = inst.binds.iter().map(typed_param).collect();
         let rows = self
             .conn
@@ -215,10 +238,10 @@ impl PgTransport {
             .query_typed_raw(&inst.sql, params.iter().map(|(p, t)| (p, t.clone())))
             .await
             .map_err(|e| self.error(&e))?;
-        self.drain(rows).await
+        self.drain(rows, before).await
     }
 
-    async fn exec_simple(&mut self, inst: &Instance) -> Result<Outcome, QueryError> {
+    async fn exec_simple(&mut self, inst: &Instance, before: u64) -> Result<Outcome, QueryError> {
         let sql = if inst.binds.is_empty() {
             inst.sql.to_string()
         } else {
@@ -254,6 +277,7 @@ impl PgTransport {
             match m.map_err(|e| self.error(&e))? {
                 SimpleQueryMessage::Row(row) => {
                     rows += 1;
+                    self.streamed.piece(1, self.read_bytes() - before);
                     if let Some(s) = &mut sum {
                         s.text_row(&row)?;
                     }
@@ -280,12 +304,17 @@ impl PgTransport {
         }
     }
 
-    async fn drain(&self, rows: tokio_postgres::RowStream) -> Result<Outcome, QueryError> {
+    async fn drain(
+        &mut self,
+        rows: tokio_postgres::RowStream,
+        before: u64,
+    ) -> Result<Outcome, QueryError> {
         let mut rows = pin!(rows);
         let mut n = 0u64;
         let mut sum: Option<ResultSum> = None;
         while let Some(r) = rows.next().await {
             let row = r.map_err(|e| self.error(&e))?;
+            self.streamed.piece(1, self.read_bytes() - before);
             if self.checksums {
                 sum.get_or_insert_with(|| ResultSum::of_columns(row.columns()))
                     .binary_row(&row)?;

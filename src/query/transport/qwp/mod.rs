@@ -35,6 +35,7 @@
 
 pub mod egress;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -45,9 +46,10 @@ use tokio_tungstenite::WebSocketStream;
 
 use super::{client_error, timeout_error, Timeouts};
 use crate::net::http::quote_server_text;
-use crate::net::tls::{Connector, Stream};
+use crate::net::tls::{Connector, Counters, Stream};
 use crate::plan::EndpointPlan;
 use crate::query::checksum::ResultHasher;
+use crate::query::streaming::Streamed;
 use crate::query::{Instance, Outcome, QueryError, QueryErrorClass};
 use crate::qwp::ws::{self, Side, WsUrl};
 use crate::qwp::{status, DEFAULT_SERVER_MAX_BATCH, HEADER_LEN, MAX_MESSAGE, QUERY_PATH};
@@ -74,6 +76,11 @@ pub struct QwpTransport {
     /// `initial_credit` for every request, and what each RESULT_BATCH read gives back;
     /// 0: unbounded, no CREDIT sent.
     credit: u64,
+    /// The socket's byte counters (below TLS).
+    socket: Arc<Counters>,
+    /// How the last query's result arrived (`query::streaming`): a piece is a RESULT_BATCH
+    /// with rows.
+    streamed: Streamed,
 }
 
 impl QwpTransport {
@@ -116,7 +123,10 @@ impl QwpTransport {
             .max_batch_size
             .unwrap_or(DEFAULT_SERVER_MAX_BATCH)
             .min(MAX_MESSAGE);
+        let socket = connected.ws.get_ref().counters();
         let mut t = QwpTransport {
+            socket,
+            streamed: Streamed::default(),
             ws: connected.ws,
             label,
             timeout: timeouts.query,
@@ -151,6 +161,12 @@ impl QwpTransport {
     /// Whether `run` computes the result's checksum (off by default).
     pub fn set_checksums(&mut self, on: bool) {
         self.checksums = on;
+    }
+
+    /// How the last query's result arrived: its first RESULT_BATCH with rows, and the socket
+    /// bytes read from its send to its terminator (WebSocket framing and PINGs included).
+    pub fn streamed(&self) -> Streamed {
+        self.streamed
     }
 
     /// What the server said about itself.
@@ -241,6 +257,8 @@ impl QwpTransport {
         mut values: Option<&mut V>,
     ) -> Result<u64, QueryError> {
         self.decoder.begin_query(id, self.info.query_flags());
+        self.streamed = Streamed::start();
+        let before = self.socket.read();
         let message = Message::Binary(Bytes::copy_from_slice(&self.request));
         if let Err(e) = self.ws.send(message).await {
             return Err(self.lost(format!("sending the query: {e}")));
@@ -255,7 +273,10 @@ impl QwpTransport {
                 None
             };
             match self.decoder.decode_into(&frame, sum) {
-                Ok(Frame::ResultBatch { rows: n, .. }) => rows += n,
+                Ok(Frame::ResultBatch { rows: n, .. }) => {
+                    rows += n;
+                    self.streamed.piece(n, self.socket.read() - before);
+                }
                 Ok(Frame::CacheReset { .. }) => {}
                 Ok(Frame::ResultEnd {
                     request_id,
@@ -268,10 +289,12 @@ impl QwpTransport {
                             "RESULT_END counts {total_rows} rows, but {rows} arrived"
                         )));
                     }
+                    self.streamed.end(Some(self.socket.read() - before));
                     return self.outcome(rows, refused);
                 }
                 Ok(Frame::ExecDone { request_id, .. }) => {
                     self.ours(id, request_id, "EXEC_DONE")?;
+                    self.streamed.end(Some(self.socket.read() - before));
                     return self.outcome(rows, refused);
                 }
                 Ok(Frame::QueryError {
