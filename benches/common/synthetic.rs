@@ -266,6 +266,8 @@ fn ingest_phase(
         freshness: None,
         findmax: None,
         stages: Vec::new(),
+        input: None,
+        link: None,
     }
 }
 

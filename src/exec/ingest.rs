@@ -547,6 +547,9 @@ async fn send_all(
                 Some(report.socket_bytes as f64 / report.rows_sent as f64);
         }
     }
+    if let Some(l) = &mut report.link {
+        *l = crate::report::link::LinkCeiling::of(l.bits_per_s, report.socket_bytes_per_row);
+    }
     report.batch_latency = Latency::of(&latency);
     report.client_cpu_s = match (from_cpu, last) {
         (Some(a), Some((_, Some(b)))) => Some((b - a).max(0.0)),

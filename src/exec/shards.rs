@@ -660,6 +660,8 @@ mod tests {
             findmax: None,
             warmup: None,
             stages: Vec::new(),
+            replay_when: None,
+            link: None,
         };
         let report = super::super::ingest::empty::empty_report(&phase);
         (phase, report)

@@ -190,7 +190,12 @@ fn refuse_ingest(ev: &Eval<'_>, c: &ast::Concurrent, i: &ast::Ingest) -> bool {
             "calibrating measures the client alone against a null sink; beside other phases it would measure them too",
         );
     }
-    for r in &i.replay {
+    // A `replay when` that does not hold in this cell leaves the ingest live: it may join.
+    for r in i
+        .replay
+        .iter()
+        .filter(|r| super::ingest::replays_here(ev, r))
+    {
         ok = refused(
             ev,
             r.span,

@@ -92,6 +92,14 @@ pub fn merge(ctx: &Ctx, parts: &[Part<IngestReport>]) -> Result<PhaseOut, String
         freshness: None,
         findmax: None,
         stages: Vec::new(),
+        input: first.input.clone(),
+        // The merged bytes per row: what the shards together put on their sockets.
+        link: first.link.as_ref().map(|l| {
+            crate::report::link::LinkCeiling::of(
+                l.bits_per_s,
+                per_row(socket_bytes).filter(|_| payload_bytes > 0),
+            )
+        }),
     };
     let series = ctx.series(
         parts

@@ -326,6 +326,14 @@ pub struct IngestPhase {
     /// plan's JSON without them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<StagePlan>,
+    /// `replay when CONDITION`: whether the condition held in this cell (`replay_budget` is
+    /// set exactly when it did). Absent without a condition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_when: Option<bool>,
+    /// `link BANDWIDTH` (a `Value::Bandwidth`, bits per second): the report computes the rows/s
+    /// such a link would carry at the measured socket bytes per row. Absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<Value>,
 }
 
 #[cfg(test)]
@@ -360,6 +368,8 @@ impl IngestPhase {
             findmax: None,
             warmup: None,
             stages: Vec::new(),
+            replay_when: None,
+            link: None,
         }
     }
 }

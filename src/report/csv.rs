@@ -140,6 +140,10 @@ const LATENCIES: &[&str] = &[
     "handshake_",
 ];
 
+/// Columns after every summary figure, so that the columns before them keep their positions:
+/// an ingest's `input` (live, replay) and its link ceiling (`link_rows_per_s`, computed).
+const APPENDED: &[&str] = &["input", "link_bits_per_s", "link_rows_per_s"];
+
 /// A latency summary's figures, as report.json names them.
 const FIGURES: &[&str] = &[
     "count",
@@ -173,6 +177,7 @@ fn columns() -> &'static [String] {
                 }
             }
         }
+        all.extend(APPENDED.iter().map(|c| c.to_string()));
         all
     });
     &ALL
@@ -413,6 +418,13 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.freshness(r.freshness.as_ref());
             row.concurrent(r.concurrent.as_ref(), r.status);
             row.findmax(r.findmax.as_ref());
+            if let Some(i) = &r.input {
+                row.set("input", i);
+            }
+            if let Some(l) = &r.link {
+                row.set("link_bits_per_s", l.bits_per_s);
+                row.opt("link_rows_per_s", l.rows_per_s);
+            }
             let mut rows = vec![row];
             rows.extend(ingest_stage_rows(cell, key, r));
             let phase = (r.name.as_str(), r.endpoint.as_str());

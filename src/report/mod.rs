@@ -9,6 +9,7 @@ pub mod files;
 pub mod findmax;
 pub mod freshness;
 pub mod html;
+pub mod link;
 pub mod merged;
 pub mod outcome;
 pub mod read;
@@ -359,6 +360,14 @@ pub struct IngestReport {
     /// without stages.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<stages::IngestStageReport>,
+    /// `live` or `replay` (rows pre-encoded before the clock started) for an ingest with a
+    /// `replay` clause; absent without one (live).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// `link BANDWIDTH`: the rows/s that link would carry at `socket_bytes_per_row`, computed;
+    /// absent without `link`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<link::LinkCeiling>,
 }
 
 /// A rate-controlled ingest's open-loop accounting, in rows and batches:

@@ -255,6 +255,9 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
                 freshness: freshness(a, rows, logged, rows_acked.unwrap_or(rows_sent)),
                 findmax: None,
                 stages: Vec::new(),
+                // The series do not say whether the rows were replayed, nor the link.
+                input: None,
+                link: None,
             }))
         }
         Series::Run(rows) => {

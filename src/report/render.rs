@@ -97,7 +97,11 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
                     ingest_summary(r),
                     r.freshness.as_ref().map_or(String::new(), |f| {
                         format!("  {}\n", f.line(r.status == Status::Interrupted))
-                    }),
+                    }) + r
+                        .link
+                        .as_ref()
+                        .map_or(String::new(), |l| format!("  {}\n", l.line()))
+                        .as_str(),
                     super::stages::ingest_table(&r.stages),
                     tls_lines(&r.connecting)
                 ) + super::findmax::lines(&r.findmax).as_str(),
@@ -498,6 +502,13 @@ fn ingest_summary(r: &IngestReport) -> String {
         ));
     }
     parts.extend(cpu_text(r.client_cpu_s, r.rows_sent, r.elapsed_s, "row", 2));
+    // Which column of a live/replay comparison this is: with `replay`, the client's generation
+    // and encoding are outside the figures.
+    match r.input.as_deref() {
+        Some("replay") => parts.push("replayed (encoded before the clock started)".into()),
+        Some("live") => parts.push("live (generated while sending)".into()),
+        _ => {}
+    }
     if let Some(c) = &r.calibration {
         parts.push(match c.ratio {
             Some(ratio) => format!(

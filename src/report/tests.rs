@@ -244,6 +244,8 @@ pub(super) fn ingest_report(status: Status) -> IngestReport {
         freshness: None,
         findmax: None,
         stages: Vec::new(),
+        input: None,
+        link: None,
     }
 }
 

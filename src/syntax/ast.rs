@@ -306,6 +306,8 @@ pub struct Ingest {
     pub warmup: Vec<Clause<Expr>>,
     /// `stage D rate R [to R2] [warmup W]`, in order: they replace `rate` and `duration`.
     pub stages: Vec<Stage>,
+    /// `link BANDWIDTH`: the rows/s a link of that bandwidth would carry, computed in the report.
+    pub link: Vec<Clause<Expr>>,
     pub span: Span,
 }
 
@@ -318,9 +320,11 @@ pub struct Probe {
     pub span: Span,
 }
 
-/// `replay [budget SIZE]`: encode every batch before the clock starts.
+/// `replay [when CONDITION] [budget SIZE]`: encode every batch before the clock starts, in the
+/// cells where the condition holds (all without one).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Replay {
+    pub when: Option<Expr>,
     pub budget: Option<Expr>,
     pub span: Span,
 }
@@ -601,6 +605,8 @@ pub enum ExprKind {
     Size(u64),
     /// Events per second.
     Rate(f64),
+    /// Bits per second (`14.7gbit`).
+    Bandwidth(f64),
     /// A percentage as written (`0.1%` is 0.1).
     Percent(f64),
     /// Nanoseconds since the Unix epoch, UTC.

@@ -185,12 +185,16 @@ fn item_sexpr(o: &mut String, item: &Item) {
             }
             for r in &i.replay {
                 o.push_str("\n  (replay");
+                if let Some(w) = &r.when {
+                    let _ = write!(o, " when {}", expr(w));
+                }
                 if let Some(b) = &r.budget {
                     let _ = write!(o, " budget {}", expr(b));
                 }
                 o.push(')');
             }
             clauses(o, "duration", &i.duration);
+            clauses(o, "link", &i.link);
             for c in &i.rate {
                 let _ = write!(o, "\n  (rate {}", expr(&c.value.rate));
                 if let Some(a) = c.value.arrival {
@@ -458,6 +462,7 @@ pub fn expr(e: &Expr) -> String {
                 ExprKind::Size(b) => write!(f, "(size {b}B)"),
                 ExprKind::Rate(r) => write!(f, "(rate {r:?}/s)"),
                 ExprKind::Percent(p) => write!(f, "(percent {p:?})"),
+                ExprKind::Bandwidth(b) => write!(f, "(bandwidth {b:?}bit/s)"),
                 ExprKind::Timestamp(ns) => write!(f, "(timestamp {ns})"),
                 ExprKind::Bool(b) => write!(f, "{b}"),
                 ExprKind::None => f.write_str("none"),

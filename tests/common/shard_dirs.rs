@@ -292,6 +292,8 @@ fn ingest(dir: &Path, s: &Spec) -> IngestReport {
         freshness: None,
         findmax: None,
         stages: Vec::new(),
+        input: None,
+        link: None,
     }
 }
 

@@ -57,5 +57,17 @@ pub(crate) fn empty_report(phase: &IngestPhase) -> IngestReport {
         freshness: None,
         findmax: None,
         stages: Vec::new(),
+        input: match (phase.replay_budget, phase.replay_when) {
+            (Some(_), _) => Some("replay".into()),
+            (None, Some(_)) => Some("live".into()),
+            (None, None) => None,
+        },
+        // Completed with the bytes per row when the phase ends (`exec::ingest`).
+        link: match phase.link {
+            Some(crate::value::Value::Bandwidth(b)) => {
+                Some(crate::report::link::LinkCeiling::of(b, None))
+            }
+            _ => None,
+        },
     }
 }

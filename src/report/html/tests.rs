@@ -140,6 +140,8 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                 freshness: None,
                 findmax: None,
                 stages: Vec::new(),
+                input: None,
+                link: None,
             };
             let mut q: QueryReport = (**query).clone();
             q.name = "explore".into();

@@ -80,6 +80,7 @@ impl Walker {
             find_max: vec![],
             warmup: vec![],
             stages: vec![],
+            link: vec![],
             span,
         };
         for c in p.into_inner() {
@@ -153,14 +154,16 @@ impl Walker {
                 Rule::replay_clause => {
                     let span = self.span(&c);
                     let mut budget = None;
+                    let mut when = None;
                     for i in c.into_inner() {
                         match i.as_rule() {
                             Rule::kw_replay | Rule::kw_budget => {}
+                            Rule::replay_when => when = Some(self.expr(last(i))?),
                             Rule::expr => budget = Some(self.expr(i)?),
                             r => unexpected(r, "replay"),
                         }
                     }
-                    ing.replay.push(Replay { budget, span });
+                    ing.replay.push(Replay { when, budget, span });
                 }
                 Rule::duration_clause => ing.duration.push(self.clause_expr(c)?),
                 Rule::rate_clause => {
@@ -173,6 +176,7 @@ impl Walker {
                 Rule::findmax_clause => ing.find_max.push(self.find_max(c)?),
                 Rule::warmup_clause => ing.warmup.push(self.clause_expr(c)?),
                 Rule::stage_clause => ing.stages.push(self.stage(c)?),
+                Rule::link_clause => ing.link.push(self.clause_expr(c)?),
                 r => unexpected(r, "ingest"),
             }
         }
