@@ -514,17 +514,21 @@ fn replay_budget(
 fn replay_condition(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope) -> Option<bool> {
     match ev.eval(e, scope)? {
         Value::Bool(b) => Some(b),
-        Value::Symbol(w) => ev.fail(
-            Diagnostic::error(
-                Code::E0201,
-                e.span,
-                format!("`replay when` needs a condition, not the name `{w}`"),
-            )
-            .label("expected true or false in each cell")
-            .note("compare the axis with its value, e.g. `replay when input == replay` for `input in [live, replay]`"),
-        ),
+        Value::Symbol(w) => ev.fail(replay_word(e, &w)),
+        Value::Str(t) => ev.fail(replay_word(e, &format!("{:?}", t.redacted()))),
         other => ev.fail(ev.mismatch(e.span, "a condition (true or false)", &other, scope)),
     }
+}
+
+/// An axis's value where `replay when` wants a condition: the comparison it likely meant.
+fn replay_word(e: &ast::Expr, w: &str) -> Diagnostic {
+    Diagnostic::error(
+        Code::E0201,
+        e.span,
+        format!("`replay when` needs a condition, not the value `{w}`"),
+    )
+    .label("expected true or false in each cell")
+    .note("compare the axis with its value, e.g. `replay when input == replay` for `input in [live, replay]`")
 }
 
 /// Whether an ingest replays in this cell, for the refusals that concern only a replaying

@@ -12,3 +12,7 @@ ingest other {
   into db via sqlite  rows s
   replay when 3
 }
+ingest third {
+  into db via sqlite  rows s
+  replay when "replay"
+}
