@@ -284,6 +284,8 @@ pub struct Clause<T> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ingest {
     pub name: Ident,
+    /// `ingest NAME when CONDITION { ... }`: the cells the phase runs in (all without one).
+    pub when: Option<Expr>,
     pub into: Vec<Into>,
     pub rows: Vec<Rows>,
     pub batch: Vec<Clause<Expr>>,
@@ -442,6 +444,8 @@ pub enum RequestSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Run {
     pub name: Ident,
+    /// `run NAME when CONDITION { ... }`: the cells the phase runs in (all without one).
+    pub when: Option<Expr>,
     pub against: Vec<Against>,
     pub queries: Vec<Clause<Vec<QuerySelector>>>,
     pub request: Vec<Clause<RequestSpec>>,

@@ -144,6 +144,9 @@ fn item_sexpr(o: &mut String, item: &Item) {
         }
         Item::Ingest(i) => {
             let _ = write!(o, "(ingest {}", i.name);
+            if let Some(w) = &i.when {
+                let _ = write!(o, "\n  (when {})", expr(w));
+            }
             for into in &i.into {
                 let _ = write!(o, "\n  (into {} via {}", into.target, via(&into.via));
                 if let Some(t) = &into.table {
@@ -251,6 +254,9 @@ fn item_sexpr(o: &mut String, item: &Item) {
         }
         Item::Run(r) => {
             let _ = write!(o, "(run {}", r.name);
+            if let Some(w) = &r.when {
+                let _ = write!(o, "\n  (when {})", expr(w));
+            }
             for a in &r.against {
                 let _ = write!(o, "\n  (against {}", path(&a.target));
                 if let Some(v) = &a.via {

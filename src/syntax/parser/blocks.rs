@@ -64,6 +64,7 @@ impl Walker {
                 name: String::new(),
                 span,
             },
+            when: None,
             into: vec![],
             rows: vec![],
             batch: vec![],
@@ -87,6 +88,7 @@ impl Walker {
             match c.as_rule() {
                 Rule::kw_ingest => {}
                 Rule::ident => ing.name = self.ident(c),
+                Rule::when_clause => ing.when = Some(self.expr(last(c))?),
                 Rule::into_clause => {
                     let span = self.span(&c);
                     let mut target = None;
@@ -323,6 +325,7 @@ impl Walker {
                 name: String::new(),
                 span,
             },
+            when: None,
             against: vec![],
             queries: vec![],
             request: vec![],
@@ -344,6 +347,7 @@ impl Walker {
             let cspan = self.span(&c);
             match c.as_rule() {
                 Rule::kw_run => {}
+                Rule::when_clause => r.when = Some(self.expr(last(c))?),
                 Rule::stage_clause => r.stages.push(self.stage(c)?),
                 Rule::ident => r.name = self.ident(c),
                 Rule::against_clause => r.against.push(self.against(c, cspan)),
