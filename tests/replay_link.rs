@@ -179,39 +179,53 @@ ingest over_ilp {{
 // The link ceiling
 // ------------------------------------------------------------------------------------------
 
-/// An ILP/TCP endpoint that reads everything and counts the bytes and the lines (rows) it
-/// read: the truth of bytes per row, on the server's side of the socket.
+/// An ILP/TCP endpoint that reads everything and counts the bytes, the lines (rows) and the
+/// fields (metrics, as TSBS's loader counts them: the commas of a line's field section plus
+/// one) it read: the truth of bytes per row, on the server's side of the socket.
 struct CountingSink {
     addr: SocketAddr,
     bytes: Arc<AtomicU64>,
     lines: Arc<AtomicU64>,
+    fields: Arc<AtomicU64>,
     open: Arc<AtomicU64>,
+}
+
+/// The fields of one line-protocol line without escaped spaces: `table,tags fields ts`.
+fn fields_of(line: &[u8]) -> u64 {
+    let first = line.iter().position(|c| *c == b' ').unwrap();
+    let last = line.iter().rposition(|c| *c == b' ').unwrap();
+    line[first + 1..last].iter().filter(|c| **c == b',').count() as u64 + 1
 }
 
 impl CountingSink {
     fn start() -> CountingSink {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let (bytes, lines, open) = (
-            Arc::new(AtomicU64::new(0)),
-            Arc::new(AtomicU64::new(0)),
-            Arc::new(AtomicU64::new(0)),
-        );
-        let (b, l, o) = (bytes.clone(), lines.clone(), open.clone());
+        let counter = || Arc::new(AtomicU64::new(0));
+        let (bytes, lines, fields, open) = (counter(), counter(), counter(), counter());
+        let (b, l, f, o) = (bytes.clone(), lines.clone(), fields.clone(), open.clone());
         thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(mut conn) = conn else { continue };
                 o.fetch_add(1, Ordering::SeqCst);
-                let (b, l, o) = (b.clone(), l.clone(), o.clone());
+                let (b, l, f, o) = (b.clone(), l.clone(), f.clone(), o.clone());
                 thread::spawn(move || {
                     let mut buf = vec![0u8; 64 * 1024];
+                    // A line cut across two reads waits here for its end.
+                    let mut pending = Vec::new();
                     loop {
                         match conn.read(&mut buf) {
                             Ok(0) | Err(_) => break,
                             Ok(n) => {
                                 b.fetch_add(n as u64, Ordering::SeqCst);
-                                let nl = buf[..n].iter().filter(|c| **c == b'\n').count();
-                                l.fetch_add(nl as u64, Ordering::SeqCst);
+                                pending.extend_from_slice(&buf[..n]);
+                                let end = pending.iter().rposition(|c| *c == b'\n');
+                                let Some(end) = end else { continue };
+                                for line in pending[..end].split(|c| *c == b'\n') {
+                                    l.fetch_add(1, Ordering::SeqCst);
+                                    f.fetch_add(fields_of(line), Ordering::SeqCst);
+                                }
+                                pending.drain(..=end);
                             }
                         }
                     }
@@ -223,12 +237,13 @@ impl CountingSink {
             addr,
             bytes,
             lines,
+            fields,
             open,
         }
     }
 
-    /// (bytes, lines) once every connection has ended (at most 5 s after the run).
-    fn totals(&self) -> (u64, u64) {
+    /// (bytes, lines, fields) once every connection has ended (at most 5 s after the run).
+    fn totals(&self) -> (u64, u64, u64) {
         let deadline = Instant::now() + Duration::from_secs(5);
         while self.open.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
             thread::sleep(Duration::from_millis(10));
@@ -236,6 +251,7 @@ impl CountingSink {
         (
             self.bytes.load(Ordering::SeqCst),
             self.lines.load(Ordering::SeqCst),
+            self.fields.load(Ordering::SeqCst),
         )
     }
 }
@@ -256,6 +272,7 @@ ingest load {{
   workers 2
   setup shared
   link 10gbit
+  rate 3000/s                // a span of 0.2 s: long enough to be a rate (metrics/s)
 }}
 "#,
         addr = sink.addr
@@ -264,7 +281,7 @@ ingest load {{
     let out = cli::run_out(dir.path(), &wl, &[]);
     assert_eq!(out.code, 0, "{}", out.printed());
     let p = out.phase();
-    let (bytes, rows) = sink.totals();
+    let (bytes, rows, fields) = sink.totals();
     assert_eq!(rows, ROWS, "{p}");
     assert_eq!(p["rows_sent"], ROWS, "{p}");
     assert_eq!(p["socket_bytes"], bytes, "{p}");
@@ -280,6 +297,15 @@ ingest load {{
     assert!(
         link["computed"].as_str().unwrap().starts_with("computed"),
         "{link}"
+    );
+    // TSBS's metrics: the fields the server received per row, times the rows per second.
+    assert_eq!(fields, 10 * ROWS, "cpu-only rows carry 10 fields");
+    assert_eq!(p["fields_per_row"], fields / rows, "{p}");
+    let metrics = p["metrics_per_s"].as_f64().unwrap();
+    let rows_per_s = p["rows_per_s"].as_f64().unwrap();
+    assert!(
+        (metrics - rows_per_s * fields as f64 / rows as f64).abs() <= metrics * 1e-9,
+        "{p}"
     );
     // The summary line, with the bytes per row rounded as it prints them.
     let per_row = bytes as f64 / rows as f64;
@@ -303,9 +329,15 @@ ingest load {{
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let row: Vec<&str> = lines.next().unwrap().split(',').collect();
     assert_eq!(
-        header[header.len() - 3..],
-        ["input", "link_bits_per_s", "link_rows_per_s"]
+        header[header.len() - 5..],
+        [
+            "input",
+            "link_bits_per_s",
+            "link_rows_per_s",
+            "fields_per_row",
+            "metrics_per_s"
+        ]
     );
-    let csv_ceiling: f64 = row[header.len() - 1].parse().unwrap();
+    let csv_ceiling: f64 = row[header.len() - 3].parse().unwrap();
     assert!((csv_ceiling - truth).abs() <= truth * 1e-9, "{csv}");
 }

@@ -268,6 +268,8 @@ fn ingest_phase(
         stages: Vec::new(),
         input: None,
         link: None,
+        fields_per_row: None,
+        metrics_per_s: None,
     }
 }
 

@@ -547,6 +547,10 @@ async fn send_all(
                 Some(report.socket_bytes as f64 / report.rows_sent as f64);
         }
     }
+    report.metrics_per_s = report
+        .rows_per_s
+        .zip(report.fields_per_row)
+        .map(|(r, f)| r * f as f64);
     if let Some(l) = &mut report.link {
         *l = crate::report::link::LinkCeiling::of(l.bits_per_s, report.socket_bytes_per_row);
     }

@@ -141,8 +141,15 @@ const LATENCIES: &[&str] = &[
 ];
 
 /// Columns after every summary figure, so that the columns before them keep their positions:
-/// an ingest's `input` (live, replay) and its link ceiling (`link_rows_per_s`, computed).
-const APPENDED: &[&str] = &["input", "link_bits_per_s", "link_rows_per_s"];
+/// an ingest's `input` (live, replay), its link ceiling (`link_rows_per_s`, computed), and
+/// its fields a row and metrics per second.
+const APPENDED: &[&str] = &[
+    "input",
+    "link_bits_per_s",
+    "link_rows_per_s",
+    "fields_per_row",
+    "metrics_per_s",
+];
 
 /// A latency summary's figures, as report.json names them.
 const FIGURES: &[&str] = &[
@@ -425,6 +432,8 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
                 row.set("link_bits_per_s", l.bits_per_s);
                 row.opt("link_rows_per_s", l.rows_per_s);
             }
+            row.opt("fields_per_row", r.fields_per_row);
+            row.opt("metrics_per_s", r.metrics_per_s);
             let mut rows = vec![row];
             rows.extend(ingest_stage_rows(cell, key, r));
             let phase = (r.name.as_str(), r.endpoint.as_str());

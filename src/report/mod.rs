@@ -368,6 +368,14 @@ pub struct IngestReport {
     /// absent without `link`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<link::LinkCeiling>,
+    /// Fields a row carries: the schema's `field` columns, nulls included. Absent for rows
+    /// from a file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields_per_row: Option<u64>,
+    /// `rows_per_s` x `fields_per_row`: TSBS's headline, metrics per second. Absent where
+    /// either is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_per_s: Option<f64>,
 }
 
 /// A rate-controlled ingest's open-loop accounting, in rows and batches:

@@ -453,6 +453,13 @@ fn ingest_summary(r: &IngestReport) -> String {
         head += &format!(" {}", r.rate_counts.as_str());
     }
     let mut parts = vec![head];
+    // TSBS's headline figure: rows x fields.
+    if let (Some(m), Some(f)) = (r.metrics_per_s, r.fields_per_row) {
+        parts.push(format!(
+            "{} ({f} fields a row)",
+            fmt_rate(Some(m), "metrics")
+        ));
+    }
     if let Some(s) = &r.schedule {
         let asked = match r.stages.len() {
             0 => crate::value::fmt_rate(s.rate_rows_per_s),

@@ -246,6 +246,8 @@ pub(super) fn ingest_report(status: Status) -> IngestReport {
         stages: Vec::new(),
         input: None,
         link: None,
+        fields_per_row: None,
+        metrics_per_s: None,
     }
 }
 

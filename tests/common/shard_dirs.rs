@@ -294,6 +294,8 @@ fn ingest(dir: &Path, s: &Spec) -> IngestReport {
         stages: Vec::new(),
         input: None,
         link: None,
+        fields_per_row: None,
+        metrics_per_s: None,
     }
 }
 

@@ -62,6 +62,13 @@ pub(crate) fn empty_report(phase: &IngestPhase) -> IngestReport {
             (None, Some(_)) => Some("live".into()),
             (None, None) => None,
         },
+        fields_per_row: match &phase.source {
+            crate::plan::RowSource::Schema(s) => {
+                Some(s.columns.iter().filter(|c| c.role == "field").count() as u64)
+            }
+            crate::plan::RowSource::File { .. } => None,
+        },
+        metrics_per_s: None,
         // Completed with the bytes per row when the phase ends (`exec::ingest`).
         link: match phase.link {
             Some(crate::value::Value::Bandwidth(b)) => {

@@ -142,6 +142,8 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                 stages: Vec::new(),
                 input: None,
                 link: None,
+                fields_per_row: None,
+                metrics_per_s: None,
             };
             let mut q: QueryReport = (**query).clone();
             q.name = "explore".into();
