@@ -134,6 +134,8 @@ pub enum Value {
     Timestamp(i64),
     /// Per second.
     Rate(f64),
+    /// Bits per second: a link's bandwidth (`14.7gbit`).
+    Bandwidth(f64),
     /// Bytes.
     Size(u64),
     /// As written: `0.1%` is 0.1.
@@ -159,6 +161,7 @@ impl Value {
             Value::Duration(_) => "a duration",
             Value::Timestamp(_) => "a timestamp",
             Value::Rate(_) => "a rate",
+            Value::Bandwidth(_) => "a bandwidth",
             Value::Size(_) => "a size",
             Value::Percent(_) => "a percentage",
             Value::Range(..) => "a range",
@@ -233,6 +236,19 @@ pub fn fmt_rate(per_second: f64) -> String {
     format!("{n}/s")
 }
 
+/// Bits per second as the language writes them, with the largest decimal prefix that leaves
+/// at least 1: `14.7Gbit/s`, `100Mbit/s`, `512bit/s`.
+pub fn fmt_bandwidth(bits_per_s: f64) -> String {
+    let (n, prefix) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+        .into_iter()
+        .find(|(scale, _)| bits_per_s.abs() >= *scale)
+        .map_or((bits_per_s, ""), |(scale, p)| (bits_per_s / scale, p));
+    // Six decimals at most, so that 14.7e9 / 1e9 reads 14.7 and not 14.700000000000001.
+    let text = format!("{n:.6}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text}{prefix}bit/s")
+}
+
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -245,6 +261,7 @@ impl fmt::Display for Value {
             Value::Duration(ns) => f.write_str(&fmt_duration(*ns)),
             Value::Timestamp(ns) => f.write_str(&fmt_timestamp(*ns)),
             Value::Rate(r) => f.write_str(&fmt_rate(*r)),
+            Value::Bandwidth(b) => f.write_str(&fmt_bandwidth(*b)),
             Value::Size(b) => f.write_str(&fmt_size(*b)),
             Value::Percent(p) => write!(f, "{p}%"),
             Value::Range(a, b) => write!(f, "{a}..{b}"),
@@ -297,6 +314,7 @@ impl Serialize for Value {
             Value::Duration(ns) => tagged!("duration", fmt_duration(*ns), "ns", ns),
             Value::Timestamp(ns) => tagged!("timestamp", fmt_timestamp(*ns), "ns", ns),
             Value::Rate(r) => tagged!("rate", fmt_rate(*r), "per_second", r),
+            Value::Bandwidth(b) => tagged!("bandwidth", fmt_bandwidth(*b), "bits_per_second", b),
             Value::Size(b) => tagged!("size", fmt_size(*b), "bytes", b),
             Value::Percent(p) => {
                 let mut m = s.serialize_map(Some(1))?;

@@ -269,6 +269,10 @@ fn ingest_phase(
         findmax: None,
         stages: Vec::new(),
         commits: None,
+        input: None,
+        link: None,
+        fields_per_row: None,
+        metrics_per_s: None,
     }
 }
 

@@ -44,6 +44,8 @@ ingest load {
   teardown keep
   verify visible within 30s
   rate 5_000/s
+  replay when workers == 2 budget 64MiB
+  link 14.7gbit
 }
 
 query busiest {

@@ -554,6 +554,13 @@ async fn send_all(
                 Some(report.socket_bytes as f64 / report.rows_sent as f64);
         }
     }
+    report.metrics_per_s = report
+        .rows_per_s
+        .zip(report.fields_per_row)
+        .map(|(r, f)| r * f as f64);
+    if let Some(l) = &mut report.link {
+        *l = crate::report::link::LinkCeiling::of(l.bits_per_s, report.socket_bytes_per_row);
+    }
     report.batch_latency = Latency::of(&latency);
     report.client_cpu_s = match (from_cpu, last) {
         (Some(a), Some((_, Some(b)))) => Some((b - a).max(0.0)),

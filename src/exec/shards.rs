@@ -661,6 +661,8 @@ mod tests {
             warmup: None,
             stages: Vec::new(),
             commit: None,
+            replay_when: None,
+            link: None,
         };
         let report = super::super::ingest::empty::empty_report(&phase);
         (phase, report)

@@ -484,7 +484,11 @@ pub(crate) fn constant(v: &Value) -> Result<Cell, String> {
         Value::Rate(r) => Cell::Double(*r),
         Value::Size(b) => Cell::Long(i64::try_from(*b).unwrap_or(i64::MAX)),
         Value::Percent(p) => Cell::Double(*p),
-        other @ (Value::Range(..) | Value::List(_) | Value::Map(_) | Value::Gen(_)) => {
+        other @ (Value::Range(..)
+        | Value::List(_)
+        | Value::Map(_)
+        | Value::Gen(_)
+        | Value::Bandwidth(_)) => {
             return Err(format!("{} cannot be a generated value here", other.kind()))
         }
     })

@@ -16,6 +16,8 @@ pub fn lower_cell(ev: &Eval<'_>, hooks: &Hooks) -> Vec<Phase> {
     let mut out = Vec::new();
     for decl in ev.prog.root().decls.values() {
         let phase = match decl {
+            Decl::Ingest(i) if !runs_here(ev, &i.when) => continue,
+            Decl::Run(r) if !runs_here(ev, &r.when) => continue,
             Decl::Ingest(i) => lower_ingest(ev, i).map(|p| Phase::Ingest(Box::new(p))),
             Decl::Run(r) => lower_run(ev, r, hooks),
             _ => continue,
@@ -25,6 +27,46 @@ pub fn lower_cell(ev: &Eval<'_>, hooks: &Hooks) -> Vec<Phase> {
         }
     }
     out
+}
+
+/// `ingest NAME when CONDITION`, `run NAME when CONDITION`: whether the phase runs in this cell.
+/// A condition that is not a boolean is reported, and the phase is lowered anyway so that its
+/// own mistakes show too.
+fn runs_here(ev: &Eval<'_>, when: &Option<ast::Expr>) -> bool {
+    let Some(e) = when else { return true };
+    match ev.eval(e, &crate::check::Scope::new(InstanceId::ROOT)) {
+        Some(crate::value::Value::Bool(b)) => b,
+        Some(v @ (crate::value::Value::Symbol(_) | crate::value::Value::Str(_))) => {
+            ev.error(
+                Diagnostic::error(
+                    Code::E0201,
+                    e.span,
+                    format!("a phase's `when` needs a condition, not the value `{v}`"),
+                )
+                .label("expected true or false in each cell")
+                .note("compare an axis with its value, e.g. `ingest load when part == ingest { ... }`"),
+            );
+            true
+        }
+        Some(other) => {
+            ev.error(ev.mismatch(
+                e.span,
+                "a condition (true or false) on the matrix's axes",
+                &other,
+                &crate::check::Scope::new(InstanceId::ROOT),
+            ));
+            true
+        }
+        None => true,
+    }
+}
+
+/// Whether a phase with this `when` is in this cell, quietly: its mistakes are `lower_cell`'s.
+pub(super) fn phase_in_cell(ev: &Eval<'_>, when: &Option<ast::Expr>) -> bool {
+    let before = ev.diags.borrow().len();
+    let here = runs_here(ev, when);
+    ev.diags.borrow_mut().truncate(before);
+    here
 }
 
 /// Lowers what no block refers to, so that a module's mistakes show even when it is checked on

@@ -155,6 +155,37 @@ fn lower_group(
             until = Some(u.value.name.clone());
         }
     }
+    // Members with `when` conditions: all absent from this cell, the group is too; some absent
+    // and some present, the present ones would run without the others, which the group says
+    // they must not.
+    let present: Vec<bool> = members
+        .iter()
+        .map(|m| match root.decls.get(&m.name) {
+            Some(Decl::Ingest(i)) => super::cell::phase_in_cell(ev, &i.when),
+            Some(Decl::Run(r)) => super::cell::phase_in_cell(ev, &r.when),
+            _ => true,
+        })
+        .collect();
+    if present.iter().all(|p| !p) {
+        return None;
+    }
+    if let Some(i) = present.iter().position(|p| !p) {
+        ev.error(
+            Diagnostic::error(
+                Code::E0703,
+                members[i].span,
+                format!(
+                    "`{}` does not run in cell {} (its `when`), where the other members of group `{}` do",
+                    members[i].name,
+                    ev.cell.key(),
+                    c.name
+                ),
+            )
+            .label("a group's members run in the same cells")
+            .note("give the members the same `when` condition"),
+        );
+        return None;
+    }
     // A member that did not lower (its own mistake is reported) leaves the group out.
     let lowered = members
         .iter()
@@ -190,7 +221,12 @@ fn refuse_ingest(ev: &Eval<'_>, c: &ast::Concurrent, i: &ast::Ingest) -> bool {
             "calibrating measures the client alone against a null sink; beside other phases it would measure them too",
         );
     }
-    for r in &i.replay {
+    // A `replay when` that does not hold in this cell leaves the ingest live: it may join.
+    for r in i
+        .replay
+        .iter()
+        .filter(|r| super::ingest::replays_here(ev, r))
+    {
         ok = refused(
             ev,
             r.span,

@@ -305,7 +305,11 @@ fn ingest_conflicts(ev: &Eval<'_>, i: &ast::Ingest, at: Span) -> bool {
             "calibrate the client's ceiling in a phase of its own: each step would measure it again",
         );
     }
-    for r in &i.replay {
+    for r in i
+        .replay
+        .iter()
+        .filter(|r| super::ingest::replays_here(ev, r))
+    {
         refuse(
             r.span,
             "replay",

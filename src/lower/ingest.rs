@@ -69,7 +69,8 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
     };
     let ack = ingest_ack(ev, i, ep, &scope);
     let (setup, teardown) = setup_and_teardown(ev, i, &scope);
-    let replay_budget = replay_budget(ev, i, &scope);
+    let (replay_when, replay_budget) = replay_budget(ev, i, &scope);
+    let link = link(ev, i, &scope);
     let verify = match single(ev, &i.verify, |v| v.span, "verify") {
         None => Some(None),
         Some(v) => lower_verify(
@@ -125,6 +126,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         return None;
     };
     let (findmax, warmup, commit) = (findmax?, warmup?, commit?);
+    let (replay_when, link) = (replay_when?, link?);
     let routing = match (&rows.series_col, &rows.source) {
         (Some(c), _) => format!("fnv1a64({c}) % workers"),
         (None, RowSource::File { .. }) => "fnv1a64(first tag) % workers".to_string(),
@@ -189,6 +191,8 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         warmup,
         stages,
         commit,
+        replay_when,
+        link,
     };
     super::findmax::rows_fit(ev, i, &phase)?;
     targets::check_store_admin(
@@ -232,6 +236,8 @@ fn endpoint_free_clauses(ev: &Eval<'_>, i: &ast::Ingest, rows_clause: &ast::Rows
         }
     }
     let _ = ingest_rate(ev, i, scope);
+    let _ = replay_budget(ev, i, scope);
+    let _ = link(ev, i, scope);
 }
 
 /// The endpoint an ingest sends to, with the target it belongs to.
@@ -470,21 +476,97 @@ fn setup_and_teardown(
     (setup, teardown)
 }
 
-/// `replay [BUDGET]`: `Some(None)` without replay. Default budget: 2 GiB of pre-encoded
-/// batches, across all workers of the cell.
-fn replay_budget(ev: &Eval<'_>, i: &ast::Ingest, scope: &Scope) -> Option<Option<u64>> {
+/// `replay [when CONDITION] [BUDGET]`: whether a condition held (`None` without one), and the
+/// budget (`None` in a cell that does not replay). Default budget: 2 GiB of pre-encoded
+/// batches, across all workers of the cell. The budget is checked in every cell, replayed or
+/// not, so a mistake in it does not wait for the cell that replays.
+#[allow(clippy::type_complexity)]
+fn replay_budget(
+    ev: &Eval<'_>,
+    i: &ast::Ingest,
+    scope: &Scope,
+) -> (Option<Option<bool>>, Option<Option<u64>>) {
     let Some(r) = single(ev, &i.replay, |r| r.span, "replay") else {
+        return (Some(None), Some(None));
+    };
+    let when = match &r.when {
+        None => Some(None),
+        Some(e) => replay_condition(ev, e, scope).map(Some),
+    };
+    let budget = match &r.budget {
+        None => Some(2u64 << 30),
+        Some(e) => match ev.eval(e, scope) {
+            Some(Value::Size(b)) if b > 0 => Some(b),
+            Some(v) => {
+                let of_kind = matches!(v, Value::Size(_));
+                not_unit(ev, e, scope, v, of_kind, &SIZE)
+            }
+            None => None,
+        },
+    };
+    let on = when.map(|w| w != Some(false));
+    let budget = match (on, budget) {
+        (Some(true), Some(b)) => Some(Some(b)),
+        (Some(false), Some(_)) => Some(None),
+        _ => None,
+    };
+    (when, budget)
+}
+
+/// `replay when CONDITION` in this cell: a boolean, over the matrix's axes. A bare word (an
+/// axis holding `replay`) is refused with the comparison it likely meant.
+fn replay_condition(ev: &Eval<'_>, e: &ast::Expr, scope: &Scope) -> Option<bool> {
+    match ev.eval(e, scope)? {
+        Value::Bool(b) => Some(b),
+        Value::Symbol(w) => ev.fail(replay_word(e, &w)),
+        Value::Str(t) => ev.fail(replay_word(e, &format!("{:?}", t.redacted()))),
+        other => ev.fail(ev.mismatch(e.span, "a condition (true or false)", &other, scope)),
+    }
+}
+
+/// An axis's value where `replay when` wants a condition: the comparison it likely meant.
+fn replay_word(e: &ast::Expr, w: &str) -> Diagnostic {
+    Diagnostic::error(
+        Code::E0201,
+        e.span,
+        format!("`replay when` needs a condition, not the value `{w}`"),
+    )
+    .label("expected true or false in each cell")
+    .note("compare the axis with its value, e.g. `replay when input == replay` for `input in [live, replay]`")
+}
+
+/// Whether an ingest replays in this cell, for the refusals that concern only a replaying
+/// ingest (`concurrent`, `find max rate`). The condition's own mistakes are reported by
+/// `replay_budget`, once: here they are taken back and the replay counts as on.
+pub(super) fn replays_here(ev: &Eval<'_>, r: &ast::Replay) -> bool {
+    let Some(e) = &r.when else { return true };
+    let before = ev.diags.borrow().len();
+    let v = ev.eval(e, &Scope::new(InstanceId::ROOT));
+    ev.diags.borrow_mut().truncate(before);
+    !matches!(v, Some(Value::Bool(false)))
+}
+
+/// `link BANDWIDTH`: bits per second, above zero.
+fn link(ev: &Eval<'_>, i: &ast::Ingest, scope: &Scope) -> Option<Option<Value>> {
+    let Some(c) = single(ev, &i.link, |c| c.span, "link") else {
         return Some(None);
     };
-    let Some(e) = &r.budget else {
-        return Some(Some(2u64 << 30));
-    };
-    match ev.eval(e, scope)? {
-        Value::Size(b) if b > 0 => Some(Some(b)),
-        v => {
-            let of_kind = matches!(v, Value::Size(_));
-            not_unit(ev, e, scope, v, of_kind, &SIZE)
-        }
+    match ev.eval(&c.value, scope)? {
+        Value::Bandwidth(b) if b > 0.0 => Some(Some(Value::Bandwidth(b))),
+        Value::Bandwidth(_) => ev.fail(
+            Diagnostic::error(
+                Code::E0203,
+                c.value.span,
+                "a link's bandwidth must be above zero",
+            )
+            .label("no rows cross a link of no bandwidth"),
+        ),
+        other => ev.fail(ev.mismatch(
+            c.value.span,
+            "a bandwidth like `14.7gbit` or `10Gbit/s`",
+            &other,
+            scope,
+        )),
     }
 }
 

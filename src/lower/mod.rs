@@ -72,6 +72,18 @@ pub(crate) fn lower_cells(
         });
     }
     let lowering_failed = diags.error_count() > matrix.errors_before;
+    // A phase whose `when` held in none of these cells (`--only` can leave it out) may read
+    // any param or axis: which names are unused is then not known.
+    let phase_left_out = matrix.program.root().decls.values().any(|d| {
+        let name = match d {
+            Decl::Ingest(i) => &i.name.name,
+            Decl::Run(r) => &r.name.name,
+            _ => return false,
+        };
+        !lowered
+            .iter()
+            .any(|c| c.phases.iter().any(|p| p.name() == name.as_str()))
+    });
     // A hook sees every param in `ctx.params`: what it reads is not known here.
     let hooks_read = lowered.iter().any(|c: &Cell| {
         c.phases.iter().any(|p| {
@@ -79,7 +91,7 @@ pub(crate) fn lower_cells(
                 if matches!(r.request, crate::plan::RequestPlan::Hook { .. }))
         })
     });
-    matrix.warn_unused(&used, lowering_failed, hooks_read, diags);
+    matrix.warn_unused(&used, lowering_failed || phase_left_out, hooks_read, diags);
     matrix.finish(map, opts, lowered, diags)
 }
 

@@ -96,6 +96,17 @@ pub fn merge(ctx: &Ctx, parts: &[Part<IngestReport>]) -> Result<PhaseOut, String
         stages: Vec::new(),
         // Each shard's connections commit on their own: the commits add up.
         commits: all().map(|r| r.commits).sum(),
+        input: first.input.clone(),
+        fields_per_row: first.fields_per_row,
+        // Set below from the merged rate.
+        metrics_per_s: None,
+        // The merged bytes per row: what the shards together put on their sockets.
+        link: first.link.as_ref().map(|l| {
+            crate::report::link::LinkCeiling::of(
+                l.bits_per_s,
+                per_row(socket_bytes).filter(|_| payload_bytes > 0),
+            )
+        }),
     };
     let series = ctx.series(
         parts
@@ -106,6 +117,10 @@ pub fn merge(ctx: &Ctx, parts: &[Part<IngestReport>]) -> Result<PhaseOut, String
         &mut extra_warnings,
     );
     report.series = series.as_ref().map(|s| s.reference.clone());
+    report.metrics_per_s = report
+        .rows_per_s
+        .zip(report.fields_per_row)
+        .map(|(r, f)| r * f as f64);
     let said: Vec<super::verdict::Said> = parts
         .iter()
         .map(|p| super::verdict::Said {

@@ -288,6 +288,18 @@ pub fn listing(plan: &Plan) -> String {
                             crate::value::fmt_size(b)
                         );
                     }
+                    if p.replay_when == Some(false) {
+                        let _ = writeln!(
+                            o,
+                            "    live: generated and encoded while sending (`replay when` is false in this cell)"
+                        );
+                    }
+                    if let Some(l) = &p.link {
+                        let _ = writeln!(
+                            o,
+                            "    link {l}: the rows/s it would carry at the measured socket bytes per row (computed)"
+                        );
+                    }
                     let _ = writeln!(o, "    routing {}", p.routing);
                     // Where the DDL goes when it is not the ingest endpoint: a line-protocol
                     // ingest sets its table up over another endpoint of the target.

@@ -339,6 +339,14 @@ pub struct IngestPhase {
     /// for the other protocols, which have no deferred commit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<Commit>,
+    /// `replay when CONDITION`: whether the condition held in this cell (`replay_budget` is
+    /// set exactly when it did). Absent without a condition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_when: Option<bool>,
+    /// `link BANDWIDTH` (a `Value::Bandwidth`, bits per second): the report computes the rows/s
+    /// such a link would carry at the measured socket bytes per row. Absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<Value>,
 }
 
 /// When a QWP connection's rows commit. Every message carries `FLAG_DEFER_COMMIT` except the
@@ -401,6 +409,8 @@ impl IngestPhase {
             warmup: None,
             stages: Vec::new(),
             commit: None,
+            replay_when: None,
+            link: None,
         }
     }
 }

@@ -151,6 +151,13 @@ const SERVER: &[&str] = &[
 const APPENDED: &[&str] = &[
     // QWP: the commits an ingest asked for (`commit per_batch | every N rows`).
     "commits",
+    // An ingest's `input` (live, replay), its link ceiling (`link_rows_per_s`, computed), and
+    // its fields a row and metrics per second.
+    "input",
+    "link_bits_per_s",
+    "link_rows_per_s",
+    "fields_per_row",
+    "metrics_per_s",
 ];
 
 /// The latency summaries of a phase, a type or a label, by the prefix of their columns: the
@@ -183,6 +190,7 @@ const STREAMING: &[&str] = &[
     "streaming_egress_rows",
     "streaming_egress_bytes_per_row",
 ];
+
 
 /// A latency summary's figures, as report.json names them.
 const FIGURES: &[&str] = &[
@@ -543,6 +551,15 @@ fn rows(cell: usize, key: &str, phase: &PhaseReport) -> Vec<Row> {
             row.concurrent(r.concurrent.as_ref(), r.status);
             row.findmax(r.findmax.as_ref());
             row.server(r.server.as_ref());
+            if let Some(i) = &r.input {
+                row.set("input", i);
+            }
+            if let Some(l) = &r.link {
+                row.set("link_bits_per_s", l.bits_per_s);
+                row.opt("link_rows_per_s", l.rows_per_s);
+            }
+            row.opt("fields_per_row", r.fields_per_row);
+            row.opt("metrics_per_s", r.metrics_per_s);
             let mut rows = vec![row];
             rows.extend(ingest_stage_rows(cell, key, r));
             let phase = (r.name.as_str(), r.endpoint.as_str());
@@ -880,7 +897,7 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
     }
 
     #[test]
-    fn a_qwp_ingests_commits_are_the_last_column() {
+    fn a_qwp_ingests_commits_come_after_every_earlier_column() {
         let mut r = report();
         let mut load = ingest_report(Status::Ok);
         load.commits = Some(7);
@@ -888,7 +905,12 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
             .phases
             .insert(0, PhaseReport::Ingest(Box::new(load)));
         let (header, rows) = table(&r);
-        assert_eq!(header.last().map(String::as_str), Some("commits"));
+        let at = header.iter().position(|c| c == "commits").unwrap();
+        assert!(
+            at > header.iter().position(|c| c == "streaming_first_result_max_us").unwrap()
+                && at > header.iter().position(|c| c == "metrics_scrapes_failed").unwrap(),
+            "{header:?}"
+        );
         assert_eq!(get(&rows[0], "commits"), "7");
         let mut r = report();
         r.cells[0]

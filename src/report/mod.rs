@@ -9,6 +9,7 @@ pub mod files;
 pub mod findmax;
 pub mod freshness;
 pub mod html;
+pub mod link;
 pub mod merged;
 pub mod outcome;
 pub mod read;
@@ -374,6 +375,22 @@ pub struct IngestReport {
     /// without deferred commits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commits: Option<u64>,
+    /// `live` or `replay` (rows pre-encoded before the clock started) for an ingest with a
+    /// `replay` clause; absent without one (live).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// `link BANDWIDTH`: the rows/s that link would carry at `socket_bytes_per_row`, computed;
+    /// absent without `link`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<link::LinkCeiling>,
+    /// Fields a row carries: the schema's `field` columns, nulls included. Absent for rows
+    /// from a file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields_per_row: Option<u64>,
+    /// `rows_per_s` x `fields_per_row`: TSBS's headline, metrics per second. Absent where
+    /// either is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_per_s: Option<f64>,
 }
 
 /// A rate-controlled ingest's open-loop accounting, in rows and batches:

@@ -259,6 +259,11 @@ fn phase(a: &Announced, s: &Series, logged: &[series::LoggedHistogram]) -> Phase
                 stages: Vec::new(),
                 // The series do not record commits.
                 commits: None,
+                // The series do not say whether the rows were replayed, nor the link.
+                input: None,
+                link: None,
+                fields_per_row: None,
+                metrics_per_s: None,
             }))
         }
         Series::Run(rows) => {

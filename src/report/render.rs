@@ -98,7 +98,11 @@ pub fn cell_lines(cell: &CellReport, total: usize) -> String {
                     server_line(r.server.as_ref(), 2),
                     r.freshness.as_ref().map_or(String::new(), |f| {
                         format!("  {}\n", f.line(r.status == Status::Interrupted))
-                    }),
+                    }) + r
+                        .link
+                        .as_ref()
+                        .map_or(String::new(), |l| format!("  {}\n", l.line()))
+                        .as_str(),
                     super::stages::ingest_table(&r.stages),
                     tls_lines(&r.connecting)
                 ) + super::findmax::lines(&r.findmax).as_str(),
@@ -461,6 +465,13 @@ fn ingest_summary(r: &IngestReport) -> String {
         head += &format!(" {}", r.rate_counts.as_str());
     }
     let mut parts = vec![head];
+    // TSBS's headline figure: rows x fields.
+    if let (Some(m), Some(f)) = (r.metrics_per_s, r.fields_per_row) {
+        parts.push(format!(
+            "{} ({f} fields a row)",
+            fmt_rate(Some(m), "metrics")
+        ));
+    }
     if let Some(s) = &r.schedule {
         let asked = match r.stages.len() {
             0 => crate::value::fmt_rate(s.rate_rows_per_s),
@@ -513,6 +524,13 @@ fn ingest_summary(r: &IngestReport) -> String {
         ));
     }
     parts.extend(cpu_text(r.client_cpu_s, r.rows_sent, r.elapsed_s, "row", 2));
+    // Which column of a live/replay comparison this is: with `replay`, the client's generation
+    // and encoding are outside the figures.
+    match r.input.as_deref() {
+        Some("replay") => parts.push("replayed (encoded before the clock started)".into()),
+        Some("live") => parts.push("live (generated while sending)".into()),
+        _ => {}
+    }
     if let Some(c) = &r.calibration {
         parts.push(match c.ratio {
             Some(ratio) => format!(

@@ -253,6 +253,10 @@ pub(super) fn ingest_report(status: Status) -> IngestReport {
         findmax: None,
         stages: Vec::new(),
         commits: None,
+        input: None,
+        link: None,
+        fields_per_row: None,
+        metrics_per_s: None,
     }
 }
 

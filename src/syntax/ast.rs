@@ -318,6 +318,8 @@ pub struct Clause<T> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ingest {
     pub name: Ident,
+    /// `ingest NAME when CONDITION { ... }`: the cells the phase runs in (all without one).
+    pub when: Option<Expr>,
     pub into: Vec<Into>,
     pub rows: Vec<Rows>,
     pub batch: Vec<Clause<Expr>>,
@@ -342,6 +344,8 @@ pub struct Ingest {
     pub stages: Vec<Stage>,
     /// `commit per_batch | every N rows` (QWP's FLAG_DEFER_COMMIT).
     pub commit: Vec<Clause<CommitPolicy>>,
+    /// `link BANDWIDTH`: the rows/s a link of that bandwidth would carry, computed in the report.
+    pub link: Vec<Clause<Expr>>,
     pub span: Span,
 }
 
@@ -361,9 +365,11 @@ pub struct Probe {
     pub span: Span,
 }
 
-/// `replay [budget SIZE]`: encode every batch before the clock starts.
+/// `replay [when CONDITION] [budget SIZE]`: encode every batch before the clock starts, in the
+/// cells where the condition holds (all without one).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Replay {
+    pub when: Option<Expr>,
     pub budget: Option<Expr>,
     pub span: Span,
 }
@@ -481,6 +487,8 @@ pub enum RequestSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Run {
     pub name: Ident,
+    /// `run NAME when CONDITION { ... }`: the cells the phase runs in (all without one).
+    pub when: Option<Expr>,
     pub against: Vec<Against>,
     pub queries: Vec<Clause<Vec<QuerySelector>>>,
     pub request: Vec<Clause<RequestSpec>>,
@@ -644,6 +652,8 @@ pub enum ExprKind {
     Size(u64),
     /// Events per second.
     Rate(f64),
+    /// Bits per second (`14.7gbit`).
+    Bandwidth(f64),
     /// A percentage as written (`0.1%` is 0.1).
     Percent(f64),
     /// Nanoseconds since the Unix epoch, UTC.

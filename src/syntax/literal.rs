@@ -125,6 +125,27 @@ pub fn rate(s: &str) -> Result<(f64, RateUnit), String> {
     Ok((per_second, unit))
 }
 
+/// `14.7gbit`, `10Gbit/s` -> bits per second. Decimal prefixes: a 10 Gbit/s link carries
+/// 10^10 bits a second.
+pub fn bandwidth(s: &str) -> Result<f64, String> {
+    let unit = s.trim_end_matches("/s");
+    let unit = unit
+        .strip_suffix("bit")
+        .ok_or_else(|| format!("`{s}` is not a bandwidth"))?;
+    let (num, scale) = match unit.as_bytes().last() {
+        Some(b'k' | b'K') => (&unit[..unit.len() - 1], 1e3),
+        Some(b'm' | b'M') => (&unit[..unit.len() - 1], 1e6),
+        Some(b'g' | b'G') => (&unit[..unit.len() - 1], 1e9),
+        Some(b't' | b'T') => (&unit[..unit.len() - 1], 1e12),
+        _ => (unit, 1.0),
+    };
+    let v = float(num)? * scale;
+    if !v.is_finite() {
+        return Err(format!("bandwidth `{s}` is too large"));
+    }
+    Ok(v)
+}
+
 pub fn percent(s: &str) -> Result<f64, String> {
     float(s.trim_end_matches('%'))
 }

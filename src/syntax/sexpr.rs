@@ -167,6 +167,9 @@ fn item_sexpr(o: &mut String, item: &Item) {
         }
         Item::Ingest(i) => {
             let _ = write!(o, "(ingest {}", i.name);
+            if let Some(w) = &i.when {
+                let _ = write!(o, "\n  (when {})", expr(w));
+            }
             for into in &i.into {
                 let _ = write!(o, "\n  (into {} via {}", into.target, via(&into.via));
                 if let Some(t) = &into.table {
@@ -208,12 +211,16 @@ fn item_sexpr(o: &mut String, item: &Item) {
             }
             for r in &i.replay {
                 o.push_str("\n  (replay");
+                if let Some(w) = &r.when {
+                    let _ = write!(o, " when {}", expr(w));
+                }
                 if let Some(b) = &r.budget {
                     let _ = write!(o, " budget {}", expr(b));
                 }
                 o.push(')');
             }
             clauses(o, "duration", &i.duration);
+            clauses(o, "link", &i.link);
             for c in &i.rate {
                 let _ = write!(o, "\n  (rate {}", expr(&c.value.rate));
                 if let Some(a) = c.value.arrival {
@@ -276,6 +283,9 @@ fn item_sexpr(o: &mut String, item: &Item) {
         }
         Item::Run(r) => {
             let _ = write!(o, "(run {}", r.name);
+            if let Some(w) = &r.when {
+                let _ = write!(o, "\n  (when {})", expr(w));
+            }
             for a in &r.against {
                 let _ = write!(o, "\n  (against {}", path(&a.target));
                 if let Some(v) = &a.via {
@@ -487,6 +497,7 @@ pub fn expr(e: &Expr) -> String {
                 ExprKind::Size(b) => write!(f, "(size {b}B)"),
                 ExprKind::Rate(r) => write!(f, "(rate {r:?}/s)"),
                 ExprKind::Percent(p) => write!(f, "(percent {p:?})"),
+                ExprKind::Bandwidth(b) => write!(f, "(bandwidth {b:?}bit/s)"),
                 ExprKind::Timestamp(ns) => write!(f, "(timestamp {ns})"),
                 ExprKind::Bool(b) => write!(f, "{b}"),
                 ExprKind::None => f.write_str("none"),

@@ -96,6 +96,7 @@ impl Walk {
             | Value::Duration(_)
             | Value::Timestamp(_)
             | Value::Rate(_)
+            | Value::Bandwidth(_)
             | Value::Size(_)
             | Value::Percent(_)
             | Value::Range(..) => Ok(()),

@@ -295,6 +295,10 @@ fn ingest(dir: &Path, s: &Spec) -> IngestReport {
         findmax: None,
         stages: Vec::new(),
         commits: None,
+        input: None,
+        link: None,
+        fields_per_row: None,
+        metrics_per_s: None,
     }
 }
 

@@ -189,6 +189,7 @@ impl<'p> Eval<'p> {
             ExprKind::Size(v) => Some(Value::Size(*v)),
             ExprKind::Rate(v) => Some(Value::Rate(*v)),
             ExprKind::Percent(v) => Some(Value::Percent(*v)),
+            ExprKind::Bandwidth(v) => Some(Value::Bandwidth(*v)),
             ExprKind::Timestamp(v) => Some(Value::Timestamp(*v)),
             ExprKind::Bool(b) => Some(Value::Bool(*b)),
             ExprKind::None => Some(Value::None),

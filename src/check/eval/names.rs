@@ -65,12 +65,13 @@ impl<'p> Eval<'p> {
             "rate" => matches!(v, Value::Rate(_)),
             "size" => matches!(v, Value::Size(_)),
             "percent" => matches!(v, Value::Percent(_)),
+            "bandwidth" => matches!(v, Value::Bandwidth(_)),
             "list" => matches!(v, Value::List(_)),
             other => {
                 return self.fail(
                     Diagnostic::error(Code::E0206, ty.span, format!("unknown param type `{other}`"))
                         .label("not a type")
-                        .note("param types: int, long, double, varchar, boolean, timestamp, duration, rate, size, percent, list"),
+                        .note("param types: int, long, double, varchar, boolean, timestamp, duration, rate, size, percent, bandwidth, list"),
                 );
             }
         };

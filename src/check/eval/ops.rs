@@ -238,7 +238,7 @@ pub fn values_equal(a: &Value, b: &Value) -> Option<bool> {
         (Bool(x), Bool(y)) => x == y,
         (Duration(x), Duration(y)) | (Timestamp(x), Timestamp(y)) => x == y,
         (Size(x), Size(y)) => x == y,
-        (Rate(x), Rate(y)) | (Percent(x), Percent(y)) => x == y,
+        (Rate(x), Rate(y)) | (Percent(x), Percent(y)) | (Bandwidth(x), Bandwidth(y)) => x == y,
         (List(x), List(y)) => {
             x.len() == y.len()
                 && x.iter()
@@ -258,7 +258,9 @@ pub fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
         (Float(x), Float(y)) => x.partial_cmp(y),
         (Duration(x), Duration(y)) | (Timestamp(x), Timestamp(y)) => Some(x.cmp(y)),
         (Size(x), Size(y)) => Some(x.cmp(y)),
-        (Rate(x), Rate(y)) | (Percent(x), Percent(y)) => x.partial_cmp(y),
+        (Rate(x), Rate(y)) | (Percent(x), Percent(y)) | (Bandwidth(x), Bandwidth(y)) => {
+            x.partial_cmp(y)
+        }
         _ => Option::None,
     }
 }

@@ -60,5 +60,24 @@ pub(crate) fn empty_report(phase: &IngestPhase) -> IngestReport {
         findmax: None,
         stages: Vec::new(),
         commits: (phase.endpoint.kind == "qwp").then_some(0),
+        input: match (phase.replay_budget, phase.replay_when) {
+            (Some(_), _) => Some("replay".into()),
+            (None, Some(_)) => Some("live".into()),
+            (None, None) => None,
+        },
+        fields_per_row: match &phase.source {
+            crate::plan::RowSource::Schema(s) => {
+                Some(s.columns.iter().filter(|c| c.role == "field").count() as u64)
+            }
+            crate::plan::RowSource::File { .. } => None,
+        },
+        metrics_per_s: None,
+        // Completed with the bytes per row when the phase ends (`exec::ingest`).
+        link: match phase.link {
+            Some(crate::value::Value::Bandwidth(b)) => {
+                Some(crate::report::link::LinkCeiling::of(b, None))
+            }
+            _ => None,
+        },
     }
 }

@@ -143,6 +143,10 @@ fn synthetic(dir: &Path, protocols: &[&str], hosts: &[u64], intervals: u64) -> R
                 findmax: None,
                 stages: Vec::new(),
                 commits: None,
+                input: None,
+                link: None,
+                fields_per_row: None,
+                metrics_per_s: None,
             };
             let mut q: QueryReport = (**query).clone();
             q.name = "explore".into();

@@ -84,6 +84,7 @@ impl Walker {
                 name: String::new(),
                 span,
             },
+            when: None,
             into: vec![],
             rows: vec![],
             batch: vec![],
@@ -101,12 +102,14 @@ impl Walker {
             warmup: vec![],
             stages: vec![],
             commit: vec![],
+            link: vec![],
             span,
         };
         for c in p.into_inner() {
             match c.as_rule() {
                 Rule::kw_ingest => {}
                 Rule::ident => ing.name = self.ident(c),
+                Rule::when_clause => ing.when = Some(self.expr(last(c))?),
                 Rule::into_clause => {
                     let span = self.span(&c);
                     let mut target = None;
@@ -174,14 +177,16 @@ impl Walker {
                 Rule::replay_clause => {
                     let span = self.span(&c);
                     let mut budget = None;
+                    let mut when = None;
                     for i in c.into_inner() {
                         match i.as_rule() {
                             Rule::kw_replay | Rule::kw_budget => {}
+                            Rule::replay_when => when = Some(self.expr(last(i))?),
                             Rule::expr => budget = Some(self.expr(i)?),
                             r => unexpected(r, "replay"),
                         }
                     }
-                    ing.replay.push(Replay { budget, span });
+                    ing.replay.push(Replay { when, budget, span });
                 }
                 Rule::duration_clause => ing.duration.push(self.clause_expr(c)?),
                 Rule::rate_clause => {
@@ -195,6 +200,7 @@ impl Walker {
                 Rule::warmup_clause => ing.warmup.push(self.clause_expr(c)?),
                 Rule::stage_clause => ing.stages.push(self.stage(c)?),
                 Rule::commit_clause => ing.commit.push(self.commit(c)?),
+                Rule::link_clause => ing.link.push(self.clause_expr(c)?),
                 r => unexpected(r, "ingest"),
             }
         }
@@ -341,6 +347,7 @@ impl Walker {
                 name: String::new(),
                 span,
             },
+            when: None,
             against: vec![],
             queries: vec![],
             request: vec![],
@@ -362,6 +369,7 @@ impl Walker {
             let cspan = self.span(&c);
             match c.as_rule() {
                 Rule::kw_run => {}
+                Rule::when_clause => r.when = Some(self.expr(last(c))?),
                 Rule::stage_clause => r.stages.push(self.stage(c)?),
                 Rule::ident => r.name = self.ident(c),
                 Rule::against_clause => r.against.push(self.against(c, cspan)),

@@ -126,6 +126,7 @@ impl Walker {
             Rule::duration => lit(literal::duration(s).map(ExprKind::Duration))?,
             Rule::size => lit(literal::size(s).map(ExprKind::Size))?,
             Rule::rate => lit(literal::rate(s).map(|r| ExprKind::Rate(r.0)))?,
+            Rule::bandwidth => lit(literal::bandwidth(s).map(ExprKind::Bandwidth))?,
             Rule::percent => lit(literal::percent(s).map(ExprKind::Percent))?,
             Rule::timestamp => lit(literal::timestamp(s).map(ExprKind::Timestamp))?,
             Rule::boolean => ExprKind::Bool(s == "true"),

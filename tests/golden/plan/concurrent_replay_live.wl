@@ -1,0 +1,16 @@
+// args: --only input=live
+// With `replay when`, a group refuses only the cells that replay: the live cells run together.
+target db { sqlite "bench.db" }
+schema s {
+  series host: varchar = format("host_%d", n) for n in 0..10
+  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 1m
+}
+matrix { input in [live, replay] }
+ingest load {
+  into db via sqlite  rows s
+  replay when input == replay
+}
+ingest other {
+  into db via sqlite table "t2"  rows s
+}
+concurrent both { phases load, other }
