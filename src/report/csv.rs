@@ -191,7 +191,6 @@ const STREAMING: &[&str] = &[
     "streaming_egress_bytes_per_row",
 ];
 
-
 /// A latency summary's figures, as report.json names them.
 const FIGURES: &[&str] = &[
     "count",
@@ -907,8 +906,15 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
         let (header, rows) = table(&r);
         let at = header.iter().position(|c| c == "commits").unwrap();
         assert!(
-            at > header.iter().position(|c| c == "streaming_first_result_max_us").unwrap()
-                && at > header.iter().position(|c| c == "metrics_scrapes_failed").unwrap(),
+            at > header
+                .iter()
+                .position(|c| c == "streaming_first_result_max_us")
+                .unwrap()
+                && at
+                    > header
+                        .iter()
+                        .position(|c| c == "metrics_scrapes_failed")
+                        .unwrap(),
             "{header:?}"
         );
         assert_eq!(get(&rows[0], "commits"), "7");
