@@ -8,6 +8,8 @@
 
 #[path = "common/cli.rs"]
 mod cli;
+#[path = "common/servers.rs"]
+mod servers;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -190,4 +192,155 @@ fn a_process_not_found_is_a_warning_not_a_failure() {
         warnings.contains("cannot read the pid file /nonexistent/wlrun.pid"),
         "{warnings}"
     );
+}
+
+/// One process's line of /proc/PID/stat: its parent, start time and CPU ticks (own and
+/// reaped children's).
+struct ProcStat {
+    pid: u32,
+    ppid: u32,
+    start: u64,
+    ticks: u64,
+}
+
+fn proc_stats() -> Vec<ProcStat> {
+    let mut all = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the command's closing parenthesis, from field 3 (state) on.
+        let rest: Vec<&str> = text[text.rfind(')').unwrap() + 2..]
+            .split_whitespace()
+            .collect();
+        let n = |field: usize| -> u64 { rest[field - 3].parse().unwrap() };
+        all.push(ProcStat {
+            pid,
+            ppid: n(4) as u32,
+            start: n(22),
+            ticks: n(14) + n(15) + n(16) + n(17),
+        });
+    }
+    all
+}
+
+/// The tree under `root` (itself included): (pid, start) of each, and its CPU ticks summed,
+/// utime + stime + cutime + cstime, so that a backend that exits keeps counting in its parent.
+fn tree_ticks(root: u32) -> (Vec<(u32, u64)>, u64) {
+    let all = proc_stats();
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(all.iter().filter(|p| p.ppid == parent).map(|p| p.pid));
+        i += 1;
+    }
+    let members: Vec<&ProcStat> = all.iter().filter(|p| tree.contains(&p.pid)).collect();
+    (
+        members.iter().map(|p| (p.pid, p.start)).collect(),
+        members.iter().map(|p| p.ticks).sum(),
+    )
+}
+
+/// The postmaster of the test server, found without wlrun: the parent of this connection's
+/// backend. `None` (a failure under CI=true) when PostgreSQL cannot be reached.
+fn postmaster() -> Option<u32> {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let url = servers::pg_server().await?;
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let row = client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap();
+        let backend = row.get::<_, i32>(0) as u32;
+        let ppid = proc_stats()
+            .into_iter()
+            .find(|p| p.pid == backend)
+            .expect("the backend is on this machine")
+            .ppid;
+        Some(ppid)
+    })
+}
+
+/// A real PostgreSQL COPY ingest, observed by the port its endpoint names: the server's CPU is
+/// above zero and at most what the test reads from /proc over a span containing the run's (the
+/// cluster is shared with tests running at once, so never compared the other way), and its
+/// processes are the postmaster, its workers and the ingest's backends.
+#[test]
+fn a_postgresql_ingest_shows_its_backends_cpu() {
+    let Some(postmaster) = postmaster() else {
+        return;
+    };
+    let url = servers::pg_url();
+    let dir = tempfile::tempdir().unwrap();
+    for workers in [1u64, 4] {
+        let table = format!("wlrun_observe_{}_{workers}", std::process::id());
+        let text = format!(
+            r#"
+workload w {{ seed 7 }}
+target db {{
+  pg "{url}"
+  observe process listening pg
+}}
+schema s {{
+  table "{table}"
+  series host: symbol = format("h%d", n) for n in 0..100
+  field usage_user: double = uniform(0, 100)
+  field usage_system: double = uniform(0, 100)
+  field v: long = uniform(0, 9)
+  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 2000s
+}}
+ingest load {{
+  into db via pg  rows s  batch 2000 rows  workers {workers}  rate 80000/s  teardown drop
+}}
+"#
+        );
+        let (before_procs, before) = tree_ticks(postmaster);
+        let (code, report, err) = cli::run_json_in(dir.path(), &text, &[]);
+        let (after_procs, after) = tree_ticks(postmaster);
+        assert_eq!(code, 0, "{err}");
+        let phase = &report["cells"][0]["phases"][0];
+        assert_eq!(phase["rows_sent"], 200_000, "{phase:#}");
+        let server = server_of(phase);
+        assert_eq!(server["observed"][0]["pid"], postmaster, "{server:#}");
+        assert_eq!(server["unit"], "row");
+        let cpu = server["cpu_s"].as_f64().unwrap();
+        let tck = 100.0; // USER_HZ on Linux
+        let seen = (after - before) as f64 / tck;
+        let client = phase["client_cpu_s"].as_f64().unwrap() * 1e6 / 200_000.0;
+        eprintln!(
+            "workers {workers}: server cpu {cpu:.3}s ({} us/row), /proc around the run {seen:.3}s; \
+             client {client:.2} us/row",
+            server["cpu_us_per_unit"]
+        );
+        assert!(cpu > 0.0, "{server:#}");
+        // The report's ticks are the same counters read within the test's span; a process
+        // that ended between wlrun's listing and its read may count once more, a tick or two.
+        assert!(
+            cpu <= seen + 0.05,
+            "workers {workers}: wlrun says the server spent {cpu}s, /proc says {seen}s over a \
+             span containing the run\n{server:#}"
+        );
+        // The postmaster's own workers (checkpointer, background writer, ...) that lived
+        // through the run, the postmaster, and the ingest's backends, one per worker: the
+        // schedule (2.5 s) keeps them open across a sample taken between the span's ends,
+        // which are taken before they connect and after they close.
+        let lasting = before_procs
+            .iter()
+            .filter(|p| p.0 != postmaster && after_procs.contains(p))
+            .count() as u64;
+        let processes = server["processes_max"].as_u64().unwrap();
+        assert!(
+            processes >= lasting + 1 + workers,
+            "workers {workers}: {processes} processes, the postmaster has {lasting} lasting \
+             children\n{server:#}"
+        );
+    }
 }
