@@ -5,7 +5,7 @@
 //! runs no script; like the terminal table it never reads the clock.
 
 use super::plans::{PlanCheck, PlanVerdict};
-use super::render::{pct_plain, pct_signed, value};
+use super::render::{pct_plain, pct_signed, shown_change, shown_value, value};
 use super::{CellComparison, Comparison, MetricComparison, PhaseComparison, Unit, Verdict};
 use crate::report::html::svg::{self, Bars, Paint};
 use crate::report::html::{esc, shell};
@@ -259,13 +259,14 @@ fn table(p: &PhaseComparison) -> String {
         );
     }
     for s in &p.shown {
-        let pct = |v: Option<f64>| v.map_or("-".into(), pct_plain);
+        let pct = |v: Option<f64>| v.map_or("-".into(), |x| shown_value(s, x));
         out += &format!(
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td></td><td></td>\
-             <td></td><td></td><td>(not tested)</td></tr>",
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td></td><td></td><td></td><td>(not tested)</td></tr>",
             esc(&s.label),
             pct(s.base),
-            pct(s.new)
+            pct(s.new),
+            shown_change(s)
         );
     }
     out + "</table></div>"

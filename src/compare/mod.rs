@@ -4,6 +4,7 @@
 //! (`Comparison` is the JSON's shape, and what the HTML diff page is drawn from).
 //! docs/compare.md describes the method.
 
+mod cpu;
 pub mod environment;
 pub mod html;
 pub mod plans;
@@ -212,6 +213,10 @@ pub struct ShownValue {
     pub label: String,
     pub base: Option<f64>,
     pub new: Option<f64>,
+    /// CPU per unit of work (`cpu`): the unit (`row`, `query`, `request`), the values being
+    /// microseconds of CPU per unit; absent for a fraction (the error rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per: Option<String>,
 }
 
 /// The significance level of every test.
@@ -457,6 +462,7 @@ fn phase(
             return Ok(out);
         }
     };
+    out.shown.extend(cpu::shown(pb, pn));
     out.metrics = figures
         .into_iter()
         .map(|(spec, [fb, fn_])| metric(spec, fb, fn_, threshold))
@@ -470,6 +476,7 @@ fn error_rate(b: f64, n: f64) -> ShownValue {
         label: "error rate".into(),
         base: Some(b),
         new: Some(n),
+        per: None,
     }
 }
 

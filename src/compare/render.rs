@@ -5,7 +5,8 @@
 
 use super::plans::{short, PlanCheck, PlanVerdict};
 use super::{
-    metric_name, CellComparison, Comparison, MetricComparison, PhaseComparison, RunInfo, Unit,
+    metric_name, CellComparison, Comparison, MetricComparison, PhaseComparison, RunInfo,
+    ShownValue, Unit,
 };
 use crate::plan::thousands;
 use crate::report::render::fmt_latency;
@@ -135,12 +136,12 @@ fn phase_text(p: &PhaseComparison) -> String {
     .to_vec()];
     rows.extend(p.metrics.iter().map(metric_row));
     for s in &p.shown {
-        let v = |x: Option<f64>| x.map_or("-".into(), pct_plain);
+        let v = |x: Option<f64>| x.map_or("-".into(), |x| shown_value(s, x));
         rows.push(vec![
             s.label.clone(),
             v(s.base),
             v(s.new),
-            String::new(),
+            shown_change(s),
             String::new(),
             String::new(),
             "(not tested)".into(),
@@ -269,6 +270,26 @@ pub(super) fn value(x: f64, unit: Unit) -> String {
         Unit::PerSecond if x >= 100.0 => thousands(x.round() as u64),
         Unit::PerSecond => format!("{x:.2}"),
         Unit::Micros => fmt_latency(x, 1000.0, 10_000.0),
+    }
+}
+
+/// A shown figure: CPU per unit (`1.23us/row`, `2.70ms/query`), or a fraction as a percentage.
+pub(super) fn shown_value(s: &ShownValue, x: f64) -> String {
+    match &s.per {
+        Some(unit) if x >= 1000.0 => format!("{:.2}ms/{unit}", x / 1000.0),
+        Some(unit) if x >= 100.0 => format!("{x:.0}us/{unit}"),
+        Some(unit) if x >= 10.0 => format!("{x:.1}us/{unit}"),
+        Some(unit) => format!("{x:.2}us/{unit}"),
+        None => pct_plain(x),
+    }
+}
+
+/// A CPU-per-unit figure's whole-run change, `new / base - 1`; none for a fraction (the error
+/// rate's change from 0 has no ratio).
+pub(super) fn shown_change(s: &ShownValue) -> String {
+    match (&s.per, s.base, s.new) {
+        (Some(_), Some(b), Some(n)) if b > 0.0 => pct_signed(n / b - 1.0),
+        _ => String::new(),
     }
 }
 
