@@ -4,7 +4,9 @@
 
 pub mod connections;
 pub mod csv;
+mod csv_columns;
 pub mod environment;
+mod error_text;
 pub mod files;
 pub mod findmax;
 pub mod freshness;

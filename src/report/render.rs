@@ -1,6 +1,7 @@
 //! The report as people read it: one line per finished cell while the run goes on, and a
 //! table of every cell at the end.
 
+use super::error_text::{error_classes, error_lines};
 use super::{
     CellReport, IngestReport, PhaseReport, QueryReport, Report, RequestReport, RunKind, RunReport,
     Status,
@@ -249,19 +250,6 @@ fn request_lines(r: &RequestReport) -> String {
     }
     out += &cpu_line(r.client_cpu_s, r.ok + r.failed, r.elapsed_s, "request", 1);
     out += &server_line(r.server.as_ref(), 1);
-    out
-}
-
-/// The first message of each error class: the reason a run failed, in the human output too.
-fn error_lines(errors: &std::collections::BTreeMap<String, super::ErrorCount>) -> String {
-    let mut out = String::new();
-    for (class, e) in errors {
-        out += &format!(
-            "  {class} errors: {} (first: {})\n",
-            thousands(e.count),
-            e.first
-        );
-    }
     out
 }
 
@@ -637,20 +625,6 @@ pub(super) fn grid(header: &[&str], rows: &[Vec<String>], figures: &[usize]) -> 
     out
 }
 
-/// `2 sql, 1 timeout`: the error classes of a run and their counts.
-fn error_classes(errors: &std::collections::BTreeMap<String, super::ErrorCount>) -> String {
-    if errors.is_empty() {
-        return "-".into();
-    }
-    errors
-        .iter()
-        .map(|(class, e)| format!("{} {class}", thousands(e.count)))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The final tables: one for the ingest phases, one for the query and request runs (their
-/// figures are not the same figures, so they never share a column), then what did not run.
 /// What a run prints on the terminal, in one text: the environment's header (with the load at
 /// the end too, known by now), each cell's lines as it finished (standard error during a
 /// run), then the final table (standard output).
@@ -669,6 +643,8 @@ pub fn run_text(report: &Report) -> String {
     text
 }
 
+/// The final tables: one for the ingest phases, one for the query and request runs (their
+/// figures are not the same figures, so they never share a column), then what did not run.
 pub fn table(report: &Report) -> String {
     let mut ingest: Vec<Vec<String>> = Vec::new();
     let mut runs: Vec<Vec<String>> = Vec::new();
