@@ -1,9 +1,10 @@
 //! workloads/questdb-writeup.wl run as shipped, at 10 hosts x 10 minutes (`--param`), against
 //! servers that know the truth (no QuestDB can be installed here):
 //!
-//! - its QWP ingest cells, live and replayed, against the in-test QWP server
-//!   (tests/common/qwp_ingest_server.rs), counted over a QuestDB-like `/exec` that answers the
-//!   rows that server decoded;
+//! - its QWP ingest cells, live and replayed, per batch and `commit every 100_000 rows`,
+//!   against the in-test QWP server (tests/common/qwp_ingest_server.rs), counted over a
+//!   QuestDB-like `/exec` that answers the rows that server committed, and scraped over a
+//!   QuestDB-like `/metrics` whose commit counters are that server's;
 //! - its ILP/TCP and ILP/HTTP ingest cells against a real VictoriaMetrics.
 //!
 //! Its query and mixed cells use QuestDB's SQL (`SAMPLE BY`, `LATEST BY`), which neither
@@ -37,10 +38,15 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const ROWS: u64 = 600;
 const SMALL: [&str; 4] = ["--param", "hosts=10", "--param", "duration=10m"];
 
-/// `wlrun run workloads/questdb-writeup.wl --json --quiet ARGS` from the crate root.
+/// `wlrun run workloads/questdb-writeup.wl --json --quiet ARGS` from the crate root, at 10 hosts
+/// x 10 minutes.
 fn run_writeup(args: &[&str]) -> (i32, Value, String) {
+    run_writeup_at(&SMALL, args)
+}
+
+fn run_writeup_at(scale: &[&str], args: &[&str]) -> (i32, Value, String) {
     let mut all = vec!["run", "workloads/questdb-writeup.wl", "--json", "--quiet"];
-    all.extend_from_slice(&SMALL);
+    all.extend_from_slice(scale);
     all.extend_from_slice(args);
     let out = cli::wlrun(Path::new(ROOT), &all);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -120,7 +126,19 @@ fn serve(
                 .map_or("", |q| q.1.split('&').next().unwrap_or("")),
         );
         let lower = query.to_ascii_lowercase();
-        let (status, answer) = if lower.contains("build()") {
+        let (status, answer) = if target.starts_with("/metrics") {
+            // QuestDB's names (its docs' list), valued from what the QWP server committed.
+            let commits: usize = qwp.connections().iter().map(|c| c.commits).sum();
+            (
+                200,
+                format!(
+                    "# TYPE questdb_commits_total counter\nquestdb_commits_total {commits}\n\
+                     # TYPE questdb_committed_rows_total counter\nquestdb_committed_rows_total {}\n\
+                     # TYPE questdb_memory_rss gauge\nquestdb_memory_rss 1048576\n",
+                    qwp.total_rows()
+                ),
+            )
+        } else if lower.contains("build()") {
             (200, r#"{"query":"build","columns":[{"name":"build","type":"STRING"}],"dataset":[["QWP write-up test /exec"]],"count":1}"#.to_string())
         } else if lower.contains("count(") {
             counts.fetch_add(1, Ordering::SeqCst);
@@ -139,7 +157,12 @@ fn serve(
         };
         write!(
             out,
-            "HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{answer}",
+            "HTTP/1.1 {status} OK\r\nContent-Type: {}\r\nContent-Length: {}\r\n\r\n{answer}",
+            if target.starts_with("/metrics") {
+                "text/plain; version=0.0.4"
+            } else {
+                "application/json"
+            },
             answer.len()
         )?;
         out.flush()?;
@@ -193,40 +216,154 @@ fn assert_ingest_cell(cell: &Value, input: &str, acks: bool) {
     assert!((ceiling - truth).abs() <= truth * 1e-9, "{link}");
 }
 
+/// A port on 127.0.0.1 that nothing listens on (bound, then let go).
+fn dead_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The QWP cells' arguments: the in-test QWP server, the `/exec` and `/metrics` over it, and
+/// the pg endpoint (which only `observe process listening pg` reads) at `pg_port`.
+fn qwp_args(qwp: &QwpServer, exec: &Exec, pg_port: u16) -> Vec<String> {
+    vec![
+        "--only".into(),
+        "part=ingest".into(),
+        "--only".into(),
+        "protocol=qwp".into(),
+        "--param".into(),
+        format!("qwp_url={:?}", qwp.url()),
+        "--param".into(),
+        format!("http_url={:?}", exec.url()),
+        "--param".into(),
+        format!("metrics_url={:?}", format!("{}/metrics", exec.url())),
+        "--param".into(),
+        "metrics_every=100ms".into(),
+        "--param".into(),
+        format!(
+            "pg_url={:?}",
+            format!("postgres://admin@127.0.0.1:{pg_port}/qdb")
+        ),
+    ]
+}
+
+/// The increase of a kept counter over a phase's scrapes.
+fn scraped_increase(p: &Value, name: &str) -> f64 {
+    let m = &p["server_metrics"][0];
+    m["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not kept: {m}"))["increase"]
+        .as_f64()
+        .unwrap()
+}
+
+/// The commits the QWP server saw on each connection that carried rows, in the order they
+/// connected: one connection per cell (`workers 1`).
+fn commits_per_cell(qwp: &QwpServer) -> Vec<(usize, usize)> {
+    qwp.connections()
+        .iter()
+        .filter(|c| c.rows() > 0)
+        .map(|c| (c.commits, c.rows()))
+        .collect()
+}
+
 #[test]
-fn qwp_cells_live_and_replayed_land_every_row() {
+fn qwp_cells_live_and_replayed_per_batch_and_deferred_land_every_row() {
     let qwp = Arc::new(QwpServer::start(Config::default()));
     let exec = Exec::start(qwp.clone());
-    let (qwp_url, http_url) = (
-        format!("qwp_url={:?}", qwp.url()),
-        format!("http_url={:?}", exec.url()),
-    );
-    let (code, r, err) = run_writeup(&[
-        "--only",
-        "part=ingest",
-        "--only",
-        "protocol=qwp",
-        "--param",
-        &qwp_url,
-        "--param",
-        &http_url,
-    ]);
+    // No QuestDB process to find: the cells warn and go on.
+    let pg_port = dead_port();
+    let args = qwp_args(&qwp, &exec, pg_port);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, r, err) = run_writeup(&args);
+    assert_eq!(code, 0, "{err}\n{r:#}");
+    let cells = r["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4, "{r:#}");
+    let server = commits_per_cell(&qwp);
+    assert_eq!(server.len(), 4, "{server:?}");
+    for (i, (cell, (input, commit))) in cells
+        .iter()
+        .zip([
+            ("live", "per_batch"),
+            ("live", "100000"),
+            ("replay", "per_batch"),
+            ("replay", "100000"),
+        ])
+        .enumerate()
+    {
+        let key = cell["key"].as_str().unwrap();
+        assert!(
+            key.contains(&format!("input={input}")) && key.contains(&format!("commit={commit}")),
+            "{key}"
+        );
+        assert_ingest_cell(cell, input, true);
+        let p = &cell["phases"][0];
+        // 600 rows are one batch: it commits, or it is deferred and the end commits it.
+        assert_eq!(p["commits"], 1, "{p}");
+        assert_eq!(server[i], (1, ROWS as usize), "{key}");
+        // The process was not found: said, not failed.
+        let nothing = format!("nothing listens on TCP port {pg_port}");
+        assert!(p["server"]["notes"].to_string().contains(&nothing), "{p}");
+        assert!(p["warnings"].to_string().contains(&nothing), "{p}");
+        assert_eq!(p["server"]["samples"], 0, "{p}");
+        // QuestDB's counters, scraped: the commits and rows the server made in this cell.
+        assert!(
+            p["server_metrics"][0]["scrapes_ok"].as_u64().unwrap() >= 2,
+            "{p}"
+        );
+        assert_eq!(scraped_increase(p, "questdb_commits_total"), 1.0, "{p}");
+        assert_eq!(
+            scraped_increase(p, "questdb_committed_rows_total"),
+            ROWS as f64,
+            "{p}"
+        );
+    }
+    // The server committed all four cells' rows; the counts were asked of the truth.
+    assert_eq!(rows_in(&qwp), 4 * ROWS);
+    assert!(exec.counts.load(Ordering::SeqCst) >= 4);
+}
+
+/// `commit every 100_000 rows` against per batch, at 216,000 rows (100 hosts x 6 h) in batches
+/// of 10,000: 3 commits (100,000, 200,000, the end's) against 22, each counted as the server
+/// counted it, every row acknowledged only as committed. The QuestDB process is this test's
+/// (it holds the pg port the file observes), found and sampled.
+#[test]
+fn qwp_commit_every_100_000_rows_counts_the_server_s_commits() {
+    const BIG: u64 = 216_000;
+    let qwp = Arc::new(QwpServer::start(
+        Config::default().with_hold_deferred_acks(true),
+    ));
+    let exec = Exec::start(qwp.clone());
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut args = qwp_args(&qwp, &exec, held.local_addr().unwrap().port());
+    args.extend(["--only", "input=replay"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, r, err) = run_writeup_at(&["--param", "hosts=100", "--param", "duration=6h"], &args);
     assert_eq!(code, 0, "{err}\n{r:#}");
     let cells = r["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 2, "{r:#}");
-    for (cell, input) in cells.iter().zip(["live", "replay"]) {
-        assert!(
-            cell["key"]
-                .as_str()
-                .unwrap()
-                .contains(&format!("input={input}")),
-            "{cell}"
-        );
-        assert_ingest_cell(cell, input, true);
+    let server = commits_per_cell(&qwp);
+    assert_eq!(server, vec![(22, BIG as usize), (3, BIG as usize)]);
+    for (cell, commits) in cells.iter().zip([22u64, 3]) {
+        let p = &cell["phases"][0];
+        assert_eq!(p["status"], "ok", "{p}");
+        assert_eq!(p["rows_sent"], BIG, "{p}");
+        assert_eq!(p["rows_acked"], BIG, "{p}");
+        assert_eq!(p["rows_visible"], BIG, "{p}");
+        assert_eq!(p["commits"], commits, "{p}");
+        assert_eq!(scraped_increase(p, "questdb_commits_total"), commits as f64);
+        let s = &p["server"];
+        assert_eq!(s["observed"][0]["pid"], std::process::id(), "{s}");
+        assert_eq!(s["unit"], "row", "{s}");
+        assert!(s["cpu_s"].as_f64().unwrap() >= 0.0, "{s}");
     }
-    // The server decoded both cells' rows; the counts were asked of the truth.
-    assert_eq!(rows_in(&qwp), 2 * ROWS);
-    assert!(exec.counts.load(Ordering::SeqCst) >= 2);
+    assert_eq!(rows_in(&qwp), 2 * BIG as usize as u64);
+    drop(held);
 }
 
 #[test]

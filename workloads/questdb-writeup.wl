@@ -3,15 +3,18 @@
 // cells and figures, and says what a run against a real QuestDB gives back.
 //
 //   part=ingest   TSBS cpu-only over QWP, ILP/TCP and ILP/HTTP x hosts {1,000, 4,000, 100,000,
-//                 1,000,000} x input {live, replay}: rows sent, acknowledged and visible per
-//                 second, bytes per row on the socket, client CPU per row, and the rows/s the
+//                 1,000,000} x input {live, replay} (x commit {per_batch, every 100,000 rows}
+//                 for QWP only): rows sent, acknowledged and visible per second, commits, bytes
+//                 per row on the socket, client and server CPU per row, and the rows/s the
 //                 write-up's 14.7 Gbit/s link would carry at those bytes (computed);
 //   part=queries  the 16 TSBS query types over PostgreSQL wire, REST and QWP, one transport a
-//                 cell, with TSBS's runbook settings (1 worker, 1,000 queries per type);
+//                 cell, with TSBS's runbook settings (1 worker, 1,000 queries per type): latency,
+//                 time to the first result and the streaming rates, server CPU per query;
 //   part=mixed    an ingest at a fixed rate, probed for how far behind its rows show, while
 //                 lastpoint and high-cpu-all run against the same table.
 //
-// 28 cells (24 ingest, 3 query, 1 mixed). Narrow a run with `--only`, and scale it with `--param`, e.g.
+// 36 cells (32 ingest: 16 QWP, 16 ILP; 3 query, 1 mixed). Every phase against QuestDB also
+// samples the QuestDB process (the one listening on the pg port) and scrapes its /metrics. Narrow a run with `--only`, and scale it with `--param`, e.g.
 //   wlrun plan workloads/questdb-writeup.wl
 //   wlrun workloads/questdb-writeup.wl --only part=ingest --only protocol=qwp --param hosts=4000
 //   wlrun workloads/questdb-writeup.wl --only part=queries   (after loading hosts=4000)
@@ -56,8 +59,25 @@ param ilp_http_url = "http://127.0.0.1:9000"
 param pg_url       = "postgres://admin:${env("QDB_PASSWORD", "quest")}@127.0.0.1:8812/qdb"
 param http_url     = "http://127.0.0.1:9000"
 
+// The QuestDB process is found by its pg port (the JVM holds 8812, 9000 and 9009 alike); its
+// Prometheus endpoint needs `metrics.enabled=true` (QDB_METRICS_ENABLED=true). Neither needs to
+// be there: a process not found is a warning, a failed scrape is counted, the phase goes on.
+param metrics_url   = "http://127.0.0.1:9003/metrics"
+param metrics_every = 1s
+
 target questdb {
   dialect questdb
+  // server.cpu_s, cpu_us_per_unit, rss_peak_bytes, read/write bytes of the QuestDB JVM.
+  observe process listening pg
+  // QuestDB's own counters (its docs' list; none of them is a CPU counter, so no `cpu`): its
+  // commits and committed rows beside wlrun's `commits` and `rows_acked`, the WAL's written
+  // and applied rows and its transaction lag, resident memory, GC time, queries served.
+  observe metrics "${metrics_url}" every metrics_every
+    keep "questdb_commits_total", "questdb_committed_rows_total", "questdb_rollbacks_total",
+         "questdb_wal_written_rows_total", "questdb_wal_apply_written_rows_total",
+         "questdb_wal_seq_txn", "questdb_wal_writer_txn", "questdb_memory_rss",
+         "questdb_jvm_(major|minor)_gc_time_total",
+         "questdb_pg_wire_queries_total", "questdb_json_queries_total"
   qwp      "${qwp_url}"
   ilp_tcp  "${ilp_tcp_url}"
   ilp_http "${ilp_http_url}"
@@ -84,6 +104,9 @@ matrix {
   protocol  in [qwp, ilp_tcp, ilp_http] when part == ingest
   hosts     in [1000, 4000, 100000, 1000000]
   input     in [live, replay] when part == ingest
+  // QWP's commit policy: TSBS's loader commits every batch; the official client defers and
+  // commits far less often. `none` in every other cell, so ILP cells are not doubled.
+  commit    in [per_batch, 100_000] when part == ingest and protocol == qwp
   transport in [pg, http, qwp] when part == queries
   // Queries and the mixed cell at the scale the queries read only.
   exclude part != ingest and hosts != query_hosts
@@ -99,6 +122,7 @@ ingest load when part == ingest {
   setup recreate             // every cell starts from an empty table
   teardown keep              // the 4,000-host cell leaves the data the query cells read
   replay when input == replay budget replay_budget
+  commit commit              // QWP only: the ILP cells' plan says it does not apply
   verify visible within 300s
   link link
 }
