@@ -87,7 +87,9 @@ impl ServerMetrics {
         if let Some(c) = &mut self.cpu {
             c.unit = unit.to_string();
             c.units = units;
-            c.us_per_unit = (units > 0).then(|| c.cpu_s * 1e6 / units as f64);
+            // A selector that never matched a series measured nothing: unknown, not 0 per unit.
+            let measured = c.series > 0 || c.cpu_s > 0.0;
+            c.us_per_unit = (units > 0 && measured).then(|| c.cpu_s * 1e6 / units as f64);
         }
     }
 
@@ -101,6 +103,9 @@ impl ServerMetrics {
                 _ => "span too short for cores".to_string(),
             };
             parts.push(match c.us_per_unit {
+                _ if c.series == 0 && c.cpu_s == 0.0 => {
+                    format!("server cpu unknown: `{}` matched no series", c.selector)
+                }
                 Some(us) => format!("server cpu {us:.3}us per {} ({cores})", c.unit),
                 None => format!("server cpu {:.3}s ({cores})", c.cpu_s),
             });
@@ -131,5 +136,45 @@ pub fn of(phase: &super::PhaseReport) -> &[ServerMetrics] {
         super::PhaseReport::Queries(r) => &r.server_metrics,
         super::PhaseReport::Requests(r) => &r.server_metrics,
         super::PhaseReport::NotRun { .. } => &[],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_cpu(series: u64, cpu_s: f64) -> ServerMetrics {
+        ServerMetrics {
+            endpoint: "http://127.0.0.1:9003/metrics".into(),
+            every_s: 1.0,
+            scrapes_ok: 5,
+            scrapes_failed: 0,
+            failures: vec![],
+            span_s: Some(4.0),
+            series: vec![],
+            series_dropped: 0,
+            cpu: Some(ServerCpu {
+                selector: "process_cpu_seconds_total".into(),
+                series,
+                cpu_s,
+                cores: None,
+                unit: String::new(),
+                units: 0,
+                us_per_unit: None,
+            }),
+        }
+    }
+
+    /// A selector that matched no series (QuestDB's /metrics has no CPU counter) measured
+    /// nothing: its CPU per row is unknown, never 0 us.
+    #[test]
+    fn a_cpu_selector_that_matched_nothing_is_unknown_not_zero() {
+        let mut m = with_cpu(0, 0.0);
+        m.set_units("row", 1_000);
+        assert_eq!(m.cpu.as_ref().unwrap().us_per_unit, None);
+        assert!(m.line().contains("matched no series"), "{}", m.line());
+        let mut m = with_cpu(1, 0.5);
+        m.set_units("row", 1_000);
+        assert_eq!(m.cpu.as_ref().unwrap().us_per_unit, Some(500.0));
     }
 }

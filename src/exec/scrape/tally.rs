@@ -247,7 +247,10 @@ impl Tally {
                 selector: c.text,
                 series: self.cpu_matched,
                 cpu_s,
-                cores: span.filter(|s| *s >= 0.1).map(|s| cpu_s / s),
+                // A selector that matched nothing measured nothing: no cores, not 0.
+                cores: span
+                    .filter(|s| *s >= 0.1 && !self.cpu_series.is_empty())
+                    .map(|s| cpu_s / s),
                 unit: String::new(),
                 units: 0,
                 us_per_unit: None,
