@@ -4,10 +4,11 @@
 //! Per-series values (tags, the series key, walk starts) are computed once, when the generator
 //! is built, and become dictionary ids or stored values; per-row columns are filled by a loop
 //! per column over a run of consecutive series of one epoch. The random key prefix of each
-//! (stream, series) is derived for the run (one hash per value, in a pass that vectorizes)
-//! rather than stored: stored, it was 8 bytes per series and random column, most of what a
-//! million series cost. There is no per-value dispatch: the match on a column's kind happens
-//! once per run.
+//! (stream, series) is kept while a schema's prefixes fit 8 MiB (`KEEP_PREFIXES`), so a draw
+//! costs one hash plus the sampler; past that it is derived for the run (one more hash per
+//! value, in a pass that vectorizes): stored, it was 8 bytes per series and random column, most
+//! of what a million series cost. There is no per-value dispatch: the match on a column's kind
+//! happens once per run.
 //!
 //! What stays per series is what cannot be derived: a walk's state (8 bytes per walk), a
 //! symbol's dictionary id (`per_series::Ids`, a byte for a tag, nothing for a series key),
@@ -43,7 +44,51 @@ enum Draw {
     Const(f64),
 }
 
-/// How one column is filled for a run of rows. `site` is a random column's `stream_key`.
+/// A random column's stream: its `stream_key`, and its owned series' key prefixes when a
+/// schema's prefixes are few enough to keep (`KEEP_PREFIXES`).
+struct Site {
+    key: u64,
+    kept: Option<Vec<u64>>,
+}
+
+/// The most key prefixes a generator keeps, over all its sites (8 MiB: TSBS cpu-only's ten
+/// walks at up to 104,857 hosts). Kept, a run reads them; past this, a run derives them, one
+/// more hash per value (8% more CPU for `wlrun gen --format bin` at 4,000 hosts), so that what
+/// a series costs stays bounded, and at that many series the walk states no longer fit a
+/// cache anyway.
+const KEEP_PREFIXES: usize = 1 << 20;
+
+impl Site {
+    fn new(key: u64) -> Site {
+        Site { key, kept: None }
+    }
+
+    /// The key prefixes of owned series `from..to`: kept ones, or derived into `scratch`.
+    #[inline]
+    fn prefixes<'a>(
+        &'a self,
+        owned: &Members,
+        from: usize,
+        to: usize,
+        scratch: &'a mut Vec<u64>,
+    ) -> &'a [u64] {
+        match &self.kept {
+            Some(kept) => &kept[from..to],
+            None => {
+                run_prefixes(owned, self.key, from, to, scratch);
+                scratch
+            }
+        }
+    }
+
+    fn keep(&mut self, owned: &Members) {
+        let mut kept = Vec::new();
+        run_prefixes(owned, self.key, 0, owned.len(), &mut kept);
+        self.kept = Some(kept);
+    }
+}
+
+/// How one column is filled for a run of rows.
 enum Fill {
     /// The time axis, floored to the column's unit.
     Time {
@@ -64,19 +109,19 @@ enum Fill {
     Walk {
         state: Vec<f64>,
         step: Draw,
-        site: u64,
+        site: Site,
         min: f64,
         max: f64,
     },
     /// An independent draw per row.
     Random {
         draw: Draw,
-        site: u64,
+        site: Site,
     },
     /// One of the values, per row; for symbol columns the index is the dictionary id.
     Pick {
         values: Vec<Cell>,
-        site: u64,
+        site: Site,
         symbol: bool,
     },
     /// `start + step * i`, i the row's index in its series.
@@ -93,7 +138,7 @@ pub struct Columnar {
     owned: Members,
     fills: Vec<Fill>,
     /// Per column, the null stream's `stream_key` of a per-row column with nulls.
-    null_sites: Vec<Option<u64>>,
+    null_sites: Vec<Option<Site>>,
     epoch: u64,
     pos: usize,
     /// The normal draws of one run, computed in a pass of their own so it vectorizes.
@@ -320,7 +365,7 @@ impl Columnar {
         let mut null_sites = Vec::with_capacity(prog.columns.len());
         for ((col, meta), keep) in prog.columns.iter().zip(&mut schema.columns).zip(collect) {
             let per_row_nulls = col.null_probability > 0.0 && !col.per_series;
-            null_sites.push(per_row_nulls.then(|| stream_key(seed, col.null_stream)));
+            null_sites.push(per_row_nulls.then(|| Site::new(stream_key(seed, col.null_stream))));
             let fill = match (&col.source, keep) {
                 (Source::Time, _) => Fill::Time {
                     unit_ns: match col.kind {
@@ -350,7 +395,7 @@ impl Columnar {
                     Fill::Walk {
                         state,
                         step: draw,
-                        site: stream_key(seed, stream),
+                        site: Site::new(stream_key(seed, stream)),
                         min: *min,
                         max: *max,
                     }
@@ -366,7 +411,7 @@ impl Columnar {
                         }
                         Fill::Pick {
                             values: values.clone(),
-                            site: stream_key(seed, *stream),
+                            site: Site::new(stream_key(seed, *stream)),
                             symbol,
                         }
                     }
@@ -379,12 +424,27 @@ impl Columnar {
                         let (draw, stream) = draw_of(other).expect("checked above");
                         Fill::Random {
                             draw,
-                            site: stream_key(seed, stream),
+                            site: Site::new(stream_key(seed, stream)),
                         }
                     }
                 },
             };
             fills.push(fill);
+        }
+        let mut sites: Vec<&mut Site> = fills
+            .iter_mut()
+            .filter_map(|f| match f {
+                Fill::Walk { site, .. } | Fill::Random { site, .. } | Fill::Pick { site, .. } => {
+                    Some(site)
+                }
+                _ => None,
+            })
+            .chain(null_sites.iter_mut().flatten())
+            .collect();
+        if sites.len().saturating_mul(owned.len()) <= KEEP_PREFIXES {
+            for site in &mut sites {
+                site.keep(&owned);
+            }
         }
         Ok(Columnar {
             schema: Arc::new(schema),
@@ -464,7 +524,7 @@ impl Columnar {
             self.normals.resize(to - from, 0.0);
         }
         let owned = &self.owned;
-        let pf = &mut self.prefixes;
+        let scratch = &mut self.prefixes;
         for (c, fill) in self.fills.iter_mut().enumerate() {
             let kind = self.prog.columns[c].kind;
             let out = &mut batch.columns[c];
@@ -517,7 +577,7 @@ impl Columnar {
                         // The common case: the draws in one vectorized pass, the rare rejected
                         // ones redrawn, then the walks advanced in another vectorized pass.
                         let zig = zig_tables();
-                        run_prefixes(owned, *site, from, to, pf);
+                        let pf = site.prefixes(owned, from, to, scratch);
                         let z = &mut self.normals[..to - from];
                         std_normal_firsts(pf, epoch, zig, z);
                         // Find the rejected ones eight at a time: a chunk has one about 9% of
@@ -533,8 +593,8 @@ impl Columnar {
                         }
                         walk_steps(st, z, mean, stddev, min, max);
                     } else {
-                        run_prefixes(owned, *site, from, to, pf);
-                        for (s, p) in st.iter_mut().zip(pf.iter()) {
+                        let pf = site.prefixes(owned, from, to, scratch);
+                        for (s, p) in st.iter_mut().zip(pf) {
                             let d = step.f64_at(key_at(*p, epoch));
                             *s = (*s + d).clamp_total(min, max);
                         }
@@ -552,7 +612,7 @@ impl Columnar {
                 }
                 Fill::Random { draw, site } => {
                     let draw = *draw;
-                    run_prefixes(owned, *site, from, to, pf);
+                    let pf = site.prefixes(owned, from, to, scratch);
                     match (&mut out.values, draw) {
                         (Values::Double(x), Draw::Normal { mean, stddev }) => {
                             let zig = zig_tables();
@@ -585,7 +645,7 @@ impl Columnar {
                     symbol,
                 } => {
                     let n = values.len() as u64;
-                    run_prefixes(owned, *site, from, to, pf);
+                    let pf = site.prefixes(owned, from, to, scratch);
                     for p in pf.iter() {
                         let i = Rng::from_key(key_at(*p, epoch)).below(n) as usize;
                         match &mut out.values {
@@ -608,9 +668,9 @@ impl Columnar {
                     }
                 }
             }
-            if let Some(site) = self.null_sites[c] {
+            if let Some(site) = &self.null_sites[c] {
                 let p = self.prog.columns[c].null_probability;
-                run_prefixes(owned, site, from, to, pf);
+                let pf = site.prefixes(owned, from, to, scratch);
                 for (k, pre) in pf.iter().enumerate() {
                     if Rng::from_key(key_at(*pre, epoch)).f64() < p {
                         out.nulls.set(base + k);
@@ -759,6 +819,45 @@ mod tests {
         let g = Columnar::new(&p, 42, None, &|p| std::fs::read(p)).unwrap();
         assert!(g.is_fast());
         assert_eq!(g.schema().columns[1].physical, Physical::Symbol);
+    }
+
+    /// The key prefixes a run derives, where a generator keeps none, are the kept ones:
+    /// all series and shards (`Members::Some`), walks, draws, picks and per-row nulls.
+    #[test]
+    fn derived_prefixes_match_the_reference() {
+        let other = "schema s {\n  series h: varchar = format(\"h%03d\", n) for n in 0..9\n  tag t: symbol = pick([\"a\", \"b\"]) null 30%\n  field u: long = uniform(0, 1000) null 20%\n  field d: double = normal(10.0, 2.0)\n  field k: symbol = pick([\"x\", \"y\", \"z\"])\n  field w: long = walk(uniform(0.0, 10.0), uniform(-1.0, 1.0), clamp = 0..10)\n  timestamp ts: timestamp(ms) = every 1s from 2020-01-01T00:00:00Z for 5s\n}";
+        for (p, shards) in [(plan(TSBS, "tsbs.cpu"), 3), (plan(other, "s"), 2)] {
+            for shard in std::iter::once(None).chain((0..shards).map(|i| Some((i, shards)))) {
+                let mut g = Columnar::new(&p, 5, shard, &|p| std::fs::read(p)).unwrap();
+                let mut kept = 0;
+                for f in &mut g.fills {
+                    if let Fill::Walk { site, .. }
+                    | Fill::Random { site, .. }
+                    | Fill::Pick { site, .. } = f
+                    {
+                        kept += usize::from(site.kept.take().is_some());
+                    }
+                }
+                for site in g.null_sites.iter_mut().flatten() {
+                    kept += usize::from(site.kept.take().is_some());
+                }
+                assert!(kept >= 4, "{kept} sites kept their prefixes");
+                let mut b = g.new_batch();
+                let mut got = Vec::new();
+                while g.fill(&mut b, 4) > 0 {
+                    got.push(format!("{:?} {:?}", b.series, b.columns));
+                }
+                let mut want = Vec::new();
+                let mut r = Columnar::new(&p, 5, shard, &|p| std::fs::read(p)).unwrap();
+                let mut b = r.new_batch();
+                while r.fill(&mut b, 4) > 0 {
+                    want.push(format!("{:?} {:?}", b.series, b.columns));
+                }
+                assert!(!want.is_empty());
+                assert_eq!(got, want, "shard {shard:?}");
+                assert_eq!(cells(&p, 5, shard, 4), reference(&p, 5, shard));
+            }
+        }
     }
 
     #[test]
