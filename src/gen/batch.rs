@@ -27,31 +27,43 @@ impl Dictionary {
 /// Texts packed end to end in one buffer, indexed from 0. A series key's dictionary holds one
 /// text per series: a `String` each cost ~56 bytes at a million hosts (the header and the
 /// allocator's smallest chunk), packed they cost their length and one offset.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Texts {
     bytes: String,
-    /// Where each text ends in `bytes`; text `i` starts where text `i - 1` ends.
-    ends: Vec<usize>,
+    /// Text `i` is `bounds[i]..bounds[i + 1]` of `bytes`; `bounds[0]` is 0, so a lookup reads
+    /// two neighbouring words and tests nothing else (encoders look a text up per cell).
+    bounds: Vec<usize>,
+}
+
+impl Default for Texts {
+    fn default() -> Texts {
+        Texts {
+            bytes: String::new(),
+            bounds: vec![0],
+        }
+    }
 }
 
 impl Texts {
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.bounds.len() - 1
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.len() == 0
     }
 
+    #[inline]
     pub fn get(&self, i: usize) -> Option<&str> {
-        let end = *self.ends.get(i)?;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        self.bytes.get(start..end)
+        match self.bounds.get(i..i.checked_add(2)?)? {
+            &[start, end] => self.bytes.get(start..end),
+            _ => None,
+        }
     }
 
     pub fn push(&mut self, text: &str) {
         self.bytes.push_str(text);
-        self.ends.push(self.bytes.len());
+        self.bounds.push(self.bytes.len());
     }
 
     pub fn iter(&self) -> TextsIter<'_> {
@@ -65,7 +77,7 @@ impl Texts {
     /// Gives back spare capacity, once the texts are complete.
     pub fn shrink_to_fit(&mut self) {
         self.bytes.shrink_to_fit();
-        self.ends.shrink_to_fit();
+        self.bounds.shrink_to_fit();
     }
 }
 
@@ -73,8 +85,7 @@ impl std::ops::Index<usize> for Texts {
     type Output = str;
 
     fn index(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.bytes[start..self.ends[i]]
+        &self.bytes[self.bounds[i]..self.bounds[i + 1]]
     }
 }
 
@@ -90,7 +101,7 @@ impl<'a> Iterator for TextsIter<'a> {
     type Item = &'a str;
 
     fn next(&mut self) -> Option<&'a str> {
-        let end = *self.texts.ends.get(self.at)?;
+        let end = *self.texts.bounds.get(self.at + 1)?;
         let s = &self.texts.bytes[self.start..end];
         self.at += 1;
         self.start = end;

@@ -209,6 +209,9 @@ mod tests {
         assert_eq!(got, [0, 1, 0, 2, 3, 1, 2]);
         let texts = i.into_texts();
         assert_eq!(texts.iter().collect::<Vec<_>>(), ["b", "a", "", "c"]);
+        assert_eq!((texts.len(), &texts[1], texts.get(3)), (4, "a", Some("c")));
+        assert_eq!((texts.get(4), texts.get(usize::MAX)), (None, None));
+        assert!(Texts::default().is_empty() && Texts::default().get(0).is_none());
         // Enough texts to make the table grow several times.
         let mut i = Interner::new();
         for n in 0..10_000u32 {
