@@ -2,10 +2,18 @@
 //! generate + encode in each format (CSV, ILP, the binary file format), at 4,000 and 100,000
 //! hosts. Prints medians of several runs and the ratio to the targets
 //! (15 M rows/s generate-only, 5 M rows/s generate + ILP).
+//!
+//! Then the peak resident memory of `wlrun gen` in each format at 4,000 and 1,000,000 hosts
+//! (10 s of readings, to /dev/null), each run in a process of its own (this binary, which
+//! reads its own VmHWM), and what a series costs above the 4,000-host run (target: at most
+//! 200 bytes). `WLRUN_BENCH_MEMORY=0` skips that part.
 
 #[path = "common/stats.rs"]
 mod stats;
 use stats::median;
+
+#[path = "../tests/common/peak_rss.rs"]
+mod peak_rss;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -110,7 +118,57 @@ fn paths() -> Vec<(&'static str, Option<f64>, MakeConsumer)> {
     ]
 }
 
+/// The peak resident memory of `wlrun gen` per format at 4,000 and 1,000,000 hosts, and the
+/// bytes a series costs above the 4,000-host run.
+fn memory() {
+    const SMALL: u64 = 4_000;
+    const LARGE: u64 = 1_000_000;
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/golden/gen/tsbs_hosts.wl"
+    );
+    println!("peak resident memory of `wlrun gen`, TSBS cpu-only, 10 s of readings, to /dev/null");
+    println!(
+        "{:<8} {:>14} {:>14} {:>14} {:>8}",
+        "format", "4,000 hosts", "1,000,000 hosts", "bytes/series", "target"
+    );
+    for format in ["csv", "ilp", "bin"] {
+        let at = |hosts: u64| {
+            let hosts = format!("hosts={hosts}");
+            let args = [
+                "gen",
+                file,
+                "--schema",
+                "tsbs.cpu",
+                "--param",
+                &hosts,
+                "--param",
+                "seconds=10s",
+                "--format",
+                format,
+                "-o",
+                "/dev/null",
+            ];
+            let exe = std::env::current_exe().expect("the bench binary");
+            peak_rss::peak_rss(std::process::Command::new(exe), &args)
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let (small, large) = (at(SMALL), at(LARGE));
+        let per_series = large.saturating_sub(small) as f64 / (LARGE - SMALL) as f64;
+        println!(
+            "{format:<8} {:>11.1} MB {:>12.1} MB {per_series:>14.0} {:>7.2}x",
+            small as f64 / 1e6,
+            large as f64 / 1e6,
+            per_series / 200.0
+        );
+    }
+}
+
 fn main() {
+    // This binary is also the child whose memory `memory` measures.
+    if let Some(code) = peak_rss::child_main() {
+        std::process::exit(code);
+    }
     println!(
         "TSBS cpu-only, one core, median of {RUNS} interleaved runs, batches of {} rows",
         batch_rows()
@@ -157,5 +215,8 @@ fn main() {
             "cost per row, generate+ilp, 100,000 vs 4,000 hosts: {:.2}x (target at most 1.50x)",
             large / small
         );
+    }
+    if std::env::var("WLRUN_BENCH_MEMORY").as_deref() != Ok("0") {
+        memory();
     }
 }

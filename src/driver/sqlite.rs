@@ -85,7 +85,7 @@ fn insert_rows(
                         .dictionary
                         .as_ref()
                         .and_then(|d| d.values.get(ids[row] as usize))
-                        .map_or("", String::as_str);
+                        .unwrap_or("");
                     stmt.raw_bind_parameter(p, s)?
                 }
                 v @ Values::Varchar { .. } => stmt.raw_bind_parameter(p, v.str_at(row))?,

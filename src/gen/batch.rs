@@ -13,7 +13,132 @@ use crate::plan::SchemaPlan;
 /// (per-series values, or the choices of a `pick`), so encoders may cache per-id bytes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Dictionary {
-    pub values: Vec<String>,
+    pub values: Texts,
+}
+
+impl Dictionary {
+    pub fn from_texts<S: AsRef<str>>(texts: impl IntoIterator<Item = S>) -> Dictionary {
+        Dictionary {
+            values: texts.into_iter().collect(),
+        }
+    }
+}
+
+/// Texts packed end to end in one buffer, indexed from 0. A series key's dictionary holds one
+/// text per series: a `String` each cost ~56 bytes at a million hosts (the header and the
+/// allocator's smallest chunk), packed they cost their length and one offset.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Texts {
+    bytes: String,
+    /// Text `i` is `bounds[i]..bounds[i + 1]` of `bytes`; `bounds[0]` is 0, so a lookup reads
+    /// two neighbouring words and tests nothing else (encoders look a text up per cell).
+    bounds: Vec<usize>,
+}
+
+impl Default for Texts {
+    fn default() -> Texts {
+        Texts {
+            bytes: String::new(),
+            bounds: vec![0],
+        }
+    }
+}
+
+impl Texts {
+    pub fn len(&self) -> usize {
+        self.bounds.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&str> {
+        match self.bounds.get(i..i.checked_add(2)?)? {
+            &[start, end] => self.bytes.get(start..end),
+            _ => None,
+        }
+    }
+
+    pub fn push(&mut self, text: &str) {
+        self.bytes.push_str(text);
+        self.bounds.push(self.bytes.len());
+    }
+
+    pub fn iter(&self) -> TextsIter<'_> {
+        TextsIter {
+            texts: self,
+            at: 0,
+            start: 0,
+        }
+    }
+
+    /// Gives back spare capacity, once the texts are complete.
+    pub fn shrink_to_fit(&mut self) {
+        self.bytes.shrink_to_fit();
+        self.bounds.shrink_to_fit();
+    }
+}
+
+impl std::ops::Index<usize> for Texts {
+    type Output = str;
+
+    fn index(&self, i: usize) -> &str {
+        &self.bytes[self.bounds[i]..self.bounds[i + 1]]
+    }
+}
+
+/// The texts in id order.
+#[derive(Clone, Debug)]
+pub struct TextsIter<'a> {
+    texts: &'a Texts,
+    at: usize,
+    start: usize,
+}
+
+impl<'a> Iterator for TextsIter<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let end = *self.texts.bounds.get(self.at + 1)?;
+        let s = &self.texts.bytes[self.start..end];
+        self.at += 1;
+        self.start = end;
+        Some(s)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.texts.len() - self.at;
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for TextsIter<'_> {}
+
+impl<'a> IntoIterator for &'a Texts {
+    type Item = &'a str;
+    type IntoIter = TextsIter<'a>;
+
+    fn into_iter(self) -> TextsIter<'a> {
+        self.iter()
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for Texts {
+    fn from_iter<I: IntoIterator<Item = S>>(texts: I) -> Texts {
+        let mut t = Texts::default();
+        for s in texts {
+            t.push(s.as_ref());
+        }
+        t
+    }
+}
+
+impl std::fmt::Debug for Texts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
 }
 
 /// What a column holds in a batch.
@@ -207,7 +332,7 @@ impl Batch {
                 .dictionary
                 .as_ref()
                 .and_then(|d| d.values.get(ids[row] as usize))
-                .map_or("", String::as_str),
+                .unwrap_or(""),
             v @ Values::Varchar { .. } => v.str_at(row),
             _ => "",
         }

@@ -10,7 +10,8 @@
 //! - `format`, `pattern`: the printf subset and the small regular language;
 //! - `node`: the compiled generator tree; `program`: `Gen` -> nodes (all errors found here);
 //!   `eval`: one node at one row;
-//! - `reference`: the rows iterator.
+//! - `reference`: the rows iterator;
+//! - `columnar`: the batch engine, with its compact per-series state in `per_series`.
 
 pub mod batch;
 mod cell;
@@ -20,6 +21,7 @@ mod eval;
 mod format;
 mod node;
 mod pattern;
+mod per_series;
 mod program;
 mod reference;
 pub mod rng;

@@ -239,9 +239,28 @@ pub fn std_normal_firsts(prefixes: &[u64], row: u64, t: &ZigTables, out: &mut [f
 /// The key prefix of one (stream, series): `key(seed, stream, series, row)` is
 /// `key_at(prefix, row)`.
 pub fn key_prefix(seed: u64, stream: u64, series: u64) -> u64 {
-    let mut h = fmix64(seed ^ KEY_INIT);
-    h = fmix64(h ^ stream);
-    fmix64(h ^ series)
+    series_prefix(stream_key(seed, stream), series)
+}
+
+/// The part of `key_prefix` common to every series of one stream.
+#[inline]
+pub fn stream_key(seed: u64, stream: u64) -> u64 {
+    fmix64(fmix64(seed ^ KEY_INIT) ^ stream)
+}
+
+/// `key_prefix` from the stream's `stream_key`: one hash per (stream, series).
+#[inline(always)]
+pub fn series_prefix(stream_key: u64, series: u64) -> u64 {
+    fmix64(stream_key ^ series)
+}
+
+/// The key prefixes of series `first, first + 1, ...`, one per slot of `out`: what a run of
+/// consecutive series needs, derived when it is generated rather than stored per series.
+#[multiversion::multiversion(targets("x86_64+avx2"))]
+pub fn series_prefixes(stream_key: u64, first: u64, out: &mut [u64]) {
+    for (k, p) in out.iter_mut().enumerate() {
+        *p = fmix64(stream_key ^ first.wrapping_add(k as u64));
+    }
 }
 
 /// Zipf over ranks 1..=n with exponent s > 0, by Hörmann and Derflinger's rejection-inversion
@@ -409,6 +428,16 @@ mod tests {
     fn key_prefix_matches_key() {
         for row in [0, 1, 99, u64::MAX] {
             assert_eq!(key_at(key_prefix(5, 6, 7), row), key(5, 6, 7, row));
+        }
+    }
+
+    #[test]
+    fn prefixes_of_a_run_match_key_prefix() {
+        let mut out = [0u64; 5];
+        series_prefixes(stream_key(5, 6), 7, &mut out);
+        for (k, p) in out.iter().enumerate() {
+            assert_eq!(*p, key_prefix(5, 6, 7 + k as u64));
+            assert_eq!(*p, series_prefix(stream_key(5, 6), 7 + k as u64));
         }
     }
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use super::batch::{Batch, BatchSchema, Dictionary, Physical, Values};
+use super::batch::{Batch, BatchSchema, Dictionary, Physical, Texts, Values};
 use super::cell::Cell;
 use super::columnar::push_cell;
 
@@ -55,7 +55,7 @@ fn fill(rows: &[Vec<Cell>], series: &[u32], out: &mut Batch) -> Result<(), Strin
             (Physical::Symbol, Some(d)) => {
                 let mut m = HashMap::with_capacity(d.values.len());
                 for (id, v) in d.values.iter().enumerate() {
-                    m.entry(v.as_str()).or_insert(id as u32);
+                    m.entry(v).or_insert(id as u32);
                 }
                 Ok(Some(m))
             }
@@ -158,7 +158,7 @@ pub fn with_dictionaries(schema: &BatchSchema, rows: &[Vec<Cell>]) -> BatchSchem
             continue;
         }
         let mut seen: HashMap<String, u32> = HashMap::new();
-        let mut values = Vec::new();
+        let mut values = Texts::default();
         for row in rows {
             let text = match row.get(c) {
                 Some(Cell::Null) | None => continue,
@@ -167,7 +167,7 @@ pub fn with_dictionaries(schema: &BatchSchema, rows: &[Vec<Cell>]) -> BatchSchem
             };
             if !seen.contains_key(&text) {
                 seen.insert(text.clone(), values.len() as u32);
-                values.push(text);
+                values.push(&text);
             }
         }
         meta.physical = Physical::Symbol;
@@ -260,8 +260,14 @@ mod tests {
         let dict = Arc::new(with_dictionaries(&plain, &rows));
         assert_eq!(dict.columns[0].physical, Physical::Symbol);
         assert_eq!(
-            dict.columns[0].dictionary.as_ref().unwrap().values,
-            vec!["a".to_string(), "b".to_string()]
+            dict.columns[0]
+                .dictionary
+                .as_ref()
+                .unwrap()
+                .values
+                .iter()
+                .collect::<Vec<_>>(),
+            ["a", "b"]
         );
         // `integer` is not `symbol`: left as text.
         assert_eq!(dict.columns[5].physical, Physical::Varchar);

@@ -701,11 +701,8 @@ mod tests {
             ty: "x".into(),
             unit_ns: 0,
             physical,
-            dictionary: (physical == Physical::Symbol).then(|| {
-                Arc::new(Dictionary {
-                    values: vec!["a".into(), "b".into()],
-                })
-            }),
+            dictionary: (physical == Physical::Symbol)
+                .then(|| Arc::new(Dictionary::from_texts(["a", "b"]))),
         };
         Arc::new(BatchSchema {
             name: "t".into(),

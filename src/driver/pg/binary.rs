@@ -197,7 +197,7 @@ pub(super) fn write_column<S: FieldSink>(
             let dict =
                 dict.ok_or_else(|| format!("symbol column `{}` has no dictionary", f.name))?;
             text(f, ids.len(), nulls, sink, |r| {
-                dict.values.get(ids[r] as usize).map(String::as_bytes)
+                dict.values.get(ids[r] as usize).map(str::as_bytes)
             })
         }
         (Wire::Text | Wire::Uuid, Values::Varchar { offsets, bytes }) => {

@@ -10,7 +10,7 @@ use super::{
     bad_symbol, get_all, null_words, physical_of, stray_null_bit, varchar_error, Le, MAGIC,
     NO_INDEX, PREFIX, VERSION,
 };
-use crate::gen::batch::{Batch, BatchSchema, ColumnMeta, Dictionary, Physical, Values};
+use crate::gen::batch::{Batch, BatchSchema, ColumnMeta, Dictionary, Physical, Texts, Values};
 use crate::gen::fnv1a64;
 
 fn physical_from(code: u8) -> Option<Physical> {
@@ -234,9 +234,9 @@ fn parse_section(b: &[u8]) -> Result<Header, BinError> {
         })?;
         let dictionary = if physical == Physical::Symbol {
             let n = c.u32("dictionary size")? as usize;
-            let mut values = Vec::new();
+            let mut values = Texts::default();
             for _ in 0..n {
-                values.push(c.str("dictionary entry")?);
+                values.push(&c.str("dictionary entry")?);
             }
             Some(Arc::new(Dictionary { values }))
         } else {

@@ -225,11 +225,9 @@ fn every_kind() -> BatchSchema {
         col("note key", "tag", "varchar", 0, Physical::Varchar),
         col("ts", "timestamp", "timestamp", 1_000, Physical::Timestamp),
     ];
-    columns[0].dictionary = Some(Arc::new(Dictionary {
-        values: ["a", "b c", "x,y=z\\", "", "l\nm"]
-            .map(String::from)
-            .to_vec(),
-    }));
+    columns[0].dictionary = Some(Arc::new(Dictionary::from_texts([
+        "a", "b c", "x,y=z\\", "", "l\nm",
+    ])));
     BatchSchema {
         name: "every".into(),
         table: "my table,1".into(),
