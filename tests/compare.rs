@@ -498,3 +498,216 @@ fn runs_of_different_plans_are_refused_unless_allowed_and_the_difference_is_show
         "{err}"
     );
 }
+
+/// Copies the checked-in run `from` into `to`: its load series' socket bytes set to
+/// `bytes_per_row` (+0, +1, +2 by interval) per row sent, its report.json with `edit` applied
+/// to the `workers=2` cell's phases (`load`, `explore`).
+fn edited_run(
+    from: &str,
+    to: &Path,
+    bytes_per_row: u64,
+    edit: impl Fn(&str, &mut serde_json::Value),
+) {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                copy(&e.path(), &to.join(e.file_name()));
+            } else {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+    copy(&Path::new(ROOT).join(from), to);
+    let path = to.join("report.json");
+    let mut r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let cell = r["cells"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|c| c["key"] == "workers=2")
+        .unwrap();
+    for p in cell["phases"].as_array_mut().unwrap() {
+        let name = p["name"].as_str().unwrap().to_string();
+        edit(&name, p);
+        if name == "load" {
+            set_socket_bytes(
+                &to.join(p["series"]["counts"].as_str().unwrap()),
+                bytes_per_row,
+            );
+        }
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&r).unwrap()).unwrap();
+}
+
+fn set_socket_bytes(series: &Path, bytes_per_row: u64) {
+    let text = std::fs::read_to_string(series).unwrap();
+    let mut lines = text.lines();
+    let mut out = format!("{}\n", lines.next().unwrap());
+    for (i, line) in lines.enumerate() {
+        let mut cols: Vec<String> = line.split(',').map(str::to_string).collect();
+        let rows: u64 = cols[2].parse().unwrap();
+        cols[5] = (rows * (bytes_per_row + i as u64 % 3)).to_string();
+        out += &format!("{}\n", cols.join(","));
+    }
+    std::fs::write(series, out).unwrap();
+}
+
+/// A result-streaming object whose first results are `first_us` and whose stream ran at
+/// `rows_per_s`.
+fn streaming(first_us: impl IntoIterator<Item = u64>, rows_per_s: f64) -> serde_json::Value {
+    let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+    for us in first_us {
+        h.record(us).unwrap();
+    }
+    serde_json::json!({
+        "first_result": wlrun::report::Latency::of(&h),
+        "streamed_queries": 10, "single_piece_queries": 0,
+        "streamed_rows": (rows_per_s * 0.5) as u64, "streamed_bytes": 1_000, "streaming_s": 0.5,
+        "rows_per_s": rows_per_s, "bytes_per_s": 2_000.0,
+        "egress_bytes": 5_000, "egress_rows": 100, "egress_bytes_per_row": 50.0
+    })
+}
+
+/// Where both runs have them, an ingest's metrics/s, link ceiling and commits and a query
+/// type's time to first result and stream rate are compared with their directions: metrics/s
+/// tested on the per-interval rows/s times the fields, the link ceiling on each interval's
+/// socket bytes per row, the rest untested (no per-interval samples) and so inconclusive under
+/// `--threshold` when worse by more than it; a type only one run streamed is not compared, and
+/// the page's charts keep only the headline figures.
+#[test]
+fn streaming_commits_metrics_and_the_link_ceiling_are_compared_where_both_runs_have_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (base, new) = (tmp.path().join("base"), tmp.path().join("new"));
+    let edit = |commits: u64, bytes_per_row: f64, first: std::ops::Range<u64>, rows_per_s: f64| {
+        move |name: &str, p: &mut serde_json::Value| match name {
+            "load" => {
+                let rate = p["rows_per_s"].as_f64().unwrap();
+                p["fields_per_row"] = 10.into();
+                p["metrics_per_s"] = (rate * 10.0).into();
+                p["commits"] = commits.into();
+                p["link"] = serde_json::json!({
+                    "link": "10Gbit/s", "bits_per_s": 1e10,
+                    "socket_bytes_per_row": bytes_per_row,
+                    "rows_per_s": 1e10 / 8.0 / bytes_per_row, "computed": "computed"
+                });
+            }
+            "explore" => {
+                let types = p["query_types"].as_array_mut().unwrap();
+                types[0]["streaming"] = streaming(first.clone(), rows_per_s);
+                if commits == 50 {
+                    // Only the base run streamed the second type.
+                    types[1]["streaming"] = streaming(first.clone(), rows_per_s);
+                }
+            }
+            _ => {}
+        }
+    };
+    edited_run(BASE, &base, 110, edit(50, 111.0, 1_000..2_000, 50_000.0));
+    edited_run(NEW, &new, 100, edit(200, 101.0, 3_000..5_000, 20_000.0));
+    let out = wlrun(
+        tmp.path(),
+        &["compare", "base", "new", "--json", "--threshold", "5%"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{e}: {text}{}", String::from_utf8_lossy(&out.stderr)));
+    let phases = &v["cells"][0]["phases"];
+    let metric = |phase: usize, name: &str| -> serde_json::Value {
+        phases[phase]["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["metric"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {}", phases[phase]))
+            .clone()
+    };
+    let close = |a: &serde_json::Value, b: f64| {
+        let a = a.as_f64().unwrap_or_else(|| panic!("not a number: {a}"));
+        assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{a} != {b}");
+    };
+
+    // metrics/s: the rows/s figures times 10 fields, tested alike.
+    let rows = metric(0, "rows_per_s");
+    let m = metric(0, "metrics_per_s");
+    assert_eq!(
+        (m["better"].clone(), m["unit"].clone()),
+        ("higher".into(), "per_second".into())
+    );
+    close(&m["base"], rows["base"].as_f64().unwrap() * 10.0);
+    close(
+        &m["base_samples"]["mean"],
+        rows["base_samples"]["mean"].as_f64().unwrap() * 10.0,
+    );
+    close(
+        &m["new_samples"]["mean"],
+        rows["new_samples"]["mean"].as_f64().unwrap() * 10.0,
+    );
+    assert_eq!(m["base_samples"]["n"], rows["base_samples"]["n"]);
+    assert_eq!(m["verdict"], rows["verdict"]);
+
+    // The link ceiling: from each interval's socket bytes per row (110..112 against 100..102).
+    let l = metric(0, "link_rows_per_s");
+    assert_eq!(l["better"], "higher");
+    assert_eq!(l["label"], "link 10Gbit/s rows/s (computed)");
+    close(&l["base"], 1e10 / 8.0 / 111.0);
+    close(&l["new"], 1e10 / 8.0 / 101.0);
+    let ceiling = |bpr: u64| 1e10 / 8.0 / bpr as f64;
+    let mean = l["base_samples"]["mean"].as_f64().unwrap();
+    assert!(mean < ceiling(110) && mean > ceiling(112), "{l}");
+    let mean = l["new_samples"]["mean"].as_f64().unwrap();
+    assert!(mean < ceiling(100) && mean > ceiling(102), "{l}");
+
+    // Commits: fewer is better, a count, no per-interval samples: 4x more is inconclusive.
+    let c = metric(0, "commits");
+    assert_eq!(
+        (c["better"].clone(), c["unit"].clone()),
+        ("lower".into(), "count".into())
+    );
+    assert_eq!(
+        (c["base"].clone(), c["new"].clone()),
+        (50.0.into(), 200.0.into())
+    );
+    close(&c["change"], 3.0);
+    assert_eq!(c["verdict"], "no_samples");
+    assert_eq!(c["inconclusive"], true);
+
+    // Streaming, per type both runs streamed.
+    let p99 = metric(1, "first_result_p99_us[busiest_hosts]");
+    assert_eq!(
+        (p99["better"].clone(), p99["unit"].clone()),
+        ("lower".into(), "micros".into())
+    );
+    assert!(p99["base"].as_f64().unwrap() < 2_000.0 && p99["new"].as_f64().unwrap() > 4_000.0);
+    assert_eq!(p99["verdict"], "no_samples");
+    assert_eq!(p99["inconclusive"], true);
+    let p50 = metric(1, "first_result_p50_us[busiest_hosts]");
+    assert!(p50["base"].as_f64().unwrap() < p99["base"].as_f64().unwrap());
+    let s = metric(1, "stream_rows_per_s[busiest_hosts]");
+    assert_eq!(s["better"], "higher");
+    close(&s["change"], 20_000.0 / 50_000.0 - 1.0);
+    let names = phases[1]["metrics"].to_string();
+    assert!(!names.contains("over_threshold"), "{names}");
+    let inconclusive = v["inconclusive"].to_string();
+    for name in [
+        "workers=2 / load / commits",
+        "workers=2 / explore / first_result_p99_us[busiest_hosts]",
+        "workers=2 / explore / stream_rows_per_s[busiest_hosts]",
+    ] {
+        assert!(inconclusive.contains(name), "{name}: {inconclusive}");
+    }
+
+    let out = wlrun(tmp.path(), &["compare", "base", "new"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("busiest_hosts: first result p99"), "{text}");
+    assert!(text.contains("link 10Gbit/s rows/s (computed)"), "{text}");
+    let out = wlrun(tmp.path(), &["compare", "base", "new", "--html"]);
+    let html = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        html.matches("<svg class=\"chart\"").count(),
+        4,
+        "headline charts only"
+    );
+}

@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use shard_dirs::{
-    batch_samples, histogram, ingest_span, query_samples, query_span, rows, write_run, write_shard,
-    Spec,
+    batch_samples, first_result_samples, histogram, ingest_span, query_samples, query_span, rows,
+    write_run, write_shard, Spec,
 };
 use wlrun::report::series::{read, read_hlog, Series};
 use wlrun::report::Latency;
@@ -147,6 +147,28 @@ fn two_shards_merge_into_one_run_directory_of_their_sums() {
     assert_eq!(q["warnings"], serde_json::json!(["every shard says this"]));
     assert_eq!(q["queries_per_worker"], serde_json::json!([50, 50, 55, 55]));
 
+    // Result streaming, the run's and its type's: first results' histograms add, counts,
+    // bytes and spans add, rates come from the sums (9,600 rows/s: shard 0 alone streamed
+    // 8,000/s and shard 1 10,667/s, whose average is 9,333/s).
+    let first = latency_of(
+        first_result_samples(0)
+            .into_iter()
+            .chain(first_result_samples(1)),
+    );
+    for s in [&q["streaming"], &q["query_types"][0]["streaming"]] {
+        assert_eq!(s["first_result"], first, "{s}");
+        assert_eq!(s["streamed_queries"], 81);
+        assert_eq!(s["single_piece_queries"], 24);
+        assert_eq!(s["streamed_rows"], 12_000);
+        assert_eq!(s["streamed_bytes"], 360_000);
+        close(&s["streaming_s"], 1.25);
+        close(&s["rows_per_s"], 9_600.0);
+        close(&s["bytes_per_s"], 288_000.0);
+        assert_eq!(s["egress_bytes"], 452_000);
+        assert_eq!(s["egress_rows"], 15_000);
+        close(&s["egress_bytes_per_row"], 452_000.0 / 15_000.0);
+    }
+
     // The series, interval by interval: counts add, histograms add.
     let dir = parent.path().join("merged");
     let sref: wlrun::report::series::SeriesRef =
@@ -206,6 +228,15 @@ fn three_shards_are_judged_on_all_their_samples() {
     let p99 = histogram(&all).value_at_quantile(0.99);
     assert_eq!(q["latency"]["p99_us"], p99);
     assert!(p99 > 20_000);
+    // Shard 2 measured no streaming: the merged figures are shards 0 and 1's, as one process
+    // adds nothing for queries without rows.
+    let first = latency_of(
+        first_result_samples(0)
+            .into_iter()
+            .chain(first_result_samples(1)),
+    );
+    assert_eq!(q["streaming"]["first_result"], first);
+    assert_eq!(q["query_types"][0]["streaming"]["streamed_rows"], 12_000);
     let failures: Vec<&str> = q["failures"]
         .as_array()
         .unwrap()

@@ -189,7 +189,11 @@ fn phase_section(p: &PhaseComparison) -> String {
         (Unit::PerSecond, "throughput", svg::Unit::Per(per_second)),
         (Unit::Micros, "latency", svg::Unit::Micros),
     ] {
-        let ms: Vec<&MetricComparison> = p.metrics.iter().filter(|m| m.unit == unit).collect();
+        let ms: Vec<&MetricComparison> = p
+            .metrics
+            .iter()
+            .filter(|m| m.unit == unit && super::secondary::charted(&m.metric))
+            .collect();
         let bars = Bars {
             groups: ms.iter().map(|m| m.label.clone()).collect(),
             series: vec![

@@ -9,6 +9,7 @@ pub mod environment;
 pub mod html;
 pub mod plans;
 pub mod render;
+pub mod secondary;
 pub mod stats;
 
 use std::path::{Path, PathBuf};
@@ -137,6 +138,8 @@ pub enum Unit {
     PerSecond,
     /// Microseconds.
     Micros,
+    /// A count over the phase (an ingest's commits).
+    Count,
 }
 
 /// Which direction of change is an improvement.
@@ -390,7 +393,7 @@ type Figure = (Option<f64>, Option<Vec<f64>>);
 
 /// What a metric is, before its figures.
 struct Spec {
-    metric: &'static str,
+    metric: String,
     label: String,
     unit: Unit,
     better: Better,
@@ -432,7 +435,14 @@ fn phase(
             }
             let sb = ingest_series(&runs[0], b, &mut out.warnings)?;
             let sn = ingest_series(&runs[1], n, &mut out.warnings)?;
-            ingest_figures(b, n, sb.as_ref(), sn.as_ref())
+            let mut figures = ingest_figures(b, n, sb.as_ref(), sn.as_ref());
+            figures.extend(secondary::ingest(
+                b,
+                n,
+                [sb.as_ref(), sn.as_ref()].map(|s| s.map(|s| (&s[0][..], &s[4][..]))),
+                &mut out.warnings,
+            ));
+            figures
         }
         (PhaseReport::Queries(b), PhaseReport::Queries(n)) => {
             out.shown.push(error_rate(b.error_rate, n.error_rate));
@@ -442,7 +452,9 @@ fn phase(
                 (b.output.qps, &b.latency, sb),
                 (n.output.qps, &n.latency, sn),
             ];
-            run_figures("qps", "queries/s", whole)
+            let mut figures = run_figures("qps", "queries/s", whole);
+            figures.extend(secondary::queries(b, n));
+            figures
         }
         (PhaseReport::Requests(b), PhaseReport::Requests(n)) => {
             out.shown.push(error_rate(b.error_rate, n.error_rate));
@@ -551,19 +563,20 @@ fn read_series(
 }
 
 /// Per-interval samples of an ingest phase: rows/s (what `rows_per_s` counts), sent rows/s,
-/// batch p50 and p99.
+/// batch p50 and p99, and socket bytes per row (of the intervals that sent rows, whatever
+/// their span: a quotient of two counts is no rate).
 fn ingest_series(
     run: &Run,
     r: &IngestReport,
     warnings: &mut Vec<String>,
-) -> Result<Option<[Vec<f64>; 4]>, String> {
+) -> Result<Option<[Vec<f64>; 5]>, String> {
     let Some(sref) = &r.series else {
         return Ok(None);
     };
     let Some(Series::Ingest(rows)) = read_series(run, sref, true, warnings)? else {
         return Ok(None);
     };
-    let mut out: [Vec<f64>; 4] = Default::default();
+    let mut out: [Vec<f64>; 5] = Default::default();
     for i in &rows {
         if full(i.span_ms, sref.interval_ms) {
             let span_s = i.span_ms as f64 / 1000.0;
@@ -578,6 +591,9 @@ fn ingest_series(
             out[2].push(p50 as f64);
             out[3].push(p99 as f64);
         }
+        if i.rows_sent > 0 {
+            out[4].push(i.socket_bytes as f64 / i.rows_sent as f64);
+        }
     }
     Ok(Some(out))
 }
@@ -585,19 +601,19 @@ fn ingest_series(
 fn ingest_figures(
     b: &IngestReport,
     n: &IngestReport,
-    sb: Option<&[Vec<f64>; 4]>,
-    sn: Option<&[Vec<f64>; 4]>,
+    sb: Option<&[Vec<f64>; 5]>,
+    sn: Option<&[Vec<f64>; 5]>,
 ) -> Vec<(Spec, [Figure; 2])> {
-    let pick = |s: Option<&[Vec<f64>; 4]>, k: usize| s.map(|s| s[k].clone());
+    let pick = |s: Option<&[Vec<f64>; 5]>, k: usize| s.map(|s| s[k].clone());
     let pct = |l: &Latency, p: u64| (l.count > 0).then_some(p as f64);
-    let rate = |metric, label: String| Spec {
-        metric,
+    let rate = |metric: &str, label: String| Spec {
+        metric: metric.into(),
         label,
         unit: Unit::PerSecond,
         better: Better::Higher,
     };
-    let lat = |metric, label: &str| Spec {
-        metric,
+    let lat = |metric: &str, label: &str| Spec {
+        metric: metric.into(),
         label: label.to_string(),
         unit: Unit::Micros,
         better: Better::Lower,
@@ -662,8 +678,8 @@ fn run_figures(metric: &'static str, label: &str, runs: [RunWhole; 2]) -> Vec<(S
     let [(rb, lb, sb), (rn, ln, sn)] = runs;
     let pick = |s: &Option<[Vec<f64>; 3]>, k: usize| s.as_ref().map(|s| s[k].clone());
     let pct = |l: &Latency, p: u64| (l.count > 0).then_some(p as f64);
-    let lat = |metric, label: &str| Spec {
-        metric,
+    let lat = |metric: &str, label: &str| Spec {
+        metric: metric.into(),
         label: label.to_string(),
         unit: Unit::Micros,
         better: Better::Lower,
@@ -671,7 +687,7 @@ fn run_figures(metric: &'static str, label: &str, runs: [RunWhole; 2]) -> Vec<(S
     vec![
         (
             Spec {
-                metric,
+                metric: metric.into(),
                 label: label.to_string(),
                 unit: Unit::PerSecond,
                 better: Better::Higher,

@@ -270,6 +270,7 @@ pub(super) fn value(x: f64, unit: Unit) -> String {
         Unit::PerSecond if x >= 100.0 => thousands(x.round() as u64),
         Unit::PerSecond => format!("{x:.2}"),
         Unit::Micros => fmt_latency(x, 1000.0, 10_000.0),
+        Unit::Count => thousands(x.round() as u64),
     }
 }
 

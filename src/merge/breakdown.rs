@@ -85,7 +85,7 @@ fn one_type(
         service: histo::merge(parts.iter().map(|t| t.service.as_ref()))?,
         errors,
         thresholds,
-        streaming: None,
+        streaming: super::streaming::merge(parts.iter().map(|t| t.streaming.as_ref()))?,
     })
 }
 

@@ -21,6 +21,7 @@ mod inputs;
 mod runs;
 pub mod series;
 pub mod spans;
+mod streaming;
 mod thresholds;
 mod verdict;
 mod write;

@@ -301,7 +301,7 @@ impl Merge for QuerySetup {
             labels: super::breakdown::labels(&details, elapsed_s)?,
             cross_checks: cross_checks(&details),
             results: None,
-            streaming: None,
+            streaming: super::streaming::merge(details.iter().map(|d| d.streaming.as_ref()))?,
         })
     }
 

@@ -16,6 +16,7 @@ use wlrun::report::series::{
     IngestInterval, Measured, RunInterval, SeriesRef, DIR, TAG_BATCH, TAG_LATENCY,
 };
 use wlrun::report::shard::{ShardPhase, ShardReport};
+use wlrun::report::streaming::StreamingReport;
 use wlrun::report::{
     Accounting, CellReport, ErrorCount, IngestReport, LabelReport, Latency, PhaseReport,
     QueryDetail, QueryOutput, QueryReport, QuerySetup, QueryTraffic, QueryTypeReport, RateCounts,
@@ -63,6 +64,38 @@ pub fn query_samples(i: u64) -> Vec<u64> {
     (0..100 + 10 * i)
         .map(|k| 500 + (k * 97) % 3_000 + if i >= 2 { 25_000 } else { 0 })
         .collect()
+}
+
+/// The times to first result shard `i` records, microseconds: one per query with rows.
+pub fn first_result_samples(i: u64) -> Vec<u64> {
+    (0..50 + 5 * i)
+        .map(|k| 200 + (k * 31) % 900 + 400 * i)
+        .collect()
+}
+
+/// Shard `i`'s result streaming (its run's and its one query type's): shard 2 measured none.
+/// The summed spans differ per shard, so the merged rates are no average of the shards'.
+pub fn streaming(i: u64) -> Option<StreamingReport> {
+    if i == 2 {
+        return None;
+    }
+    let samples = first_result_samples(i);
+    let streamed_queries = 40 + i;
+    let (rows, bytes, span) = (4_000 * (i + 1), 120_000 * (i + 1), 0.5 + 0.25 * i as f64);
+    let (egress_bytes, egress_rows) = (150_000 * (i + 1) + 1_000, 5_000 * (i + 1));
+    Some(StreamingReport {
+        first_result: Latency::of(&histogram(&samples)),
+        streamed_queries,
+        single_piece_queries: samples.len() as u64 - streamed_queries,
+        streamed_rows: rows,
+        streamed_bytes: bytes,
+        streaming_s: span,
+        rows_per_s: Some(rows as f64 / span),
+        bytes_per_s: Some(bytes as f64 / span),
+        egress_bytes,
+        egress_rows,
+        egress_bytes_per_row: Some(egress_bytes as f64 / egress_rows as f64),
+    })
 }
 
 /// Rows shard `i` sends: 1,000 (i + 1).
@@ -419,7 +452,7 @@ fn queries(dir: &Path, s: &Spec) -> QueryReport {
                 service: None,
                 errors,
                 thresholds: Vec::new(),
-                streaming: None,
+                streaming: streaming(i),
             }],
             labels: vec![LabelReport {
                 label: "a".into(),
@@ -433,7 +466,7 @@ fn queries(dir: &Path, s: &Spec) -> QueryReport {
             }],
             cross_checks: Vec::new(),
             results: None,
-            streaming: None,
+            streaming: streaming(i),
         },
         series: Some(series),
         connecting: None,
