@@ -177,6 +177,52 @@ fn the_oracle_s_cpu_is_reported_within_five_percent() {
     }
 }
 
+/// A member of a `concurrent` group is observed over its own span as a phase alone is: the
+/// oracle's getrusage is what the report says, within 5%, and the report says that the server's
+/// CPU is shared with the members beside it.
+#[test]
+fn a_concurrent_member_s_server_is_observed() {
+    let dir = tempfile::tempdir().unwrap();
+    let oracle = Oracle::start(dir.path(), 10, 30);
+    let text = format!(
+        r#"{}
+target local {{
+  sqlite "side.db"
+}}
+query one {{ sql "SELECT 1" }}
+run side {{
+  against local.sqlite
+  queries one
+  workers 1
+  duration 1h
+}}
+concurrent mixed {{ phases burn, side  until burn }}
+"#,
+        workload(oracle.port, "observe process listening http")
+    );
+    let (code, report, err) = cli::run_json_in(dir.path(), &text, &[]);
+    assert_eq!(code, 0, "{err}");
+    let phases = report["cells"][0]["phases"].as_array().unwrap();
+    let burn = phases.iter().find(|p| p["name"] == "burn").unwrap();
+    let server = server_of(burn);
+    let (truth, answered) = oracle.truth();
+    assert_eq!(answered, 40);
+    let cpu = server["cpu_s"].as_f64().unwrap();
+    assert!(
+        (cpu - truth).abs() <= 0.05 * truth,
+        "reported {cpu}s, the oracle's getrusage says {truth}s\n{server:#}"
+    );
+    let warnings = burn["warnings"].to_string();
+    assert!(
+        warnings
+            .contains("the observed server's whole CPU over this phase's span, shared with side"),
+        "{warnings}"
+    );
+    // The member beside it observes nothing: its target names no server.
+    let side = phases.iter().find(|p| p["name"] == "side").unwrap();
+    assert!(side["server"].is_null(), "{side:#}");
+}
+
 /// A process that cannot be found leaves a warning, the phase's figures, and no failure.
 #[test]
 fn a_process_not_found_is_a_warning_not_a_failure() {

@@ -61,16 +61,36 @@ pub(super) fn run(
         .and_then(|u| members.iter().position(|p| p.name() == u));
     let (handles, spans) = Member::group(members.len(), until);
     let ends: Vec<_> = handles.iter().map(|m| m.end.clone()).collect();
+    // Each member observes its target's server over its own span, as a phase alone does; a
+    // server shared by members is the whole server's CPU in each, and the report says so.
     let series: Vec<_> = members
         .iter()
-        .map(|p| super::start_series(env, cell, p, label))
+        .map(|p| {
+            let (recorder, warning, label) = super::start_series(env, cell, p, label);
+            let observer = super::start_observer(env, cell, p);
+            let recorder = match &observer {
+                Some(o) => recorder.observed(o.marks()),
+                None => recorder,
+            };
+            ((recorder, warning, label), observer)
+        })
+        .collect();
+    let scrapers: Vec<_> = members
+        .iter()
+        .map(|p| {
+            runtime.block_on(super::scrape::start(
+                cell,
+                super::phase_target(p),
+                super::metrics_series(env, cell, p),
+            ))
+        })
         .collect();
     let futures =
         members
             .iter()
             .zip(&series)
             .zip(handles)
-            .map(|((p, (recorder, _, label)), member)| {
+            .map(|((p, ((recorder, _, label), _)), member)| {
                 super::phase_future(env, cell, p, (label, recorder), member)
             });
     let reports = runtime.block_on(futures_util::future::join_all(futures));
@@ -80,34 +100,42 @@ pub(super) fn run(
     reports
         .into_iter()
         .zip(series)
+        .zip(scrapers)
         .enumerate()
-        .map(|(i, (mut report, (recorder, warning, _)))| {
-            // Stopped by the group: its end came while this member still measured. A stop
-            // (Ctrl-C) is an interruption instead, whoever noticed it first.
-            let stopped = !interrupted
-                && until != Some(i)
-                && match (ends[i].at(), spans[i].ended.get()) {
-                    (Some(e), Some(own)) => e <= *own,
-                    _ => false,
+        .map(
+            |(i, ((mut report, ((recorder, warning, _), observer)), scrapers))| {
+                if let Some(o) = observer {
+                    super::observed(&mut report, o);
+                    shared_server(&mut report, &members, i);
+                }
+                runtime.block_on(scrapers.finish(&mut report));
+                // Stopped by the group: its end came while this member still measured. A stop
+                // (Ctrl-C) is an interruption instead, whoever noticed it first.
+                let stopped = !interrupted
+                    && until != Some(i)
+                    && match (ends[i].at(), spans[i].ended.get()) {
+                        (Some(e), Some(own)) => e <= *own,
+                        _ => false,
+                    };
+                let info = ConcurrentMember {
+                    group: group.name.clone(),
+                    phases: group.phases.clone(),
+                    until: group.until.clone(),
+                    set_end: until == Some(i),
+                    stopped_by_group: stopped,
+                    started_at_offset_ms: offset(t0, spans[i].started.get()),
+                    ended_at_offset_ms: offset(t0, spans[i].ended.get()),
                 };
-            let info = ConcurrentMember {
-                group: group.name.clone(),
-                phases: group.phases.clone(),
-                until: group.until.clone(),
-                set_end: until == Some(i),
-                stopped_by_group: stopped,
-                started_at_offset_ms: offset(t0, spans[i].started.get()),
-                ended_at_offset_ms: offset(t0, spans[i].ended.get()),
-            };
-            let note = shared_cpu(&members, i);
-            mark(
-                &mut report,
-                info,
-                stopped.then(|| stopped_line(group)),
-                note,
-            );
-            super::finish_series(report, recorder, warning)
-        })
+                let note = shared_cpu(&members, i);
+                mark(
+                    &mut report,
+                    info,
+                    stopped.then(|| stopped_line(group)),
+                    note,
+                );
+                super::finish_series(report, recorder, warning)
+            },
+        )
         .collect()
 }
 
@@ -138,6 +166,29 @@ fn shared_cpu(members: &[&Phase], i: usize) -> String {
         "client_cpu_s is the whole client's CPU over this phase's span, shared with {} running beside it",
         others.join(", ")
     )
+}
+
+/// The observed server (`observe process`) serves every member at once: its CPU over this
+/// phase's span is the whole server's, and the report says so rather than split it by guess.
+fn shared_server(report: &mut PhaseReport, members: &[&Phase], i: usize) {
+    let others: Vec<&str> = members
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| *j != i)
+        .map(|(_, p)| p.name())
+        .collect();
+    let (server, warnings) = match report {
+        PhaseReport::Ingest(r) => (r.server.is_some(), &mut r.warnings),
+        PhaseReport::Queries(r) => (r.server.is_some(), &mut r.warnings),
+        PhaseReport::Requests(r) => (r.server.is_some(), &mut r.warnings),
+        PhaseReport::NotRun { .. } => return,
+    };
+    if server {
+        warnings.push(format!(
+            "server is the observed server's whole CPU over this phase's span, shared with {} running beside it",
+            others.join(", ")
+        ));
+    }
 }
 
 fn mark(report: &mut PhaseReport, info: ConcurrentMember, stopped: Option<String>, cpu: String) {
