@@ -346,8 +346,8 @@ ingest load {{
 }
 
 /// With `--out`, the server's samples over the measured span are a series file: one line per
-/// interval, its CPU adding up to report.json's `server.cpu_s` (within 10%), the oracle's
-/// CPU and this client's each on their line, and the page drawing both.
+/// interval, its CPU adding up to report.json's `server.cpu_s` and to the oracle's own
+/// getrusage (each within 10%), this client's CPU on the same lines, and the page drawing both.
 #[test]
 fn the_server_series_file_adds_up_to_the_reported_cpu() {
     let dir = tempfile::tempdir().unwrap();
@@ -379,13 +379,20 @@ fn the_server_series_file_adds_up_to_the_reported_cpu() {
         assert!(r[4] > 1_000_000.0 && r[5] >= 1.0, "{series}");
     }
     let summed: f64 = rows.iter().map(|r| r[2] * r[1]).sum();
-    eprintln!(
-        "server series: {summed:.4}s over {} intervals, report {cpu:.4}s",
-        rows.len()
-    );
     assert!(
         (summed - cpu).abs() <= 0.1 * cpu,
         "the series sums to {summed}s, report.json says {cpu}s\n{series}"
+    );
+    // And to what the oracle's getrusage says it spent: the lines measure the server.
+    let (truth, answered) = oracle.truth();
+    assert_eq!(answered, 40);
+    eprintln!(
+        "server series: {summed:.4}s over {} intervals, report {cpu:.4}s, oracle {truth:.4}s",
+        rows.len()
+    );
+    assert!(
+        (summed - truth).abs() <= 0.1 * truth,
+        "the series sums to {summed}s, the oracle's getrusage says {truth}s\n{series}"
     );
     assert!(rows.iter().any(|r| r[2] > 0.2), "{series}");
     assert!(
