@@ -390,3 +390,61 @@ ingest load {{
         );
     }
 }
+
+/// With `--out`, the server's samples over the measured span are a series file: one line per
+/// interval, its CPU adding up to report.json's `server.cpu_s` and to the oracle's own
+/// getrusage (each within 10%), this client's CPU on the same lines, and the page drawing both.
+#[test]
+fn the_server_series_file_adds_up_to_the_reported_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let oracle = Oracle::start(dir.path(), 10, 30);
+    let text = workload(oracle.port, "observe process listening http");
+    let out = cli::run_out(dir.path(), &text, &["--interval", "0.2"]);
+    assert_eq!(out.code, 0, "{}", out.printed());
+    let phase = out.phase();
+    let cpu = server_of(&phase)["cpu_s"].as_f64().unwrap();
+    let series = std::fs::read_to_string(dir.path().join("res/series/1-burn.server.csv"))
+        .unwrap_or_else(|e| panic!("no server series ({e}): {}", out.printed()));
+    let mut lines = series.lines();
+    assert_eq!(
+        lines.next(),
+        Some("t_s,span_s,server_cores,client_cores,rss_bytes,processes")
+    );
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    // 40 requests of 40 ms of the oracle's CPU each: 1.6 s, several 0.2 s intervals.
+    assert!(rows.len() >= 4, "{series}");
+    let mut t = 0.0;
+    for r in &rows {
+        assert!(
+            (r[0] - (t + r[1])).abs() < 1e-5,
+            "t_s is the interval's end: {series}"
+        );
+        t = r[0];
+        assert!(r[4] > 1_000_000.0 && r[5] >= 1.0, "{series}");
+    }
+    let summed: f64 = rows.iter().map(|r| r[2] * r[1]).sum();
+    assert!(
+        (summed - cpu).abs() <= 0.1 * cpu,
+        "the series sums to {summed}s, report.json says {cpu}s\n{series}"
+    );
+    // And to what the oracle's getrusage says it spent: the lines measure the server.
+    let (truth, answered) = oracle.truth();
+    assert_eq!(answered, 40);
+    eprintln!(
+        "server series: {summed:.4}s over {} intervals, report {cpu:.4}s, oracle {truth:.4}s",
+        rows.len()
+    );
+    assert!(
+        (summed - truth).abs() <= 0.1 * truth,
+        "the series sums to {summed}s, the oracle's getrusage says {truth}s\n{series}"
+    );
+    assert!(rows.iter().any(|r| r[2] > 0.2), "{series}");
+    assert!(
+        rows.iter().any(|r| r[3] > 0.0),
+        "the client's CPU: {series}"
+    );
+    let page = std::fs::read_to_string(dir.path().join("res/report.html")).unwrap();
+    assert!(page.contains("aria-label=\"Client and server CPU over time\""));
+}

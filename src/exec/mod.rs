@@ -285,7 +285,15 @@ fn start_observer(
         .series
         .as_ref()
         .map_or(Duration::from_secs(1), |s| s.interval);
-    observe::Observer::start(cell, target, every)
+    let observer = observe::Observer::start(cell, target, every)?;
+    // `series/CELL-PHASE.server.csv` with `--out`: the server's CPU over the measured span.
+    Some(match &env.series {
+        Some(out) => observer.series_to(
+            out.dir
+                .join(crate::report::server_series::path(cell.index, phase.name())),
+        ),
+        None => observer,
+    })
 }
 
 /// The server's figures put in the phase's report, in the unit of the client's CPU, and the

@@ -20,6 +20,7 @@ pub mod render;
 pub mod series;
 pub mod server;
 pub mod server_metrics;
+pub mod server_series;
 pub mod shard;
 pub mod stages;
 pub mod streaming;

@@ -6,6 +6,7 @@
 
 pub mod proc;
 pub mod root;
+mod series;
 
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
@@ -40,6 +41,8 @@ impl Marks {
 pub struct Observer {
     tx: Sender<Msg>,
     thread: JoinHandle<Sampled>,
+    /// Where its samples over the measured span go (`--out`).
+    series: Option<std::path::PathBuf>,
 }
 
 /// One reading of every root's tree.
@@ -54,6 +57,8 @@ pub struct Sample {
     pub processes: u64,
     /// The machine's busy and total ticks (/proc/stat).
     pub machine: Option<(u64, u64)>,
+    /// This process's CPU seconds so far: the client's side of the same interval.
+    pub client_cpu_s: Option<f64>,
 }
 
 struct Root {
@@ -99,7 +104,17 @@ impl Observer {
             .name("wlrun-observe".into())
             .spawn(move || sample_until_stopped(roots, notes, &rx, interval))
             .ok()?;
-        Some(Observer { tx, thread })
+        Some(Observer {
+            tx,
+            thread,
+            series: None,
+        })
+    }
+
+    /// Its samples over the measured span are written to `path` when it finishes.
+    pub fn series_to(mut self, path: std::path::PathBuf) -> Observer {
+        self.series = Some(path);
+        self
     }
 
     pub fn marks(&self) -> Marks {
@@ -122,7 +137,8 @@ impl Observer {
                 notes: vec!["the observer's thread failed".into()],
             },
         };
-        figures(sampled, unit, units)
+        let series = self.series;
+        figures(sampled, unit, units, series.as_deref())
     }
 }
 
@@ -177,6 +193,7 @@ fn sample(roots: &mut [Root], notes: &mut Vec<String>, page: u64) -> Sample {
         threads: 0,
         processes: 0,
         machine: proc::machine_ticks(),
+        client_cpu_s: crate::exec::cpu::process_cpu_seconds(),
     };
     for r in roots.iter_mut() {
         if !r.gone {
@@ -213,7 +230,7 @@ fn sample(roots: &mut [Root], notes: &mut Vec<String>, page: u64) -> Sample {
     s
 }
 
-fn figures(s: Sampled, unit: &str, units: u64) -> ServerReport {
+fn figures(s: Sampled, unit: &str, units: u64, out: Option<&std::path::Path>) -> ServerReport {
     let mut report = ServerReport {
         observed: s.observed,
         unit: unit.to_string(),
@@ -229,6 +246,11 @@ fn figures(s: Sampled, unit: &str, units: u64) -> ServerReport {
     let e = s.end.filter(|e| *e > b).unwrap_or(last);
     let window = &s.samples[b..=e];
     let tck = proc::ticks_per_second();
+    if let Some(path) = out {
+        if let Err(e) = series::write(path, &series::intervals(window, tck)) {
+            report.notes.push(e);
+        }
+    }
     // What left the trees without being reaped in them takes its time along: a step down is
     // not a negative CPU.
     let rise = |f: &dyn Fn(&Sample) -> u64| -> u64 {

@@ -5,6 +5,7 @@
 //! `sources/` and `series/` of the run directory; a directory without some of them (an older
 //! run, a report.json alone) still renders what is there.
 
+mod cpu;
 mod environment;
 mod findmax;
 mod freshness;

@@ -606,6 +606,12 @@ fn cell_section(out: &mut String, cell: &CellReport, dir: Option<&Path>) {
             (Some(_), None) => note = Some("no run directory: the series is not shown".into()),
             (None, _) => note = Some("this run kept no series (run with --out)".into()),
         }
+        if let Some(d) = dir {
+            match super::cpu::chart(d, cell.index, phase_name(p)) {
+                Ok(c) => charts.extend(c),
+                Err(e) => note = Some(format!("the server's series could not be read: {e}")),
+            }
+        }
         if let PhaseReport::Ingest(r) = p {
             if let Some(f) = &r.freshness {
                 freshness::figures(out, f, r.status == Status::Interrupted);

@@ -675,3 +675,65 @@ fn a_phase_shorter_than_a_few_intervals_is_a_table_of_them_not_dots() {
         "{page}"
     );
 }
+
+/// A phase with `series/CELL-PHASE.server.csv` (`observe process` with `--out`) has its client
+/// and server CPU drawn over time, both lines, the values from the file; one without, none.
+#[test]
+fn a_phase_with_a_server_series_draws_client_and_server_cpu_over_time() {
+    use crate::report::server_series::{path, ServerInterval, HEADER};
+    let dir = tempfile::tempdir().unwrap();
+    let report = synthetic(dir.path(), &["qwp"], &[10], 3);
+    let mut text = format!("{HEADER}\n");
+    for i in 1..=5u64 {
+        let r = ServerInterval {
+            t_s: i as f64,
+            span_s: 1.0,
+            // The server climbs to 3.5 cores while the client stays under one.
+            server_cores: 0.5 * i as f64 + 1.0,
+            client_cores: Some(0.25),
+            rss_bytes: 100_000_000,
+            processes: 3,
+        };
+        text.push_str(&r.line());
+        text.push('\n');
+    }
+    std::fs::write(dir.path().join(path(1, "explore")), text).unwrap();
+    let page = page(&report, Some(dir.path()));
+    let title = format!("aria-label=\"{}\"", super::cpu::TITLE);
+    assert_eq!(page.matches(&title).count(), 1, "{page}");
+    let at = page.find(&title).unwrap();
+    let figure = &page[at..at + page[at..].find("</figure>").unwrap()];
+    assert!(figure.contains("server cores"), "{figure}");
+    assert!(figure.contains("client cores"), "{figure}");
+    assert_eq!(figure.matches("<path class=\"m\"").count(), 2, "{figure}");
+    assert!(
+        figure.contains("server cores: 1.5 cores to 3.5 cores"),
+        "{figure}"
+    );
+    assert!(
+        figure.contains("client cores: 0.25 cores to 0.25 cores"),
+        "{figure}"
+    );
+    // The phase's own heading precedes it: it is the query phase's chart, not the ingest's.
+    let explore = page.find("<h4>explore").unwrap();
+    assert!(at > explore, "{page}");
+}
+
+/// A server series that is not one is said under the phase, not a page that fails.
+#[test]
+fn an_unreadable_server_series_is_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = synthetic(dir.path(), &["qwp"], &[10], 3);
+    std::fs::write(
+        dir.path()
+            .join(crate::report::server_series::path(1, "load")),
+        "t_s,cores\n1,2\n",
+    )
+    .unwrap();
+    let page = page(&report, Some(dir.path()));
+    assert!(
+        page.contains("the server&#39;s series could not be read")
+            || page.contains("the server's series could not be read"),
+        "{page}"
+    );
+}
