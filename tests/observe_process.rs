@@ -15,9 +15,12 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-/// A process name (comm, at most 15 bytes) only this test's oracle has, for `named`.
+/// A process name (comm, at most 15 bytes) only this oracle has, for `named`: the tests of
+/// this file run their oracles at the same time, so the test process's id alone is not enough.
 fn oracle_name() -> String {
-    format!("wlo-{}", std::process::id())
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("wlo-{}-{n}", std::process::id() % 10_000_000)
 }
 
 const ORACLE: &str = r#"
@@ -70,15 +73,17 @@ struct Oracle {
     child: Child,
     port: u16,
     truth: std::path::PathBuf,
+    name: String,
 }
 
 impl Oracle {
     fn start(dir: &Path, parent_ms: u32, child_ms: u32) -> Oracle {
         let truth = dir.join("truth");
+        let name = oracle_name();
         let mut child = Command::new("python3")
             .args(["-c", ORACLE, &parent_ms.to_string(), &child_ms.to_string()])
             .arg(&truth)
-            .arg(oracle_name())
+            .arg(&name)
             .stdout(Stdio::piped())
             .spawn()
             .expect("python3 runs (scripts/test installs it)");
@@ -87,7 +92,12 @@ impl Oracle {
             .read_line(&mut line)
             .unwrap();
         let port = line.trim().parse().expect("the oracle's port");
-        Oracle { child, port, truth }
+        Oracle {
+            child,
+            port,
+            truth,
+            name,
+        }
     }
 
     /// CPU seconds the oracle spent from ready to its last answer, and the requests answered.
@@ -147,7 +157,7 @@ fn the_oracle_s_cpu_is_reported_within_five_percent() {
                 pidfile.display().to_string()
             ),
             // Its children carry the name too: the root is the one whose parent does not.
-            _ => format!("observe process named {:?}", oracle_name()),
+            _ => format!("observe process named {:?}", oracle.name),
         };
         let (code, report, err) =
             cli::run_json_in(dir.path(), &workload(oracle.port, &clause), &[]);
