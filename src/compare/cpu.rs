@@ -17,30 +17,11 @@ struct PerUnit {
 }
 
 fn per_unit(p: &PhaseReport) -> Option<PerUnit> {
-    // The units the client's own line divides by (report::render::cpu_text): rows sent, queries
-    // and requests answered or failed.
-    let (unit, cpu, n, server, metrics) = match p {
-        PhaseReport::Ingest(r) => (
-            "row",
-            r.client_cpu_s,
-            r.rows_sent,
-            r.server.as_ref(),
-            &r.server_metrics,
-        ),
-        PhaseReport::Queries(r) => (
-            "query",
-            r.client_cpu_s,
-            r.ok + r.failed,
-            r.server.as_ref(),
-            &r.server_metrics,
-        ),
-        PhaseReport::Requests(r) => (
-            "request",
-            r.client_cpu_s,
-            r.ok + r.failed,
-            r.server.as_ref(),
-            &r.server_metrics,
-        ),
+    let (unit, n) = p.cpu_unit()?;
+    let (cpu, server, metrics) = match p {
+        PhaseReport::Ingest(r) => (r.client_cpu_s, r.server.as_ref(), &r.server_metrics),
+        PhaseReport::Queries(r) => (r.client_cpu_s, r.server.as_ref(), &r.server_metrics),
+        PhaseReport::Requests(r) => (r.client_cpu_s, r.server.as_ref(), &r.server_metrics),
         PhaseReport::NotRun { .. } => return None,
     };
     let client = cpu.filter(|_| n > 0).map(|c| c * 1e6 / n as f64);

@@ -299,10 +299,13 @@ fn start_observer(
 /// The server's figures put in the phase's report, in the unit of the client's CPU, and the
 /// warning of a run that kept the whole machine busy.
 fn observed(report: &mut PhaseReport, observer: observe::Observer) {
-    let (unit, units, client_cpu, elapsed) = match &*report {
-        PhaseReport::Ingest(r) => ("row", r.rows_sent, r.client_cpu_s, r.elapsed_s),
-        PhaseReport::Queries(r) => ("query", r.ok + r.failed, r.client_cpu_s, r.elapsed_s),
-        PhaseReport::Requests(r) => ("request", r.ok + r.failed, r.client_cpu_s, r.elapsed_s),
+    let Some((unit, units)) = report.cpu_unit() else {
+        return;
+    };
+    let (client_cpu, elapsed) = match &*report {
+        PhaseReport::Ingest(r) => (r.client_cpu_s, r.elapsed_s),
+        PhaseReport::Queries(r) => (r.client_cpu_s, r.elapsed_s),
+        PhaseReport::Requests(r) => (r.client_cpu_s, r.elapsed_s),
         PhaseReport::NotRun { .. } => return,
     };
     let server = observer.finish(unit, units);

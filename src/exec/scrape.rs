@@ -75,10 +75,13 @@ impl Scrapers {
                 all.push(m);
             }
         }
-        let (unit, units, slot) = match report {
-            PhaseReport::Ingest(r) => ("row", r.rows_sent, &mut r.server_metrics),
-            PhaseReport::Queries(r) => ("query", r.ok + r.failed, &mut r.server_metrics),
-            PhaseReport::Requests(r) => ("request", r.ok + r.failed, &mut r.server_metrics),
+        let Some((unit, units)) = report.cpu_unit() else {
+            return;
+        };
+        let slot = match report {
+            PhaseReport::Ingest(r) => &mut r.server_metrics,
+            PhaseReport::Queries(r) => &mut r.server_metrics,
+            PhaseReport::Requests(r) => &mut r.server_metrics,
             PhaseReport::NotRun { .. } => return,
         };
         for m in &mut all {

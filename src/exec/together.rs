@@ -153,30 +153,30 @@ fn stopped_line(group: &ConcurrentGroup) -> String {
     )
 }
 
-/// `client_cpu_s` is the process's CPU over the phase's span: beside other members it counts
-/// theirs too, and the report says so.
-fn shared_cpu(members: &[&Phase], i: usize) -> String {
+/// The names of the members running beside member `i`, joined for a warning.
+fn beside(members: &[&Phase], i: usize) -> String {
     let others: Vec<&str> = members
         .iter()
         .enumerate()
         .filter(|(j, _)| *j != i)
         .map(|(_, p)| p.name())
         .collect();
+    others.join(", ")
+}
+
+/// `client_cpu_s` is the process's CPU over the phase's span: beside other members it counts
+/// theirs too, and the report says so.
+fn shared_cpu(members: &[&Phase], i: usize) -> String {
+    let others = beside(members, i);
     format!(
-        "client_cpu_s is the whole client's CPU over this phase's span, shared with {} running beside it",
-        others.join(", ")
+        "client_cpu_s is the whole client's CPU over this phase's span, shared with {others} running beside it"
     )
 }
 
 /// The observed server (`observe process`) serves every member at once: its CPU over this
 /// phase's span is the whole server's, and the report says so rather than split it by guess.
 fn shared_server(report: &mut PhaseReport, members: &[&Phase], i: usize) {
-    let others: Vec<&str> = members
-        .iter()
-        .enumerate()
-        .filter(|(j, _)| *j != i)
-        .map(|(_, p)| p.name())
-        .collect();
+    let others = beside(members, i);
     let (server, warnings) = match report {
         PhaseReport::Ingest(r) => (r.server.is_some(), &mut r.warnings),
         PhaseReport::Queries(r) => (r.server.is_some(), &mut r.warnings),
@@ -185,8 +185,7 @@ fn shared_server(report: &mut PhaseReport, members: &[&Phase], i: usize) {
     };
     if server {
         warnings.push(format!(
-            "server is the observed server's whole CPU over this phase's span, shared with {} running beside it",
-            others.join(", ")
+            "server is the observed server's whole CPU over this phase's span, shared with {others} running beside it"
         ));
     }
 }

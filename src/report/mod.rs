@@ -149,6 +149,18 @@ impl PhaseReport {
             PhaseReport::NotRun { .. } => Status::NotRun,
         }
     }
+
+    /// The unit a CPU figure is divided by, and how many of them the phase did: rows sent, or
+    /// queries or requests answered or failed (the client's and the server's alike, so that the
+    /// two compare); `None` for a phase that did not run.
+    pub fn cpu_unit(&self) -> Option<(&'static str, u64)> {
+        match self {
+            PhaseReport::Ingest(r) => Some(("row", r.rows_sent)),
+            PhaseReport::Queries(r) => Some(("query", r.ok + r.failed)),
+            PhaseReport::Requests(r) => Some(("request", r.ok + r.failed)),
+            PhaseReport::NotRun { .. } => None,
+        }
+    }
 }
 
 /// Errors of one class: how many, and the first message (later ones usually repeat it).
