@@ -4,6 +4,7 @@
 //! it), so that the server's figures cover the client's span, not the setup, warm-up or
 //! verification around it.
 
+mod ledger;
 pub mod proc;
 pub mod root;
 mod series;
@@ -66,6 +67,7 @@ struct Root {
     stat: proc::Stat,
     /// Its tree's last totals: a vanished root's CPU and IO stay counted up to then.
     last: Totals,
+    ledger: ledger::Ledger,
     gone: bool,
 }
 
@@ -93,6 +95,7 @@ impl Observer {
                     plan: p.clone(),
                     stat,
                     last: Totals::default(),
+                    ledger: ledger::Ledger::default(),
                     gone: false,
                 }),
                 Err(e) => notes.push(format!("observe {} process {}: {e}", p.target, p.root)),
@@ -207,7 +210,7 @@ fn sample(roots: &mut [Root], notes: &mut Vec<String>, page: u64) -> Sample {
                 let io = |pid: u32| {
                     proc::io(pid).or_else(|| proc::stat(pid).is_none().then_some((0, 0)))
                 };
-                r.last = proc::totals(&tree, page, io);
+                r.last = r.ledger.hold(&all, &tree, proc::totals(&tree, page, io));
                 s.rss_bytes += r.last.rss_bytes;
                 s.threads += r.last.threads;
                 s.processes += r.last.processes;
@@ -251,8 +254,7 @@ fn figures(s: Sampled, unit: &str, units: u64, out: Option<&std::path::Path>) ->
             report.notes.push(e);
         }
     }
-    // What left the trees without being reaped in them takes its time along: a step down is
-    // not a negative CPU.
+    // Each root's level only rises (`ledger`); a root that vanished keeps its last.
     let rise = |f: &dyn Fn(&Sample) -> u64| -> u64 {
         window
             .windows(2)

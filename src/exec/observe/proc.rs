@@ -8,8 +8,8 @@
 //! one step, so the sum stays the same, and a child born and reaped between two readings shows
 //! only through its parent's `cutime`. The kernel moves a reaped child's IO counters into its
 //! parent's the same way (`/proc/PID/io` of a process includes its reaped children's), so the
-//! IO sums hold too. What leaves the tree without being reaped inside it (a process whose
-//! parent died, reparented to init) takes its time with it: differences are floored at 0.
+//! IO sums hold too. Two things still move the sum without the server working, a reading
+//! racing a reaping and a process leaving the tree alive: `ledger` keeps them out.
 
 use std::collections::HashMap;
 use std::fs;

@@ -19,8 +19,6 @@ pub fn intervals(window: &[Sample], tck: f64) -> Vec<ServerInterval> {
         .map(|w| {
             let span_s = w[1].at.duration_since(w[0].at).as_secs_f64();
             let ticks = |s: &Sample| s.user_ticks + s.system_ticks;
-            // As in the report's figures: a step down (a process that left the tree unreaped)
-            // is not a negative CPU.
             let cpu = ticks(&w[1]).saturating_sub(ticks(&w[0])) as f64 / tck;
             let per_s = |v: f64| if span_s > 0.0 { v / span_s } else { 0.0 };
             ServerInterval {
