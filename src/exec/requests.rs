@@ -19,6 +19,7 @@
 mod checks;
 mod pool;
 mod staged;
+mod template;
 mod worker;
 
 use std::path::Path;
@@ -70,6 +71,8 @@ struct Shared {
 enum Source {
     /// The fixed request, rendered once; `bool`: it is a HEAD.
     Fixed(Vec<u8>, bool),
+    /// A fixed request whose `$N` are drawn per request.
+    Template(Box<template::Template>),
     Hook {
         script: Script,
         hook: String,
@@ -137,7 +140,32 @@ pub async fn run(
             }
             Source::Fixed(bytes, m == Method::HEAD)
         }
-        (RequestPlan::Fixed { .. }, None) => {
+        (
+            RequestPlan::Template {
+                method,
+                path,
+                body,
+                placeholders,
+                lets,
+                binds,
+            },
+            Some(_),
+        ) => {
+            let parts = template::Parts {
+                run: &phase.name,
+                method,
+                path,
+                body: body.as_deref(),
+                placeholders: *placeholders,
+                lets,
+                binds,
+            };
+            match template::Template::new(parts, env.seed, &env.base_dir) {
+                Ok(t) => Source::Template(Box::new(t)),
+                Err(e) => return refused(phase, e),
+            }
+        }
+        (RequestPlan::Fixed { .. } | RequestPlan::Template { .. }, None) => {
             return refused(phase, "a fixed request needs an `http` endpoint".into())
         }
         (
@@ -205,7 +233,7 @@ pub async fn run(
                     Err(e) => return refused(phase, e.to_string()),
                 }
             }
-            Source::Fixed(..) => None,
+            Source::Fixed(..) | Source::Template(_) => None,
         };
         workers.push(Worker {
             id,
@@ -214,6 +242,7 @@ pub async fn run(
             reopened: 0,
             hook,
             out: Vec::new(),
+            scratch: template::Scratch::default(),
             stats: TypeStats::default(),
             statuses: Vec::new(),
             warmup_statuses: Vec::new(),

@@ -24,6 +24,7 @@ mod setup;
 pub mod shards;
 mod stages;
 mod target;
+mod template;
 mod values;
 mod via;
 

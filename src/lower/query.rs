@@ -108,18 +108,23 @@ pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64)
     let max = used_set.last().copied().unwrap_or(0);
     let mut ok = placeholders_fit(ev, &sql, sql_span, &used_set, max);
     let label = query_label(ev, q, &scope, &mut ok);
-    let lets = query_lets(ev, q, &mut scope, &mut ok);
+    let lets = query_lets(ev, &q.lets, &mut scope, &mut ok);
     let csv_plan = csv_binds(ev, inst, q, &mut scope, &mut ok);
+    let text = Template {
+        what: "SQL",
+        span: sql_span,
+        owner: (q.name.span, "in this query"),
+    };
     let binds = expr_binds(
         ev,
-        q,
+        &q.binds,
         &used,
-        sql_span,
+        &text,
         csv_plan.is_some(),
         &mut scope,
         &mut ok,
     );
-    ok &= all_bound(ev, q, &used_set, sql_span, &scope);
+    ok &= all_bound(ev, &used_set, &text, &scope);
     if let Some(plan) = &csv_plan {
         if plan.columns.len() as u32 > max {
             ev.error(
@@ -245,16 +250,25 @@ fn query_label(ev: &Eval<'_>, q: &ast::Query, scope: &Scope, ok: &mut bool) -> S
     }
 }
 
+/// The text whose `$N` the binds fill: a query's SQL or a request template's path and body.
+pub(super) struct Template {
+    /// "SQL" or "request".
+    pub what: &'static str,
+    pub span: Span,
+    /// The query or run it belongs to, and how a diagnostic points at it.
+    pub owner: (Span, &'static str),
+}
+
 /// `let NAME = EXPR`, each visible to the lets and binds after it. A let that fails is
 /// poisoned, so its uses do not report again.
-fn query_lets(
+pub(super) fn query_lets(
     ev: &Eval<'_>,
-    q: &ast::Query,
+    lets_in: &[ast::Let],
     scope: &mut Scope,
     ok: &mut bool,
 ) -> Vec<(String, Gen)> {
     let mut lets = Vec::new();
-    for l in &q.lets {
+    for l in lets_in {
         if scope.local(&l.name.name).is_some() {
             ev.error(
                 Diagnostic::error(
@@ -319,29 +333,33 @@ fn csv_binds(
     }
 }
 
-/// `bind $N = EXPR`: used by the SQL, bound once, not a window.
-fn expr_binds(
+/// `bind $N = EXPR`: used by the text, bound once, not a window.
+pub(super) fn expr_binds(
     ev: &Eval<'_>,
-    q: &ast::Query,
+    binds_in: &[ast::Bind],
     used: &[u32],
-    sql_span: Span,
+    text: &Template,
     has_csv: bool,
     scope: &mut Scope,
     ok: &mut bool,
 ) -> Vec<BindPlan> {
     let mut binds = Vec::new();
-    for b in &q.binds {
+    for b in binds_in {
         if !used.contains(&b.index) {
             ev.error(
                 Diagnostic::error(
                     Code::E0601,
                     b.index_span,
-                    format!("the SQL has no `${}`", b.index),
+                    format!("the {} has no `${}`", text.what, b.index),
                 )
                 .label("this bind is never used")
                 .also(
-                    sql_span,
-                    format!("placeholders in this SQL: {}", describe_placeholders(used)),
+                    text.span,
+                    format!(
+                        "placeholders in this {}: {}",
+                        text.what,
+                        describe_placeholders(used)
+                    ),
                 ),
             );
             *ok = false;
@@ -402,12 +420,11 @@ fn expr_binds(
     binds
 }
 
-/// Every placeholder the SQL uses has a bind.
-fn all_bound(
+/// Every placeholder the text uses has a bind.
+pub(super) fn all_bound(
     ev: &Eval<'_>,
-    q: &ast::Query,
     used_set: &BTreeSet<u32>,
-    sql_span: Span,
+    text: &Template,
     scope: &Scope,
 ) -> bool {
     let bound: BTreeSet<u32> = scope
@@ -426,9 +443,9 @@ fn all_bound(
         _ => format!("binds {} are missing", describe_ranges(&unbound)),
     };
     ev.error(
-        Diagnostic::error(Code::E0601, sql_span, message)
+        Diagnostic::error(Code::E0601, text.span, message)
             .label(format!("add `bind ${first} = ...`"))
-            .also(q.name.span, "in this query"),
+            .also(text.owner.0, text.owner.1),
     );
     false
 }

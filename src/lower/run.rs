@@ -44,6 +44,9 @@ pub(super) fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Ph
     match op {
         Operation::Queries => {
             let sel = queries.expect("query run");
+            if !super::template::misplaced(ev, r, false) {
+                return None;
+            }
             query_run(ev, r, sel, endpoint, common, &scope).map(Phase::Queries)
         }
         _ => {
@@ -388,12 +391,25 @@ fn request_run(
         require_plans.push(require(ev, c, scope)?);
     }
     let body = body_checks(ev, &r.expects, scope)?;
+    let fixed = matches!(rq.value, ast::RequestSpec::Fixed { .. });
+    let placed = super::template::misplaced(ev, r, fixed);
     let request = match &rq.value {
         ast::RequestSpec::Hook(path) => hook_request(ev, rq.span, path, hooks)?,
         ast::RequestSpec::Fixed { method, path, body } => {
-            fixed_request(ev, rq.span, method, path, body.as_ref(), &endpoint, scope)?
+            let plan = fixed_request(ev, rq.span, method, path, body.as_ref(), &endpoint, scope)?;
+            match plan {
+                RequestPlan::Fixed { method, path, body }
+                    if !r.lets.is_empty() || !r.binds.is_empty() =>
+                {
+                    super::template::request_template(ev, r, rq.span, &method, path, body)?
+                }
+                plan => plan,
+            }
         }
     };
+    if !placed {
+        return None;
+    }
     Some(RequestPhase {
         name: r.name.name.clone(),
         endpoint,

@@ -450,6 +450,25 @@ pub fn listing(plan: &Plan) -> String {
                                 let _ = writeln!(o, "      body {b:?}");
                             }
                         }
+                        RequestPlan::Template {
+                            method,
+                            path,
+                            body,
+                            lets,
+                            binds,
+                            ..
+                        } => {
+                            let _ = writeln!(o, "    request {method} {path:?} (a template)");
+                            if let Some(b) = body {
+                                let _ = writeln!(o, "      body {b:?}");
+                            }
+                            for (name, g) in lets {
+                                let _ = writeln!(o, "      let {name} = {g}");
+                            }
+                            for b in binds {
+                                let _ = writeln!(o, "      bind ${} = {}", b.index, b.gen);
+                            }
+                        }
                     }
 
                     let _ = writeln!(

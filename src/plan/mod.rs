@@ -8,10 +8,12 @@ pub mod metrics;
 pub mod setup;
 mod stages;
 pub mod store;
+mod template;
 
 pub use crate::value::{Domain, Gen, Ty};
 pub use findmax::{short, FindMaxPlan, KEPT_SCHEDULE, MAX_STEPS, MIN_SAMPLES};
 pub use listing::{listing, thousands};
+pub use template::template_placeholders;
 
 use indexmap::IndexMap;
 use serde::Serialize;
@@ -574,6 +576,16 @@ pub enum RequestPlan {
         method: String,
         path: String,
         body: Option<String>,
+    },
+    /// A fixed request whose path and body carry `$1` .. `$placeholders`, drawn per request
+    /// by `lets` and `binds` as a query's are.
+    Template {
+        method: String,
+        path: String,
+        body: Option<String>,
+        placeholders: u32,
+        lets: Vec<(String, Gen)>,
+        binds: Vec<BindPlan>,
     },
 }
 

@@ -187,6 +187,39 @@ impl BindProgram {
     /// order, then `route by`; the SQL with lists inlined and the other placeholders
     /// renumbered. Depends on nothing but the seed, the query's name and `index`.
     pub fn instance(&self, query: usize, index: u64) -> Result<Instance, String> {
+        let (lets, args) = self.draw(index);
+        let route = self.route.as_ref().map(|node| match node {
+            Node::Bind(slot) => args[*slot].as_ref().map_or_else(String::new, V::text),
+            _ => self.ctx(index, &lets, &args).eval(node).text(),
+        });
+        let mut args: Vec<Arg> = args.into_iter().map(arg).collect();
+        let (sql, binds) = self.layout.render(&mut args, self.dialect)?;
+        Ok(Instance {
+            query,
+            index,
+            sql,
+            binds,
+            route,
+        })
+    }
+
+    /// The values of instance `index` as text (docs/rng.md §6), `$N`'s in `texts[N - 1]`
+    /// (empty when unbound): what a request template writes in place of its placeholders.
+    /// `texts` is reused, so that a request allocates only what its values need.
+    pub fn texts(&self, index: u64, texts: &mut Vec<String>) {
+        let (_, args) = self.draw(index);
+        texts.resize_with(self.slots, String::new);
+        for (t, a) in texts.iter_mut().zip(&args) {
+            t.clear();
+            if let Some(v) = a {
+                v.write_text(t);
+            }
+        }
+    }
+
+    /// Lets, then the CSV row `index mod rows`, then binds in declaration order: the lets'
+    /// values and each slot's.
+    fn draw(&self, index: u64) -> (Vec<V>, Vec<Option<V>>) {
         let mut lets: Vec<V> = Vec::with_capacity(self.lets.len());
         for node in &self.lets {
             let v = self.ctx(index, &lets, &[]).eval(node);
@@ -203,19 +236,7 @@ impl BindProgram {
             let v = self.ctx(index, &lets, &args).eval(node);
             args[*slot] = Some(v);
         }
-        let route = self.route.as_ref().map(|node| match node {
-            Node::Bind(slot) => args[*slot].as_ref().map_or_else(String::new, V::text),
-            _ => self.ctx(index, &lets, &args).eval(node).text(),
-        });
-        let mut args: Vec<Arg> = args.into_iter().map(arg).collect();
-        let (sql, binds) = self.layout.render(&mut args, self.dialect)?;
-        Ok(Instance {
-            query,
-            index,
-            sql,
-            binds,
-            route,
-        })
+        (lets, args)
     }
 
     fn ctx<'a>(&self, index: u64, lets: &'a [V], binds: &'a [Option<V>]) -> Ctx<'a> {

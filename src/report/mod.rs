@@ -703,7 +703,10 @@ impl RequestReport {
                 crate::plan::RequestPlan::Hook { hook, function, .. } => {
                     format!("{}.{function}", hook.name)
                 }
-                crate::plan::RequestPlan::Fixed { method, path, .. } => format!("{method} {path}"),
+                crate::plan::RequestPlan::Fixed { method, path, .. }
+                | crate::plan::RequestPlan::Template { method, path, .. } => {
+                    format!("{method} {path}")
+                }
             },
             connections: phase.run.workers,
         };

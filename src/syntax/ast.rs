@@ -492,6 +492,10 @@ pub struct Run {
     pub against: Vec<Against>,
     pub queries: Vec<Clause<Vec<QuerySelector>>>,
     pub request: Vec<Clause<RequestSpec>>,
+    /// `let` and `bind $N = ...` of a request template: the fixed request's path and body
+    /// draw `$N` per request, as a query's SQL does.
+    pub lets: Vec<Let>,
+    pub binds: Vec<Bind>,
     pub workers: Vec<Clause<Expr>>,
     pub count: Vec<Clause<RunCount>>,
     pub duration: Vec<Clause<Expr>>,

@@ -317,6 +317,12 @@ fn item_sexpr(o: &mut String, item: &Item) {
                     }
                 }
             }
+            for l in &r.lets {
+                let _ = write!(o, "\n  (let {} {})", l.name, expr(&l.value));
+            }
+            for b in &r.binds {
+                let _ = write!(o, "\n  (bind ${} {})", b.index, expr(&b.value));
+            }
             clauses(o, "workers", &r.workers);
             for c in &r.count {
                 let _ = write!(o, "\n  (count {}", expr(&c.value.count));

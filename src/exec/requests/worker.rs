@@ -46,8 +46,11 @@ pub(super) struct Worker {
     /// Idle connections the server closed, reopened (counted when a connection is let go).
     pub(super) reopened: u64,
     pub(super) hook: Option<HookWorker>,
-    /// A hook's request, rendered: reused, so a request costs no allocation of its own.
+    /// A hook's or a template's request, rendered: reused, so a request costs no allocation
+    /// of its own.
     pub(super) out: Vec<u8>,
+    /// A template's values, path and body, reused likewise.
+    pub(super) scratch: super::template::Scratch,
     pub(super) stats: TypeStats,
     /// (status, count) of the measured answers: a handful of codes, so a linear scan beats a
     /// map.
@@ -149,6 +152,20 @@ impl Worker {
                 }
                 r.method == Method::HEAD
             }
+            None => match (&shared.source, &shared.target) {
+                (Source::Template(tpl), Some(t)) => {
+                    if let Err(e) = tpl.render(t, index, &mut self.scratch, &mut self.out) {
+                        return InFlight::Done(Err(QueryError {
+                            class: QueryErrorClass::Client,
+                            message: format!("request {index} of the template: {e}"),
+                            code: None,
+                            broken: false,
+                        }));
+                    }
+                    tpl.head
+                }
+                _ => false,
+            },
             _ => false,
         };
         let out = &self.out;
@@ -165,7 +182,9 @@ impl Worker {
                         Err(e) => InFlight::Done(Err(broken(e))),
                     }
                 }
-                (Conn::Http(c), Some(Built::Http(_)), Some(t), _) => match c.send(t, out).await {
+                (Conn::Http(c), Some(Built::Http(_)), Some(t), _)
+                | (Conn::Http(c), None, Some(t), Source::Template(_)) => match c.send(t, out).await
+                {
                     Ok(deadline) => InFlight::Http {
                         deadline,
                         head,

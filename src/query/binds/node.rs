@@ -25,23 +25,35 @@ impl V {
     /// The value as text (docs/rng.md §6); a list's elements joined by `,`, a window as
     /// `start/end` (ISO 8601's interval form).
     pub fn text(&self) -> String {
+        let mut s = String::new();
+        self.write_text(&mut s);
+        s
+    }
+
+    /// `text`, appended to `out`; a whole number is written without a `String` of its own.
+    pub fn write_text(&self, out: &mut String) {
+        use std::fmt::Write;
         match self {
-            V::One(c) => c.to_text(),
+            V::One(Cell::Long(v)) => {
+                let _ = write!(out, "{v}");
+            }
+            V::One(c) => out.push_str(&c.to_text()),
             V::List(cs) => {
-                let mut s = String::new();
                 for (i, c) in cs.iter().enumerate() {
                     if i > 0 {
-                        s.push(',');
+                        out.push(',');
                     }
-                    s.push_str(&c.to_text());
+                    out.push_str(&c.to_text());
                 }
-                s
             }
-            V::Window { start, end } => format!(
-                "{}/{}",
-                Cell::Timestamp(*start).to_text(),
-                Cell::Timestamp(*end).to_text()
-            ),
+            V::Window { start, end } => {
+                let _ = write!(
+                    out,
+                    "{}/{}",
+                    Cell::Timestamp(*start).to_text(),
+                    Cell::Timestamp(*end).to_text()
+                );
+            }
         }
     }
 }

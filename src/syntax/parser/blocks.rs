@@ -235,27 +235,8 @@ impl Walker {
                         span,
                     });
                 }
-                Rule::let_clause => {
-                    let span = self.span(&c);
-                    let mut it = c.into_inner().skip(1);
-                    let name = self.ident(it.next().expect("grammar: let name"));
-                    let value = self.expr(it.next().expect("grammar: let value"))?;
-                    q.lets.push(Let { name, value, span });
-                }
-                Rule::bind_clause => {
-                    let span = self.span(&c);
-                    let mut it = c.into_inner().skip(1);
-                    let ph = it.next().expect("grammar: bind placeholder");
-                    let index_span = self.span(&ph);
-                    let index = self.placeholder(&ph)?;
-                    let value = self.expr(it.next().expect("grammar: bind value"))?;
-                    q.binds.push(Bind {
-                        index,
-                        index_span,
-                        value,
-                        span,
-                    });
-                }
+                Rule::let_clause => q.lets.push(self.let_clause(c)?),
+                Rule::bind_clause => q.binds.push(self.bind_clause(c)?),
                 Rule::csv_binds => {
                     let span = self.span(&c);
                     let mut path = None;
@@ -351,6 +332,8 @@ impl Walker {
             against: vec![],
             queries: vec![],
             request: vec![],
+            lets: vec![],
+            binds: vec![],
             workers: vec![],
             count: vec![],
             duration: vec![],
@@ -381,6 +364,8 @@ impl Walker {
                     value: self.request_spec(c)?,
                     span: cspan,
                 }),
+                Rule::let_clause => r.lets.push(self.let_clause(c)?),
+                Rule::bind_clause => r.binds.push(self.bind_clause(c)?),
                 Rule::workers_clause => r.workers.push(self.clause_expr(c)?),
                 Rule::run_count => r.count.push(Clause {
                     value: self.run_count(c)?,
@@ -402,6 +387,31 @@ impl Walker {
             }
         }
         Ok(r)
+    }
+
+    /// `let NAME = EXPR` of a query or of a request template.
+    fn let_clause(&self, c: Pair<'_, Rule>) -> Res<Let> {
+        let span = self.span(&c);
+        let mut it = c.into_inner().skip(1);
+        let name = self.ident(it.next().expect("grammar: let name"));
+        let value = self.expr(it.next().expect("grammar: let value"))?;
+        Ok(Let { name, value, span })
+    }
+
+    /// `bind $N = EXPR` of a query or of a request template.
+    fn bind_clause(&self, c: Pair<'_, Rule>) -> Res<Bind> {
+        let span = self.span(&c);
+        let mut it = c.into_inner().skip(1);
+        let ph = it.next().expect("grammar: bind placeholder");
+        let index_span = self.span(&ph);
+        let index = self.placeholder(&ph)?;
+        let value = self.expr(it.next().expect("grammar: bind value"))?;
+        Ok(Bind {
+            index,
+            index_span,
+            value,
+            span,
+        })
     }
 
     /// `against TARGET[.ENDPOINT] [via ENDPOINT | via [E, ...]]`.
