@@ -46,6 +46,9 @@ mod stats;
 
 #[path = "common/wrk.rs"]
 mod wrk;
+
+#[path = "common/pin.rs"]
+mod pin;
 use stats::median;
 use wrk::{run_wrk, Measured};
 
@@ -292,13 +295,13 @@ fn main() {
     }
 
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    // Client (this process, wrk and the run) on core 0, nginx on core 1.
+    println!("{}", pin::pin(0, server.pid(), 1));
     println!(
         "POST /query (a ksqlDB pull query) to nginx {} on 127.0.0.1:{port}, 1 worker process, return 200 '[]'",
         nginx.display()
     );
-    println!(
-        "{cores} cores shared by the client and the server; {seconds} s per run, medians of {runs} interleaved runs"
-    );
+    println!("{cores} cores; {seconds} s per run, medians of {runs} interleaved runs");
     println!(
         "fixtures: benches/requests/ (written with the port filled in to {}), nginx prefix {}",
         dir.display(),

@@ -408,10 +408,10 @@ schema s {{
   field usage_user: double = uniform(0, 100)
   field usage_system: double = uniform(0, 100)
   field v: long = uniform(0, 9)
-  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 2000s
+  timestamp ts = every 1s from 2016-01-01T00:00:00Z for 400s
 }}
 ingest load {{
-  into db via pg  rows s  batch 2000 rows  workers {workers}  rate 80000/s  teardown drop
+  into db via pg  rows s  batch 1000 rows  workers {workers}  rate 16000/s  teardown drop
 }}
 "#
         );
@@ -429,14 +429,14 @@ ingest load {{
             .unwrap();
         assert_eq!(code, 0, "{err}");
         let phase = &report["cells"][0]["phases"][0];
-        assert_eq!(phase["rows_sent"], 200_000, "{phase:#}");
+        assert_eq!(phase["rows_sent"], 40_000, "{phase:#}");
         let server = server_of(phase);
         assert_eq!(server["observed"][0]["pid"], postmaster, "{server:#}");
         assert_eq!(server["unit"], "row");
         let cpu = server["cpu_s"].as_f64().unwrap();
         let tck = 100.0; // USER_HZ on Linux
         let seen = (after - before) as f64 / tck;
-        let client = phase["client_cpu_s"].as_f64().unwrap() * 1e6 / 200_000.0;
+        let client = phase["client_cpu_s"].as_f64().unwrap() * 1e6 / 40_000.0;
         eprintln!(
             "workers {workers}: server cpu {cpu:.3}s ({} us/row), /proc around the run {seen:.3}s; \
              client {client:.2} us/row",
