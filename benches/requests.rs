@@ -19,8 +19,11 @@
 //! wlrun: the report's `client_cpu_s` over its requests); a template at most 0.5 us of CPU per
 //! request above the fixed request at the same connections.
 //!
+//! Then "template cost": the fixed request and the template at 32 connections back to back in
+//! each round, the median of the rounds' differences in CPU per request (target <= 0.5 us).
+//!
 //! Then "open loop", wlrun alone: `plain.wl` at `rate 1000/s fixed` and at `rate 10000/s
-//! fixed`, 1 connection, the two rates interleaved, medians of the same runs and seconds. How
+//! fixed`, 8 connections, the two rates interleaved, medians of the same runs and seconds. How
 //! close to its schedule the runner sends, from the report of each run:
 //!
 //! - latency p50 − service p50 (µs): the queueing the intended send time adds to the answer,
@@ -392,43 +395,69 @@ fn main() {
             below.join(", ")
         );
     }
-    for conns in [1, 32] {
-        let cpu = |kind| {
-            rows.iter()
-                .find(|r| r.0.kind == kind && r.0.connections == conns)
-                .map(|r| r.2)
-        };
-        if let (Some(t), Some(p)) = (cpu(Kind::Template), cpu(Kind::Plain)) {
-            let above = t - p;
-            println!(
-                "template above the fixed request, {conns} connection(s): {above:.2} us CPU/req (target <= {TEMPLATE_TARGET_US}){}",
-                if above > TEMPLATE_TARGET_US { "  ABOVE" } else { "" }
-            );
-        }
-    }
     println!("(us/req: client CPU microseconds per request, user + system)");
     println!("wrk commands (run in {}):", dir.display());
     for c in &commands {
         println!("  {c}");
     }
 
+    // run2.wl and run6.wl: the fixed request and the template, 32 connections.
+    template_cost(&dir.join("run2.wl"), &dir.join("run6.wl"), runs);
     open_loop(&dir, port, seconds, runs);
     drop(server);
 }
 
-/// The "open loop" section: plain.wl at two fixed rates on 1 connection, interleaved.
+/// What a template costs above the fixed request: the two run back to back in each round (the
+/// machine's load moves CPU per request more between the comparisons above than a template
+/// adds), the median of the rounds' differences.
+fn template_cost(plain: &Path, templated: &Path, runs: usize) {
+    println!();
+    println!(
+        "template cost: {} then {} (alternating), 32 connections",
+        plain.display(),
+        templated.display()
+    );
+    let mut diffs = Vec::new();
+    for run in 0..runs {
+        let (p, t) = if run % 2 == 0 {
+            let p = run_wlrun(plain);
+            (p, run_wlrun(templated))
+        } else {
+            let t = run_wlrun(templated);
+            (run_wlrun(plain), t)
+        };
+        let d = t.cpu_us_per_request - p.cpu_us_per_request;
+        println!(
+            "  run {}: fixed {:.2} us CPU/req ({:.0} req/s), template {:.2} ({:.0} req/s): {d:+.2} us",
+            run + 1,
+            p.cpu_us_per_request,
+            p.rps,
+            t.cpu_us_per_request,
+            t.rps
+        );
+        diffs.push(d);
+    }
+    let d = median(diffs);
+    println!(
+        "template above the fixed request: {d:+.2} us CPU/req, median of {runs} rounds (target <= {TEMPLATE_TARGET_US}){}",
+        if d > TEMPLATE_TARGET_US { "  ABOVE" } else { "" }
+    );
+}
+
+/// The "open loop" section: plain.wl at two fixed rates on 8 connections (oha's comparison),
+/// interleaved.
 fn open_loop(dir: &Path, port: u16, seconds: u64, runs: usize) {
     const RATES: [u64; 2] = [1000, 10_000];
     println!();
     println!(
-        "open loop: plain.wl at a fixed rate, 1 connection, {seconds} s per run, medians of {runs} interleaved runs"
+        "open loop: plain.wl at a fixed rate, 8 connections, {seconds} s per run, medians of {runs} interleaved runs"
     );
     let workloads: Vec<_> = RATES
         .iter()
         .map(|rate| {
             let path = dir.join(format!("open{rate}.wl"));
             let load = format!("rate {rate}/s fixed");
-            std::fs::write(&path, fill(PLAIN_WL, port, 1, seconds, &load))
+            std::fs::write(&path, fill(PLAIN_WL, port, 8, seconds, &load))
                 .expect("the workload is written");
             println!("  {load}: wlrun {}", path.display());
             path
