@@ -1,9 +1,11 @@
 //! `cargo bench --bench queries`: the query runner against PostgreSQL's own `pgbench`.
 //!
-//! `SELECT abalance FROM pgbench_accounts WHERE aid = $1` with a uniform `aid`, 4 connections,
-//! prepared statements: `pgbench -S -M prepared -c 4 -j 2 -T 10` against a `wlrun` run of the
-//! same query for 10 s, interleaved, medians of 5 (target: wlrun at least 0.95x pgbench's
-//! TPS), with the client CPU microseconds per query of each. Then a run of 1 M queries
+//! `SELECT abalance FROM pgbench_accounts WHERE aid = $1` with a uniform `aid`, prepared
+//! statements, at 1 connection (`pgbench -S -M prepared -c 1 -j 1 -T 10`) and at 4 (`-c 4
+//! -j 2`), each against a `wlrun` run of the same query for 10 s with as many workers,
+//! interleaved, medians of 5 (targets, issue 33: wlrun at least 0.95x pgbench's TPS at no more
+//! than 1.1x its client CPU per query). The client (this process and pgbench) runs on core 0,
+//! the server's processes on core 1 (benches/common/pin.rs). Then a run of 1 M queries
 //! (`WLRUN_BENCH_LONG=1`): the process's peak resident memory after 100 k queries and
 //! after 1 M more.
 //!
@@ -22,6 +24,9 @@ mod run;
 
 #[path = "common/stats.rs"]
 mod stats;
+
+#[path = "common/pin.rs"]
+mod pin;
 use stats::median;
 
 #[path = "../tests/common/exec_server.rs"]
@@ -56,9 +61,9 @@ fn run_queries(text: &str) -> QueryReport {
 }
 
 /// pgbench's TPS and its CPU seconds (user + system, from the shell's `times`).
-fn pgbench(seconds: u64) -> Option<(f64, f64)> {
+fn pgbench(flags: &str, seconds: u64) -> Option<(f64, f64)> {
     let script = format!(
-        "pgbench -n -S -M prepared -c 4 -j 2 -T {seconds} '{}' 2>/dev/null; times",
+        "pgbench -n -S -M prepared {flags} -T {seconds} '{}' 2>/dev/null; times",
         pg_url()
     );
     let out = Command::new("bash").args(["-c", &script]).output().ok()?;
@@ -94,6 +99,10 @@ fn peak_rss_kib() -> u64 {
 }
 
 fn workload(stop: &str) -> String {
+    workload_with(4, stop)
+}
+
+fn workload_with(workers: u64, stop: &str) -> String {
     format!(
         r#"workload b {{ seed 7 }}
 target db {{ dialect postgres  pg "{}" {{ statements prepared }} }}
@@ -101,7 +110,7 @@ query select_only {{
   sql "SELECT abalance FROM pgbench_accounts WHERE aid = $1"
   bind $1 = uniform(1, {})
 }}
-run s {{ against db.pg  queries select_only  workers 4  {stop}  require rows(pgbench_accounts) > 0 }}
+run s {{ against db.pg  queries select_only  workers {workers}  {stop}  require rows(pgbench_accounts) > 0 }}
 "#,
         pg_url(),
         SCALE * 100_000 + 1
@@ -224,46 +233,66 @@ fn main() {
             return;
         }
     }
-    println!(
-        "select-only (pgbench -S), scale {SCALE}, 4 connections, 10 s per run, medians of {RUNS} interleaved runs"
-    );
-    let text = workload("duration 10s");
-    let (mut ours, mut theirs, mut our_cpu, mut their_cpu) = (vec![], vec![], vec![], vec![]);
-    for _ in 0..RUNS {
-        let r = run_queries(&text);
-        ours.push(r.output.qps.unwrap_or(f64::NAN));
-        if let Some(cpu) = r.client_cpu_s {
-            our_cpu.push(cpu * 1e6 / (r.ok + r.failed).max(1) as f64);
-        }
-        if let Some((tps, cpu)) = pgbench(10) {
-            theirs.push(tps);
-            their_cpu.push(cpu * 1e6 / (tps * 10.0).max(1.0));
-        }
+    let server = wlrun::exec::observe::root::find(&wlrun::plan::ProcessRoot::Listening {
+        endpoint: "pg".into(),
+        url: wlrun::value::Text::lit(pg_url()),
+    });
+    match server {
+        Ok(p) => println!("{}", pin::pin(0, p.pid, 1)),
+        Err(e) => println!("not pinned: the server's process: {e}"),
     }
-    let ours_m = median(ours);
     println!(
-        "{:<40} {:>10.0} q/s  {:>6.1} us CPU/query",
-        "wlrun (prepared, 4 workers)",
-        ours_m,
-        if our_cpu.is_empty() {
-            f64::NAN
-        } else {
-            median(our_cpu)
-        }
+        "select-only (pgbench -S), scale {SCALE}, 10 s per run, medians of {RUNS} interleaved runs"
     );
-    if theirs.is_empty() {
-        println!("pgbench -S did not report a TPS, no ratio");
-    } else {
-        let theirs_m = median(theirs);
-        println!(
-            "{:<40} {:>10.0} q/s  {:>6.1} us CPU/query",
-            "pgbench -S -M prepared -c 4 -j 2",
-            theirs_m,
-            median(their_cpu)
+    println!(
+        "{:<34} {:>10} {:>9} {:>10} {:>9} {:>8} {:>8}",
+        "", "wlrun q/s", "us/query", "pgbench", "us/query", "q/s", "CPU/q"
+    );
+    for (workers, flags) in [(1u64, "-c 1 -j 1"), (4, "-c 4 -j 2")] {
+        let text = workload_with(workers, "duration 10s");
+        let (mut ours, mut theirs, mut our_cpu, mut their_cpu) = (vec![], vec![], vec![], vec![]);
+        for round in 0..RUNS {
+            let mut ours_run = || {
+                let r = run_queries(&text);
+                ours.push(r.output.qps.unwrap_or(f64::NAN));
+                our_cpu.push(
+                    r.client_cpu_s.unwrap_or(f64::NAN) * 1e6 / (r.ok + r.failed).max(1) as f64,
+                );
+            };
+            // Alternate which goes first, so that neither always runs on a warmer machine.
+            if round % 2 == 0 {
+                ours_run();
+            }
+            if let Some((tps, cpu)) = pgbench(flags, 10) {
+                theirs.push(tps);
+                their_cpu.push(cpu * 1e6 / (tps * 10.0).max(1.0));
+            }
+            if round % 2 == 1 {
+                ours_run();
+            }
+        }
+        if theirs.is_empty() {
+            println!("pgbench -S {flags} did not report a TPS, no ratio");
+            continue;
+        }
+        let (q, c, tq, tc) = (
+            median(ours),
+            median(our_cpu),
+            median(theirs),
+            median(their_cpu),
         );
+        let (rate, cpu) = (q / tq, c / tc);
+        let mut below = Vec::new();
+        if rate < 0.95 {
+            below.push("q/s below 0.95x");
+        }
+        if cpu > 1.1 {
+            below.push("CPU above 1.1x");
+        }
         println!(
-            "wlrun / pgbench: {:.2}x (target at least 0.95x)",
-            ours_m / theirs_m
+            "{:<34} {q:>10.0} {c:>9.1} {tq:>10.0} {tc:>9.1} {rate:>7.2}x {cpu:>7.2}x  {}",
+            format!("{workers} conn (pgbench -S -M prepared {flags})"),
+            below.join(", ")
         );
     }
     if std::env::var("WLRUN_BENCH_LONG").is_ok_and(|v| v == "1") {
