@@ -52,6 +52,9 @@ mod wrk;
 
 #[path = "common/pin.rs"]
 mod pin;
+
+#[path = "common/oha.rs"]
+mod oha;
 use stats::median;
 use wrk::{run_wrk, Measured};
 
@@ -156,6 +159,8 @@ fn run_wlrun(path: &Path) -> Measured {
 
 /// How near its schedule an open-loop run sent, from its report; `None`: not reported.
 struct OpenLoop {
+    /// Latency from the intended send time (what oha's `--latency-correction` reports).
+    latency_us: [f64; 3],
     queueing_us: Option<f64>,
     lag_p50_us: Option<f64>,
     lag_p99_us: Option<f64>,
@@ -168,6 +173,11 @@ fn run_open(path: &Path) -> OpenLoop {
     let r = run_requests(path);
     let a = &r.accounting;
     OpenLoop {
+        latency_us: [
+            r.latency.p50_us as f64,
+            r.latency.p99_us as f64,
+            r.latency.p999_us as f64,
+        ],
         queueing_us: r
             .service
             .as_ref()
@@ -409,7 +419,7 @@ fn main() {
 
     // run2.wl and run6.wl: the fixed request and the template, 32 connections.
     template_cost(&dir.join("run2.wl"), &dir.join("run6.wl"), runs);
-    open_loop(&dir, port, seconds, runs);
+    open_loop(&dir, port, seconds, runs, &url);
     drop(server);
 }
 
@@ -452,9 +462,19 @@ fn template_cost(plain: &Path, templated: &Path, runs: usize) {
 
 /// The "open loop" section: plain.wl at two fixed rates on 8 connections (oha's comparison),
 /// interleaved.
-fn open_loop(dir: &Path, port: u16, seconds: u64, runs: usize) {
+fn open_loop(dir: &Path, port: u16, seconds: u64, runs: usize, url: &str) {
     const RATES: [u64; 2] = [1000, 10_000];
+    let oha = oha::find_oha();
     println!();
+    match &oha {
+        Some(p) => println!(
+            "oha: {} (the same rate, 8 connections, --latency-correction)",
+            p.display()
+        ),
+        None => {
+            println!("oha: not found (cargo install oha --locked --root target/oha), wlrun alone")
+        }
+    }
     println!(
         "open loop: plain.wl at a fixed rate, 8 connections, {seconds} s per run, medians of {runs} interleaved runs"
     );
@@ -470,6 +490,7 @@ fn open_loop(dir: &Path, port: u16, seconds: u64, runs: usize) {
         })
         .collect();
     let mut measured: Vec<Vec<OpenLoop>> = RATES.iter().map(|_| Vec::new()).collect();
+    let mut peer: Vec<Vec<oha::OhaMeasured>> = RATES.iter().map(|_| Vec::new()).collect();
     for run in 0..runs {
         // Alternate which rate goes first, so that neither always runs on a warmer machine.
         let mut order: Vec<usize> = (0..RATES.len()).collect();
@@ -477,7 +498,25 @@ fn open_loop(dir: &Path, port: u16, seconds: u64, runs: usize) {
             order.reverse();
         }
         for i in order {
+            let oha_run = || {
+                oha.as_ref()
+                    .map(|p| oha::run_oha(p, url, BODY, RATES[i], 8, seconds))
+            };
+            let before = if run % 2 == 1 { oha_run() } else { None };
             let m = run_open(&workloads[i]);
+            if let Some(o) = before.or_else(|| if run % 2 == 0 { oha_run() } else { None }) {
+                println!(
+                    "  run {} at {}/s: oha latency p50 {:.0} p99 {:.0} p99.9 {:.0} us, {:.0} requests, {:.3} cores",
+                    run + 1,
+                    RATES[i],
+                    o.p50_us,
+                    o.p99_us,
+                    o.p999_us,
+                    o.requests,
+                    o.cores
+                );
+                peer[i].push(o);
+            }
             println!(
                 "  run {} at {}/s: latency-service p50 {} us, send lag p50 {} p99 {} us, late {}, achieved {}, {} cores",
                 run + 1,
@@ -515,6 +554,50 @@ fn open_loop(dir: &Path, port: u16, seconds: u64, runs: usize) {
             show(m(|x| x.late_share), 4),
             show(m(|x| x.achieved_rate), 4),
             show(m(|x| x.cpu_cores), 3)
+        );
+    }
+    for (i, rate) in RATES.iter().enumerate() {
+        let ours = &measured[i];
+        let lag99 = median_reported(ours.iter().map(|x| x.lag_p99_us));
+        let late = median_reported(ours.iter().map(|x| x.late_share));
+        if *rate == 10_000 {
+            println!(
+                "targets at 10000/s (issue 33): send lag p99 {} us (< 1000){}, late {} (<= 0.01){}",
+                show(lag99, 0),
+                if lag99.is_some_and(|v| v < 1000.0) {
+                    ""
+                } else {
+                    "  MISSED"
+                },
+                show(late, 4),
+                if late.is_some_and(|v| v <= 0.01) {
+                    ""
+                } else {
+                    "  MISSED"
+                }
+            );
+        }
+        if peer[i].is_empty() {
+            continue;
+        }
+        let theirs = &peer[i];
+        let m_ours = |k: usize| median(ours.iter().map(|x| x.latency_us[k]).collect());
+        let m_theirs = |f: fn(&oha::OhaMeasured) -> f64| median(theirs.iter().map(f).collect());
+        let cores = median_reported(ours.iter().map(|x| x.cpu_cores));
+        let oha_cores = m_theirs(|x| x.cores);
+        println!(
+            "{rate}/s vs oha: latency p50 {:.0} vs {:.0} us ({:.2}x), p99 {:.0} vs {:.0} ({:.2}x), p99.9 {:.0} vs {:.0} ({:.2}x); cores {} vs {oha_cores:.3} ({})",
+            m_ours(0),
+            m_theirs(|x| x.p50_us),
+            m_ours(0) / m_theirs(|x| x.p50_us),
+            m_ours(1),
+            m_theirs(|x| x.p99_us),
+            m_ours(1) / m_theirs(|x| x.p99_us),
+            m_ours(2),
+            m_theirs(|x| x.p999_us),
+            m_ours(2) / m_theirs(|x| x.p999_us),
+            show(cores, 3),
+            cores.map_or("-".into(), |c| format!("{:.2}x", c / oha_cores)),
         );
     }
     println!("(lat-svc: latency p50 minus service p50; lag: actual minus intended send time;");
