@@ -134,24 +134,8 @@ fn memory() {
     );
     for format in ["csv", "ilp", "bin"] {
         let at = |hosts: u64| {
-            let hosts = format!("hosts={hosts}");
-            let args = [
-                "gen",
-                file,
-                "--schema",
-                "tsbs.cpu",
-                "--param",
-                &hosts,
-                "--param",
-                "seconds=10s",
-                "--format",
-                format,
-                "-o",
-                "/dev/null",
-            ];
             let exe = std::env::current_exe().expect("the bench binary");
-            peak_rss::peak_rss(std::process::Command::new(exe), &args)
-                .unwrap_or_else(|e| panic!("{e}"))
+            peak_rss::gen_peak_rss(std::process::Command::new(exe), file, format, hosts)
         };
         let (small, large) = (at(SMALL), at(LARGE));
         let per_series = large.saturating_sub(small) as f64 / (LARGE - SMALL) as f64;

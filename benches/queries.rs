@@ -27,6 +27,10 @@ mod stats;
 
 #[path = "common/pin.rs"]
 mod pin;
+
+#[allow(dead_code)] // run_wrk: only `times` is read here
+#[path = "common/wrk.rs"]
+mod wrk;
 use stats::median;
 
 #[path = "../tests/common/exec_server.rs"]
@@ -75,15 +79,7 @@ fn pgbench(flags: &str, seconds: u64) -> Option<(f64, f64)> {
         .nth(2)?
         .parse()
         .ok()?;
-    // `times` prints the shell's own times, then its children's: `0m1.230s 0m0.450s`.
-    let children = text.lines().last()?;
-    let secs = |t: &str| -> Option<f64> {
-        let (m, s) = t.trim_end_matches('s').split_once('m')?;
-        Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
-    };
-    let mut parts = children.split_whitespace();
-    let cpu = secs(parts.next()?)? + secs(parts.next()?)?;
-    Some((tps, cpu))
+    Some((tps, wrk::children_cpu_s(&text)?))
 }
 
 /// The process's peak resident memory so far (VmHWM), KiB.

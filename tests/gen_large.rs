@@ -92,24 +92,7 @@ fn a_series_costs_at_most_200_bytes() {
     const LARGE: u64 = 240_000;
     let mut report = Vec::new();
     for format in ["csv", "ilp", "bin"] {
-        let at = |hosts: u64| {
-            let hosts = format!("hosts={hosts}");
-            let args = [
-                "gen",
-                FILE,
-                "--schema",
-                "tsbs.cpu",
-                "--param",
-                &hosts,
-                "--param",
-                "seconds=10s",
-                "--format",
-                format,
-                "-o",
-                "/dev/null",
-            ];
-            peak_rss::peak_rss(child(), &args).unwrap_or_else(|e| panic!("{e}"))
-        };
+        let at = |hosts: u64| peak_rss::gen_peak_rss(child(), FILE, format, hosts);
         let (small, large) = (at(SMALL), at(LARGE));
         let per_series = large.saturating_sub(small) as f64 / (LARGE - SMALL) as f64;
         report.push(format!(

@@ -61,18 +61,8 @@ pub fn run_oha(
             .unwrap_or_else(|| fail(&format!("no latencyPercentiles.{k}")))
             * 1e6
     };
-    let secs = |t: &str| -> Option<f64> {
-        let (m, s) = t.trim_end_matches('s').split_once('m')?;
-        Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
-    };
-    let cpu = text[json_end + 1..]
-        .lines()
-        .rfind(|l| !l.trim().is_empty())
-        .and_then(|children| {
-            let mut parts = children.split_whitespace();
-            Some(secs(parts.next()?)? + secs(parts.next()?)?)
-        })
-        .unwrap_or_else(|| fail("no `times`"));
+    let cpu =
+        super::wrk::children_cpu_s(&text[json_end + 1..]).unwrap_or_else(|| fail("no `times`"));
     let total = json["summary"]["total"].as_f64().unwrap_or(seconds as f64);
     let rps = json["summary"]["requestsPerSec"].as_f64().unwrap_or(0.0);
     OhaMeasured {

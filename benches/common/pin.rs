@@ -30,32 +30,9 @@ pub fn pin(client: usize, server_root: u32, server: usize) -> String {
     format!("client pinned to core {client}, the server's processes to core {server}")
 }
 
-/// `root` and its descendants, from /proc.
+/// `root` and its descendants, read as `observe process` reads a server's tree.
 fn tree(root: u32) -> Vec<u32> {
-    let mut parent_of = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for e in dir.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            let ppid = stat
-                .rfind(')')
-                .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
-                .and_then(|p| p.parse::<u32>().ok());
-            if let Some(ppid) = ppid {
-                parent_of.push((pid, ppid));
-            }
-        }
-    }
-    let mut out = vec![root];
-    let mut i = 0;
-    while i < out.len() {
-        let p = out[i];
-        out.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
-        i += 1;
-    }
-    out
+    use wlrun::exec::observe::proc;
+    let all = proc::all();
+    proc::tree(&all, root).iter().map(|s| s.pid).collect()
 }

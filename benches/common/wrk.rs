@@ -41,21 +41,21 @@ pub fn run_wrk(dir: &Path, command: &str) -> Measured {
             println!("  warning: {command}: {l}");
         }
     }
-    // `times` prints the shell's own times, then its children's: `0m1.230s 0m0.450s`.
-    let secs = |t: &str| -> Option<f64> {
-        let (m, s) = t.trim_end_matches('s').split_once('m')?;
-        Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
-    };
-    let cpu = text
-        .lines()
-        .last()
-        .and_then(|children| {
-            let mut parts = children.split_whitespace();
-            Some(secs(parts.next()?)? + secs(parts.next()?)?)
-        })
-        .unwrap_or_else(|| fail("no `times`"));
+    let cpu = children_cpu_s(&text).unwrap_or_else(|| fail("no `times`"));
     Measured {
         rps,
         cpu_us_per_request: cpu * 1e6 / requests.max(1.0),
     }
+}
+
+/// The children's CPU seconds (user + system) that the shell's `times`, run last, printed at
+/// the end of `text`: its own times, then its children's, `0m1.230s 0m0.450s`.
+pub fn children_cpu_s(text: &str) -> Option<f64> {
+    let secs = |t: &str| -> Option<f64> {
+        let (m, s) = t.trim_end_matches('s').split_once('m')?;
+        Some(m.parse::<f64>().ok()? * 60.0 + s.parse::<f64>().ok()?)
+    };
+    let children = text.lines().rfind(|l| !l.trim().is_empty())?;
+    let mut parts = children.split_whitespace();
+    Some(secs(parts.next()?)? + secs(parts.next()?)?)
 }

@@ -47,3 +47,25 @@ pub fn peak_rss(mut child: Command, args: &[&str]) -> Result<u64, String> {
         )),
     }
 }
+
+/// The peak resident memory, in bytes, of `wlrun gen` of `file`'s `tsbs.cpu` schema at `hosts`
+/// hosts and 10 s of readings, in `format`, to /dev/null: what the gen bench reports and the
+/// large-cardinality test bounds.
+pub fn gen_peak_rss(child: Command, file: &str, format: &str, hosts: u64) -> u64 {
+    let hosts = format!("hosts={hosts}");
+    let args = [
+        "gen",
+        file,
+        "--schema",
+        "tsbs.cpu",
+        "--param",
+        &hosts,
+        "--param",
+        "seconds=10s",
+        "--format",
+        format,
+        "-o",
+        "/dev/null",
+    ];
+    peak_rss(child, &args).unwrap_or_else(|e| panic!("{e}"))
+}
