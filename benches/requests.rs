@@ -30,7 +30,10 @@
 //! - send lag p50 and p99 (µs): actual send time − intended send time (`send_lag`),
 //! - `late_share`: sends more than 1 ms after their intended time, over all sends,
 //! - `achieved_rate`: sends over scheduled sends,
-//! - client CPU in cores: `client_cpu_s` over `elapsed_s`.
+//! - client CPU in cores: `client_cpu_s` over `elapsed_s`,
+//! - host steal: the share of the machine's CPU time the hypervisor took during the run
+//!   (`/proc/stat`): on a VM, a vCPU taken away for milliseconds makes each send due meanwhile
+//!   late, so the late share is read against it.
 //!
 //! A figure the runner does not report (`null` in its JSON) shows as `-`.
 //!
@@ -167,10 +170,30 @@ struct OpenLoop {
     late_share: Option<f64>,
     achieved_rate: Option<f64>,
     cpu_cores: Option<f64>,
+    /// The share of the machine's CPU time the hypervisor took away during the run (steal):
+    /// a vCPU taken for milliseconds makes every send due meanwhile late, whatever the client.
+    steal: Option<f64>,
+}
+
+/// The steal and total jiffies of the machine so far (`/proc/stat`'s `cpu` line).
+fn host_steal() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal, then guest time, already in user.
+    Some((*v.get(7)?, v.iter().take(8).sum()))
 }
 
 fn run_open(path: &Path) -> OpenLoop {
+    let before = host_steal();
     let r = run_requests(path);
+    let steal = match (before, host_steal()) {
+        (Some((s0, t0)), Some((s1, t1))) if t1 > t0 => Some((s1 - s0) as f64 / (t1 - t0) as f64),
+        _ => None,
+    };
     let a = &r.accounting;
     OpenLoop {
         latency_us: [
@@ -190,6 +213,7 @@ fn run_open(path: &Path) -> OpenLoop {
             .client_cpu_s
             .filter(|_| r.elapsed_s > 0.0)
             .map(|cpu| cpu / r.elapsed_s),
+        steal,
     }
 }
 
@@ -518,7 +542,7 @@ fn open_loop(dir: &Path, port: u16, seconds: u64, runs: usize, url: &str) {
                 peer[i].push(o);
             }
             println!(
-                "  run {} at {}/s: latency-service p50 {} us, send lag p50 {} p99 {} us, late {}, achieved {}, {} cores",
+                "  run {} at {}/s: latency-service p50 {} us, send lag p50 {} p99 {} us, late {}, achieved {}, {} cores, host steal {}",
                 run + 1,
                 RATES[i],
                 show(m.queueing_us, 0),
@@ -526,7 +550,8 @@ fn open_loop(dir: &Path, port: u16, seconds: u64, runs: usize, url: &str) {
                 show(m.lag_p99_us, 0),
                 show(m.late_share, 4),
                 show(m.achieved_rate, 4),
-                show(m.cpu_cores, 3)
+                show(m.cpu_cores, 3),
+                show(m.steal, 4)
             );
             measured[i].push(m);
         }
@@ -534,26 +559,28 @@ fn open_loop(dir: &Path, port: u16, seconds: u64, runs: usize, url: &str) {
 
     println!();
     println!(
-        "{:<12} {:>16} {:>12} {:>12} {:>11} {:>14} {:>8}",
+        "{:<12} {:>16} {:>12} {:>12} {:>11} {:>14} {:>8} {:>8}",
         "rate",
         "lat-svc p50 us",
         "lag p50 us",
         "lag p99 us",
         "late_share",
         "achieved_rate",
-        "cores"
+        "cores",
+        "steal"
     );
     for (rate, runs) in RATES.iter().zip(&measured) {
         let m = |f: fn(&OpenLoop) -> Option<f64>| median_reported(runs.iter().map(f));
         println!(
-            "{:<12} {:>16} {:>12} {:>12} {:>11} {:>14} {:>8}",
+            "{:<12} {:>16} {:>12} {:>12} {:>11} {:>14} {:>8} {:>8}",
             format!("{rate}/s"),
             show(m(|x| x.queueing_us), 0),
             show(m(|x| x.lag_p50_us), 0),
             show(m(|x| x.lag_p99_us), 0),
             show(m(|x| x.late_share), 4),
             show(m(|x| x.achieved_rate), 4),
-            show(m(|x| x.cpu_cores), 3)
+            show(m(|x| x.cpu_cores), 3),
+            show(m(|x| x.steal), 4)
         );
     }
     for (i, rate) in RATES.iter().enumerate() {
@@ -602,6 +629,9 @@ fn open_loop(dir: &Path, port: u16, seconds: u64, runs: usize, url: &str) {
     }
     println!("(lat-svc: latency p50 minus service p50; lag: actual minus intended send time;");
     println!(
-        " late_share: sends over 1 ms late; achieved_rate: sent over scheduled; cores: client CPU s/s; -: not reported)"
+        " late_share: sends over 1 ms late; achieved_rate: sent over scheduled; cores: client CPU s/s;"
+    );
+    println!(
+        " steal: the share of the machine's CPU time the hypervisor took during the run, late sends whatever the client; -: not reported)"
     );
 }

@@ -4,12 +4,19 @@
 //! request up to a millisecond late and that lag lands in every intended-time latency. A
 //! `Pacer` arms its own timerfd (a kernel hrtimer, which has no timer slack) for a moment just
 //! before the intended time, lets the runtime's reactor wake it, and spins for the rest. How
-//! early it wakes follows how late the timer has been on this machine (its mean plus its mean
-//! deviation over four, learnt from wake-ups clamped at `OUTLIER`: a thread preempted for milliseconds says
-//! nothing about the timer, and would make every later wait a long spin), so the spin stays a
-//! few tens of microseconds per send. Its CPU is measured like the rest of the client
-//! (`client_cpu_s`).
+//! early it wakes follows how late the timer has been on this thread (its mean plus its mean
+//! deviation over four, learnt from wake-ups clamped at `OUTLIER`: a thread preempted for
+//! milliseconds says nothing about the timer, and would make every later wait a long spin).
+//!
+//! The spin is the client's CPU, measured like the rest of it (`client_cpu_s`), and at high
+//! rates it was most of it: on a VM whose timer wakes 30-60 us late, 10,000 sends a second spun
+//! away half a core. So what the pacers of one thread learn is the thread's (a connection's
+//! wake-up delayed by another connection's work on the same thread is not learnt as that
+//! connection's alone), and their spin is held to `SPIN_SHARE` of the time between the thread's
+//! sends: at 1,000/s a send may spin 100 us, at 10,000/s 10 us, and what the timer's lateness
+//! exceeds that by is send lag, reported as such.
 
+use std::cell::Cell;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -29,37 +36,35 @@ const MIN_EARLY: Duration = Duration::from_micros(5);
 const MAX_EARLY: Duration = Duration::from_micros(100);
 /// A wake-up later than this is the scheduler's (preemption), not the timer's: learnt as this.
 const OUTLIER: Duration = Duration::from_micros(100);
+/// The most of a thread's time between sends its pacers may spend spinning.
+const SPIN_SHARE: f64 = 0.1;
 
-pub struct Pacer {
-    timer: Timer,
-    /// How late the timer's wake-ups were (exponentially weighted, nanoseconds).
+/// What a thread's pacers learnt: how late the timer's wake-ups were and how far apart the
+/// thread's sends are (exponentially weighted, nanoseconds).
+#[derive(Clone, Copy, Debug)]
+struct Learnt {
     late_mean: f64,
     late_dev: f64,
+    gap_mean: f64,
+    last_send: Option<Instant>,
 }
 
-enum Timer {
-    /// Not created yet: an `AsyncFd` needs the runtime of the task that waits on it.
-    Unopened,
-    Fd(AsyncFd<OwnedFd>),
-    /// No timerfd here (not Linux): tokio's timer, to the millisecond.
-    Tokio,
-}
+impl Learnt {
+    const START: Learnt = Learnt {
+        late_mean: 30_000.0,
+        late_dev: 10_000.0,
+        // Until the thread has sent, nothing holds the spin below `MAX_EARLY`.
+        gap_mean: 1e9,
+        last_send: None,
+    };
 
-impl Default for Pacer {
-    fn default() -> Self {
-        Pacer {
-            timer: Timer::Unopened,
-            late_mean: 30_000.0,
-            late_dev: 10_000.0,
-        }
-    }
-}
-
-impl Pacer {
     /// How early to wake before an intended time.
     fn early(&self) -> Duration {
         let ns = (self.late_mean + 0.25 * self.late_dev).max(0.0) as u64;
-        Duration::from_nanos(ns).clamp(MIN_EARLY, MAX_EARLY)
+        let budget = Duration::from_nanos((SPIN_SHARE * self.gap_mean) as u64);
+        Duration::from_nanos(ns)
+            .clamp(MIN_EARLY, MAX_EARLY)
+            .min(budget)
     }
 
     fn learn(&mut self, late: Duration) {
@@ -69,6 +74,45 @@ impl Pacer {
         self.late_dev += (dev - self.late_dev) / 16.0;
     }
 
+    fn sent(&mut self, now: Instant) {
+        if let Some(last) = self.last_send {
+            let gap = now.saturating_duration_since(last).min(CHUNK).as_nanos() as f64;
+            self.gap_mean += (gap - self.gap_mean) / 16.0;
+        }
+        self.last_send = Some(now);
+    }
+}
+
+thread_local! {
+    static LEARNT: Cell<Learnt> = const { Cell::new(Learnt::START) };
+}
+
+fn learnt<R>(f: impl FnOnce(&mut Learnt) -> R) -> R {
+    LEARNT.with(|c| {
+        let mut l = c.get();
+        let r = f(&mut l);
+        c.set(l);
+        r
+    })
+}
+
+/// One connection's timer; what it learns is its thread's.
+#[derive(Default)]
+pub struct Pacer {
+    timer: Timer,
+}
+
+#[derive(Default)]
+enum Timer {
+    /// Not created yet: an `AsyncFd` needs the runtime of the task that waits on it.
+    #[default]
+    Unopened,
+    Fd(AsyncFd<OwnedFd>),
+    /// No timerfd here (not Linux): tokio's timer, to the millisecond.
+    Tokio,
+}
+
+impl Pacer {
     /// Waits until `at`; `false` when `stop` was set or a group's `end` came first (seen
     /// within one `CHUNK`): nothing should be sent then.
     pub async fn until(&mut self, at: Instant, stop: &AtomicBool, end: &End) -> bool {
@@ -78,15 +122,19 @@ impl Pacer {
             }
             let now = Instant::now();
             if now >= at {
+                learnt(|l| l.sent(now));
                 return true;
             }
-            let early = self.early();
+            let early = learnt(|l| l.early());
             let left = at - now;
             if left <= early {
                 // The last stretch: a spin on the monotonic clock (a vDSO call, no syscall).
-                while Instant::now() < at {
+                let mut now = Instant::now();
+                while now < at {
                     std::hint::spin_loop();
+                    now = Instant::now();
                 }
+                learnt(|l| l.sent(now));
                 return true;
             }
             let wake = (left - early).min(CHUNK);
@@ -94,7 +142,8 @@ impl Pacer {
             self.sleep(wake).await;
             if last {
                 let target = now + wake;
-                self.learn(Instant::now().saturating_duration_since(target));
+                let late = Instant::now().saturating_duration_since(target);
+                learnt(|l| l.learn(late));
             }
         }
     }
@@ -110,20 +159,14 @@ impl Pacer {
                     tokio::time::sleep(d).await;
                     return;
                 }
-                let mut buf = [0u8; 8];
-                loop {
-                    let Ok(mut ready) = fd.readable().await else {
-                        self.timer = Timer::Tokio;
-                        return;
-                    };
-                    // Reading the expiration count clears the readiness; `WouldBlock` means the
-                    // wake-up was stale and the timer is still armed.
-                    match ready.try_io(|fd| {
-                        rustix::io::read(fd.get_ref(), &mut buf).map_err(std::io::Error::from)
-                    }) {
-                        Ok(_) => return,
-                        Err(_would_block) => continue,
-                    }
+                // The reactor's epoll is edge-triggered: each expiry of the timer is an event
+                // of its own, whether or not the count of the one before was read, and
+                // re-arming resets that count. So the count is not read (a syscall per send);
+                // the readiness is cleared, and a stale one (a wait given up before its expiry)
+                // only makes `until` look at the clock and wait again.
+                match fd.readable().await {
+                    Ok(mut ready) => ready.clear_ready(),
+                    Err(_) => self.timer = Timer::Tokio,
                 }
             }
             _ => tokio::time::sleep(d).await,
@@ -186,7 +229,7 @@ mod tests {
 
     #[test]
     fn the_early_margin_follows_the_timer_and_stays_bounded() {
-        let mut p = Pacer::default();
+        let mut p = Learnt::START;
         for _ in 0..200 {
             p.learn(Duration::from_micros(8));
         }
@@ -205,5 +248,33 @@ mod tests {
         }
         p.learn(Duration::from_millis(3));
         assert!(p.early() < Duration::from_micros(40), "{:?}", p.early());
+    }
+
+    #[test]
+    fn the_spin_is_held_to_its_share_of_the_time_between_sends() {
+        let mut p = Learnt::START;
+        for _ in 0..200 {
+            p.learn(Duration::from_micros(60));
+        }
+        let t0 = Instant::now();
+        // A thread sending every millisecond may spin what the timer needs.
+        for i in 0..200u32 {
+            p.sent(t0 + Duration::from_millis(1) * i);
+        }
+        let e = p.early();
+        assert!(
+            e > Duration::from_micros(55) && e <= Duration::from_micros(80),
+            "{e:?}"
+        );
+        // Every 100 us: 10% of that, the rest is lag.
+        let t1 = t0 + Duration::from_secs(1);
+        for i in 0..200u32 {
+            p.sent(t1 + Duration::from_micros(100) * i);
+        }
+        let e = p.early();
+        assert!(
+            e >= Duration::from_micros(9) && e <= Duration::from_micros(11),
+            "{e:?}"
+        );
     }
 }
