@@ -40,6 +40,8 @@ pub struct Signs {
     /// The host's 1-minute load average, at the end, and its cores.
     pub load_average: Option<f64>,
     pub cores: usize,
+    /// The cores the client may run on (its CPU affinity): fewer than `cores` when pinned.
+    pub client_allowed: usize,
     /// Requests in flight at most (connections, workers), and the rate the schedule offered.
     pub lanes: u64,
     pub offered_per_s: f64,
@@ -66,6 +68,7 @@ impl Signs {
                 .map(|w| w / elapsed_s),
             load_average: super::environment::load_average(),
             cores: super::environment::cores() as usize,
+            client_allowed: std::thread::available_parallelism().map_or(0, |n| n.get()),
             lanes,
             offered_per_s: accounting.scheduled as f64 / elapsed_s.max(1e-9),
         })
@@ -89,9 +92,18 @@ impl Signs {
         }
         let ms = |us: u64| format!("{:.2}ms", us as f64 / 1e3);
         let cores = self.cores;
+        // A pinned client is measured against the cores it may use, not the machine's.
+        let allowed = match self.client_allowed {
+            0 => cores,
+            n => n.min(cores),
+        };
         let cpu = self
             .client_cores
-            .map_or("unknown".into(), |c| format!("{c:.2} of {cores} cores"));
+            .map_or("unknown".into(), |c| match allowed {
+                n if n == cores => format!("{c:.2} of {cores} cores"),
+                1 => format!("{c:.2} of the 1 core it may use"),
+                n => format!("{c:.2} of the {n} cores it may use"),
+            });
         let load = self
             .load_average
             .map_or("unknown".into(), |l| format!("{l:.2} on {cores} cores"));
@@ -150,9 +162,28 @@ mod tests {
             client_waited: Some(0.01),
             load_average: Some(7.0),
             cores: 8,
+            client_allowed: 8,
             lanes: 4,
             offered_per_s: 2_000.0,
         }
+    }
+
+    #[test]
+    fn a_pinned_client_is_measured_against_the_cores_it_may_use() {
+        // Pinned to one core of two, a client at 0.64 cores was said to use "0.64 of 2 cores".
+        let mut s = signs(157_000, 200);
+        s.cores = 2;
+        s.client_cores = Some(0.64);
+        s.client_allowed = 1;
+        let w = s.warning().expect("a warning");
+        assert!(
+            w.contains("client cpu 0.64 of the 1 core it may use"),
+            "{w}"
+        );
+        assert!(w.contains("on 2 cores"), "{w}");
+        s.client_allowed = 2;
+        let w = s.warning().expect("a warning");
+        assert!(w.contains("client cpu 0.64 of 2 cores"), "{w}");
     }
 
     #[test]

@@ -95,6 +95,51 @@ fn http_request_defaults() {
 }
 
 #[test]
+fn headers_that_change_between_calls_are_parsed_again() {
+    // The worker keeps the headers it parsed last: a call whose headers differ (a value, a
+    // name, one more, a number) must not be sent with the previous call's.
+    let mut w = worker(
+        r#"fn request(ctx) {
+            let h = switch ctx.index % 5 {
+                0 => #{ "X-A": "1" },
+                1 => #{ "X-A": "2" },
+                2 => #{ "X-B": "2" },
+                3 => #{ "X-B": "2", "X-C": "3" },
+                _ => #{ "X-B": 4 },
+            };
+            #{ path: "/", headers: h }
+        }"#,
+    );
+    let want = [
+        vec![("x-a", "1")],
+        vec![("x-a", "2")],
+        vec![("x-b", "2")],
+        vec![("x-b", "2"), ("x-c", "3")],
+        vec![("x-b", "4")],
+    ];
+    for round in 0..3u64 {
+        for (i, want) in want.iter().enumerate() {
+            let index = round * 5 + i as u64;
+            let h = match w.request("request", index, Duration::ZERO) {
+                Ok(Built::Http(h)) => h,
+                other => panic!("{other:?}"),
+            };
+            let got: Vec<(&str, &str)> = h
+                .headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.to_str().unwrap()))
+                .collect();
+            assert_eq!(&got, want, "request {index}");
+        }
+    }
+    // The same headers twice in a row: the same parse, shared.
+    let mut w = worker(r#"fn request(ctx) { #{ path: "/", headers: #{ "X-A": "1" } } }"#);
+    let (a, b) = (http(&mut w), http(&mut w));
+    assert!(Arc::ptr_eq(&a.headers, &b.headers));
+    assert_eq!(b.headers["x-a"], "1");
+}
+
+#[test]
 fn http_request_full() {
     let mut w = worker(
         r#"fn request(ctx) {
