@@ -67,11 +67,10 @@ fn run_queries(text: &str) -> QueryReport {
 /// pgbench's TPS and its CPU seconds (user + system, from the shell's `times`).
 fn pgbench(flags: &str, seconds: u64) -> Option<(f64, f64)> {
     let script = format!(
-        "pgbench -n -S -M prepared {flags} -T {seconds} '{}' 2>/dev/null; times",
+        "pgbench -n -S -M prepared {flags} -T {seconds} '{}' 2>/dev/null",
         pg_url()
     );
-    let out = Command::new("bash").args(["-c", &script]).output().ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = wrk::run_timed(&script, None).stdout;
     let tps: f64 = text
         .lines()
         .find(|l| l.starts_with("tps = "))?

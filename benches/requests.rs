@@ -175,22 +175,10 @@ struct OpenLoop {
     steal: Option<f64>,
 }
 
-/// The steal and total jiffies of the machine so far (`/proc/stat`'s `cpu` line).
-fn host_steal() -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = stat.lines().next()?.strip_prefix("cpu ")?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .map(|x| x.parse().ok())
-        .collect::<Option<_>>()?;
-    // user nice system idle iowait irq softirq steal, then guest time, already in user.
-    Some((*v.get(7)?, v.iter().take(8).sum()))
-}
-
 fn run_open(path: &Path) -> OpenLoop {
-    let before = host_steal();
+    let before = wlrun::exec::observe::proc::machine_steal();
     let r = run_requests(path);
-    let steal = match (before, host_steal()) {
+    let steal = match (before, wlrun::exec::observe::proc::machine_steal()) {
         (Some((s0, t0)), Some((s1, t1))) if t1 > t0 => Some((s1 - s0) as f64 / (t1 - t0) as f64),
         _ => None,
     };

@@ -6,7 +6,6 @@
 //! target/oha`, once); without it the bench says so.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 pub struct OhaMeasured {
     pub p50_us: f64,
@@ -38,20 +37,11 @@ pub fn run_oha(
     let command = format!(
         "{} --no-tui --output-format json --latency-correction -z {seconds}s -q {rate} -c {connections} \
          -m POST -H 'Content-Type: application/vnd.ksql.v1+json' -H 'Accept: application/vnd.ksql.v1+json' \
-         -d '{body}' {url}; times",
+         -d '{body}' {url}",
         oha.display()
     );
-    let out = Command::new("bash")
-        .args(["-c", &command])
-        .output()
-        .expect("bash runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let fail = |what: &str| -> ! {
-        panic!(
-            "{command}: {what}:\n{text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    };
+    let out = super::wrk::run_timed(&command, None);
+    let (text, fail) = (&out.stdout, |what: &str| -> ! { out.fail(what) });
     let json_end = text.rfind('}').unwrap_or_else(|| fail("no JSON"));
     let json: serde_json::Value =
         serde_json::from_str(&text[..=json_end]).unwrap_or_else(|e| fail(&format!("JSON: {e}")));

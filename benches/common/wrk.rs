@@ -10,21 +10,44 @@ pub struct Measured {
     pub cpu_us_per_request: f64,
 }
 
+/// A peer's command run by bash with the shell's `times` after it, so that its output ends
+/// with the CPU of the shell's children (`children_cpu_s`).
+pub struct Timed {
+    command: String,
+    pub stdout: String,
+    stderr: String,
+}
+
+impl Timed {
+    /// Stops the bench, showing the command and all it printed.
+    pub fn fail(&self, what: &str) -> ! {
+        panic!(
+            "{}: {what} in its output:\n{}\n{}",
+            self.command, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `command; times` in bash (in `dir` if given).
+pub fn run_timed(command: &str, dir: Option<&Path>) -> Timed {
+    let mut bash = Command::new("bash");
+    bash.args(["-c", &format!("{command}; times")]);
+    if let Some(dir) = dir {
+        bash.current_dir(dir);
+    }
+    let out = bash.output().expect("bash runs");
+    Timed {
+        command: command.to_string(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 /// wrk's figures: requests/s, and its CPU (user + system, from the shell's `times`) over its
 /// request count. Warns about non-2xx answers and socket errors.
 pub fn run_wrk(dir: &Path, command: &str) -> Measured {
-    let out = Command::new("bash")
-        .args(["-c", &format!("{command}; times")])
-        .current_dir(dir)
-        .output()
-        .expect("bash runs");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let fail = |what: &str| -> ! {
-        panic!(
-            "{command}: {what} in its output:\n{text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    };
+    let out = run_timed(command, Some(dir));
+    let (text, fail) = (&out.stdout, |what: &str| -> ! { out.fail(what) });
     let requests: f64 = text
         .lines()
         .find(|l| l.contains(" requests in "))
@@ -41,7 +64,7 @@ pub fn run_wrk(dir: &Path, command: &str) -> Measured {
             println!("  warning: {command}: {l}");
         }
     }
-    let cpu = children_cpu_s(&text).unwrap_or_else(|| fail("no `times`"));
+    let cpu = children_cpu_s(text).unwrap_or_else(|| fail("no `times`"));
     Measured {
         rps,
         cpu_us_per_request: cpu * 1e6 / requests.max(1.0),

@@ -143,17 +143,36 @@ pub fn totals(tree: &[&Stat], page: u64, io_of: impl Fn(u32) -> Option<(u64, u64
 /// Busy and total ticks of the whole machine so far (/proc/stat's `cpu` line; idle and iowait
 /// are not busy).
 pub fn machine_ticks() -> Option<(u64, u64)> {
+    let v = machine_cpu()?;
+    let total: u64 = v.iter().sum();
+    let idle = v[3] + v[4];
+    Some((total - idle, total))
+}
+
+/// Steal (the ticks a hypervisor ran something else on the machine's vCPUs) and total ticks
+/// of the whole machine so far.
+pub fn machine_steal() -> Option<(u64, u64)> {
+    let v = machine_cpu()?;
+    Some((v[7], v.iter().sum()))
+}
+
+/// /proc/stat's `cpu` line: user nice system idle iowait irq softirq steal, zero where a
+/// kernel gives fewer (but at least up to idle) (guest time is inside user, so it is left out).
+fn machine_cpu() -> Option<[u64; 8]> {
     let text = fs::read_to_string("/proc/stat").ok()?;
     let line = text.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal (guest is inside user).
-    let total: u64 = v.iter().take(8).sum();
-    let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
-    Some((total - idle, total))
+    let mut v = [0u64; 8];
+    let mut n = 0;
+    for (slot, x) in v.iter_mut().zip(
+        line.split_whitespace()
+            .skip(1)
+            .filter_map(|x| x.parse().ok()),
+    ) {
+        *slot = x;
+        n += 1;
+    }
+    // Up to idle at least, or the line is not one to read.
+    (n >= 4).then_some(v)
 }
 
 pub fn ticks_per_second() -> f64 {
