@@ -162,6 +162,7 @@ fn large_exec_answer() {
             sql: Arc::from(sql),
             binds: Vec::new(),
             route: None,
+            then: Vec::new(),
         };
         let mut t = match Transport::connect(&endpoint, &server.url(), std::path::Path::new("."))
             .await

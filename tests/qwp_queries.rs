@@ -267,18 +267,19 @@ async fn query_errors_are_sql_errors_and_the_connection_goes_on() {
     // The same connection answers the next query.
     let one = inst("SELECT 1::int8 AS one", vec![]);
     assert_eq!(t.run(&one).await.map(|o| o.rows), Ok(1));
-    // Statements without rows: EXEC_DONE, no rows, checksum 0.
+    // Statements without rows: EXEC_DONE, no rows, checksum 0, and the rows it changed.
     let table = unique("qwp", "ddl");
-    for sql in [
-        format!("CREATE TABLE {table} (a int8)"),
-        format!("INSERT INTO {table} VALUES (1), (2)"),
-        format!("DROP TABLE {table}"),
+    for (sql, changed) in [
+        (format!("CREATE TABLE {table} (a int8)"), 0),
+        (format!("INSERT INTO {table} VALUES (1), (2)"), 2),
+        (format!("DROP TABLE {table}"), 0),
     ] {
         assert_eq!(
             t.run(&inst(&sql, vec![])).await,
             Ok(Outcome {
                 rows: 0,
-                checksum: Some(0)
+                checksum: Some(0),
+                affected: Some(changed),
             }),
             "{sql}"
         );

@@ -139,6 +139,7 @@ fn statement(sql: &str) -> Instance {
         sql: Arc::from(sql),
         binds: Vec::new(),
         route: None,
+        then: Vec::new(),
     }
 }
 

@@ -128,14 +128,21 @@ impl Cutoff {
 }
 
 /// The phase's accounting from its counts: `scheduled` from the schedules (open loop) or the
-/// counts (closed loop), `ok` and `failed` from the answers, the rest from the sends.
-pub fn accounting(scheduled: u64, ok: u64, failed: u64, sends: &Sends, open: bool) -> Accounting {
-    let sent = ok + failed + sends.cut_off;
+/// counts (closed loop), `ok`, `not_found` and `failed` from the answers, the rest from the
+/// sends.
+pub fn accounting(
+    scheduled: u64,
+    (ok, not_found, failed): (u64, u64, u64),
+    sends: &Sends,
+    open: bool,
+) -> Accounting {
+    let sent = ok + not_found + failed + sends.cut_off;
     // The schedule counts every slot due in the span and sends only start inside it, so this
     // never goes below zero; if it ever did, the larger figure is the honest one.
     let scheduled = scheduled.max(sent);
     Accounting {
         scheduled,
+        not_found,
         cut_off: sends.cut_off,
         unsent: scheduled - sent,
         achieved_rate: open.then(|| {
@@ -224,7 +231,7 @@ mod tests {
         let t = Instant::now();
         s.start(t + Duration::from_millis(5), Some(t));
         s.start(t, Some(t));
-        let a = accounting(1000, 15, 4, &s, true);
+        let a = accounting(1000, (15, 0, 4), &s, true);
         assert_eq!(a.scheduled, 1000);
         assert_eq!(a.unsent, 1000 - 15 - 4 - 3);
         assert_eq!(a.achieved_rate, Some(22.0 / 1000.0));
@@ -244,7 +251,7 @@ mod tests {
             None
         );
         assert!(judge_achieved(&own, &a).ok);
-        let closed = accounting(0, 10, 0, &Sends::default(), false);
+        let closed = accounting(0, (10, 0, 0), &Sends::default(), false);
         assert_eq!((closed.scheduled, closed.unsent), (10, 0));
         assert_eq!(rate_failure(&closed, &[], "queries"), None);
     }

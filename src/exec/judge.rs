@@ -112,7 +112,12 @@ pub(super) fn figures<K: RunKind>(
     report.service = open.then(|| Latency::of(&all.service));
     report.errors = errors(all);
     report.error_rate = all.error_rate();
-    report.accounting = account::accounting(scheduled, all.ok, all.failed(), sends, open);
+    report.accounting = account::accounting(
+        scheduled,
+        (all.ok, all.not_found, all.failed()),
+        sends,
+        open,
+    );
 }
 
 /// The run's own thresholds, measured: `achieved_rate` from the accounting, the others from

@@ -15,6 +15,7 @@
 
 mod same_results;
 mod staged;
+mod statements;
 mod worker;
 
 use std::collections::BTreeMap;
@@ -236,6 +237,13 @@ pub async fn run(
     let stages = Stage::all(&phase.run.stages);
     // A staged run opens the most workers any stage uses; each stage uses its first N.
     let n = (phase.run.workers.max(1) as usize).max(Stage::max_workers(&stages));
+    let rules = Arc::new(
+        phase
+            .queries
+            .iter()
+            .map(statements::Rules::of)
+            .collect::<Vec<_>>(),
+    );
     let mut workers: Vec<Worker> = (0..n)
         .map(|id| Worker {
             id,
@@ -250,6 +258,8 @@ pub async fn run(
             checksums: phase.check_same_results,
             results: Vec::new(),
             series: series.slot(),
+            rules: rules.clone(),
+            steps: Vec::new(),
         })
         .collect();
     let routed = phase.queries.iter().any(|q| q.route.is_some());
@@ -348,7 +358,7 @@ pub async fn run(
         let answered = |ws: &[Worker]| {
             ws.iter()
                 .flat_map(|w| &w.stats)
-                .map(|s| s.ok + s.failed())
+                .map(|s| s.answered())
                 .sum::<u64>()
         };
         let (sent_before, answered_before) = (sent(&workers), answered(&workers));
@@ -411,7 +421,7 @@ fn finish(
     let mut per_worker = vec![0; workers.len()];
     for w in &workers {
         if let Some(slot) = per_worker.get_mut(w.id) {
-            *slot = w.stats.iter().map(|s| s.ok + s.failed()).sum();
+            *slot = w.stats.iter().map(|s| s.answered()).sum();
         }
     }
     report.traffic.queries_per_worker = per_worker;
@@ -446,6 +456,7 @@ fn finish(
             errors: errors(s),
             thresholds: Vec::new(),
             streaming: StreamingReport::of(&s.stream),
+            outcomes: outcomes(q, s),
         };
         t.thresholds = q.expects.iter().map(|th| judge(th, s, elapsed)).collect();
         report.detail.query_types.push(t);
@@ -467,6 +478,24 @@ fn finish(
     let per_type = report.detail.query_types.iter().flat_map(|t| &t.thresholds);
     let unmet = failed_thresholds(report.detail.thresholds.iter().chain(per_type), env);
     judge::verdict(report, &rules, &all, unmet, env);
+}
+
+/// A type's not-found and rows-changed counts, and each statement's latency.
+fn outcomes(q: &crate::plan::QueryPlan, s: &TypeStats) -> crate::report::TypeOutcomes {
+    let names = statements::Rules::of(q).statement_names();
+    crate::report::TypeOutcomes {
+        not_found: s.not_found,
+        affected: s.affected,
+        steps: s
+            .steps
+            .iter()
+            .zip(names)
+            .map(|(h, statement)| crate::report::StepReport {
+                statement,
+                latency: Latency::of(h),
+            })
+            .collect(),
+    }
 }
 
 /// One latency histogram per label (a label defaults to the query's name), with its queries.

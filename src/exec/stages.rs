@@ -250,7 +250,8 @@ fn report(stage: &Stage, m: &Measured) -> StageReport {
     let open = stage.rate.is_some();
     let ok = m.stats.ok;
     let failed = m.stats.failed();
-    let accounting = account::accounting(m.scheduled, ok, failed, &m.sends, open);
+    let accounting =
+        account::accounting(m.scheduled, (ok, m.stats.not_found, failed), &m.sends, open);
     StageReport {
         stage: stage.number,
         start_s: m.start_s,

@@ -2,6 +2,7 @@
 //! a query plan.
 
 use super::expect::thresholds;
+use super::statements::{instance_rules, per_instance, then_sql};
 use super::values::{as_gen, missing, single};
 use crate::check::{Ev, Eval, InstanceId, Scope};
 use crate::diag::{Code, Diagnostic};
@@ -102,11 +103,20 @@ pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64)
     let mut scope = Scope::new(inst);
     scope.binds = Some(Vec::new());
     let (sql, sql_span) = query_sql(ev, inst, q)?;
-    let used = placeholders(&sql);
+    let then = then_sql(ev, inst, q);
+    // The statements of an instance share its binds: `then sql` uses the same placeholders.
+    let mut used = placeholders(&sql);
+    for (t, _) in then.iter().flatten() {
+        used.extend(placeholders(t));
+    }
     // A set, so that the checks below cost the numbers used, not their product.
     let used_set: BTreeSet<u32> = used.iter().copied().collect();
     let max = used_set.last().copied().unwrap_or(0);
-    let mut ok = placeholders_fit(ev, &sql, sql_span, &used_set, max);
+    let mut ok = placeholders_fit(ev, &sql, sql_span, &used_set, max) && then.is_some();
+    for (t, span) in then.iter().flatten() {
+        // Its tokens only: gaps are judged once, over all the statements, above.
+        ok &= placeholders_fit(ev, t, *span, &BTreeSet::new(), 0);
+    }
     let label = query_label(ev, q, &scope, &mut ok);
     let lets = query_lets(ev, &q.lets, &mut scope, &mut ok);
     let csv_plan = csv_binds(ev, inst, q, &mut scope, &mut ok);
@@ -144,7 +154,19 @@ pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64)
         }
     }
     let route = query_route(ev, q, &scope, &mut ok);
-    let expects = thresholds(ev, &q.expects, &scope, true);
+    let run_wide: Vec<ast::Expect> = q
+        .expects
+        .iter()
+        .filter(|e| !per_instance(e))
+        .cloned()
+        .collect();
+    let expects = thresholds(ev, &run_wide, &scope, true);
+    let then_texts = then
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
+    let instance = instance_rules(ev, q, then_texts, &scope);
     ok.then_some(QueryPlan {
         name: q.name.name.clone(),
         label,
@@ -156,6 +178,7 @@ pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64)
         route,
         weight,
         expects: expects?,
+        instance: instance?,
     })
 }
 

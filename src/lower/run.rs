@@ -344,6 +344,21 @@ fn query_run(
         };
         for (qinst, q) in select_queries(ev, s)? {
             match lower_query(ev, qinst, q, weight) {
+                Some(p)
+                    if p.instance.transaction
+                        && matches!(endpoint.kind.as_str(), "http" | "qwp") =>
+                {
+                    ev.error(
+                        Diagnostic::error(
+                            Code::E0701,
+                            q.transaction.first().copied().unwrap_or(q.name.span),
+                            format!("no transaction over `{}`", endpoint.kind),
+                        )
+                        .label("QuestDB's HTTP and QWP endpoints run each statement on its own")
+                        .also(sel.span, "run against this endpoint"),
+                    );
+                    ok = false;
+                }
                 Some(p) => plans.push(p),
                 None => ok = false,
             }

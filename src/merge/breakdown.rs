@@ -86,6 +86,33 @@ fn one_type(
         errors,
         thresholds,
         streaming: super::streaming::merge(parts.iter().map(|t| t.streaming.as_ref()))?,
+        outcomes: outcomes(parts)?,
+    })
+}
+
+/// Not found and rows changed, summed; each statement's latencies merged.
+fn outcomes(parts: &[&QueryTypeReport]) -> Result<crate::report::TypeOutcomes, String> {
+    let counted: Vec<u64> = parts.iter().filter_map(|t| t.outcomes.affected).collect();
+    let most = parts
+        .iter()
+        .map(|t| t.outcomes.steps.len())
+        .max()
+        .unwrap_or(0);
+    let mut steps = Vec::with_capacity(most);
+    for i in 0..most {
+        let of_step: Vec<&crate::report::StepReport> = parts
+            .iter()
+            .filter_map(|t| t.outcomes.steps.get(i))
+            .collect();
+        steps.push(crate::report::StepReport {
+            statement: of_step[0].statement.clone(),
+            latency: histo::merge_all(of_step.iter().map(|s| &s.latency))?,
+        });
+    }
+    Ok(crate::report::TypeOutcomes {
+        not_found: parts.iter().map(|t| t.outcomes.not_found).sum(),
+        affected: (!counted.is_empty()).then(|| counted.iter().sum()),
+        steps,
     })
 }
 

@@ -221,9 +221,11 @@ fn accounting<K: RunKind>(
 ) -> Result<Accounting, String> {
     let sum = |f: fn(&Accounting) -> u64| all.iter().map(|r| f(&r.accounting)).sum::<u64>();
     let (scheduled, cut_off, late) = (sum(|a| a.scheduled), sum(|a| a.cut_off), sum(|a| a.late));
-    let sent = ok + failed + cut_off;
+    let not_found = sum(|a| a.not_found);
+    let sent = ok + not_found + failed + cut_off;
     Ok(Accounting {
         scheduled,
+        not_found,
         cut_off,
         unsent: sum(|a| a.unsent),
         achieved_rate: open.then(|| {

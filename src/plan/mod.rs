@@ -482,6 +482,60 @@ pub struct QueryPlan {
     pub route: Option<Gen>,
     pub weight: f64,
     pub expects: Vec<Threshold>,
+    /// What each instance runs beyond `sql`, and how its result is judged; flattened, and
+    /// absent from the plan's JSON where a query uses none of it.
+    #[serde(flatten)]
+    pub instance: InstanceRules,
+}
+
+/// A query's `then sql`, `transaction`, `expect affected` and `not found when` clauses.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct InstanceRules {
+    /// Further statements of each instance, run after `sql` on the same connection, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub then: Vec<String>,
+    /// The statements between BEGIN and COMMIT.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub transaction: bool,
+    /// `expect affected OP N`: judged on every instance; one that fails it is an error.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<InstanceCheck>,
+    /// `not found when rows == 0`: an instance that meets it is not found, neither ok nor an
+    /// error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_found: Option<InstanceCheck>,
+}
+
+/// A comparison of one instance's result: `affected == 1`, `rows == 0`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct InstanceCheck {
+    /// `affected` (rows the instance's INSERT, UPDATE or DELETE statements changed) or `rows`
+    /// (rows its statements returned).
+    pub metric: String,
+    pub op: String,
+    pub value: u64,
+}
+
+impl InstanceCheck {
+    /// Whether `n` meets the comparison.
+    pub fn holds(&self, n: u64) -> bool {
+        let v = self.value;
+        match self.op.as_str() {
+            "==" => n == v,
+            "!=" => n != v,
+            "<" => n < v,
+            "<=" => n <= v,
+            ">" => n > v,
+            ">=" => n >= v,
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for InstanceCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} {}", self.metric, self.op, self.value)
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -37,6 +37,8 @@ pub struct BindProgram {
     /// Slots: the largest placeholder number bound or used.
     slots: usize,
     layout: Layout,
+    /// `then sql`: the layouts of the further statements, which share the binds.
+    then: Vec<Layout>,
     dialect: Dialect,
 }
 
@@ -152,11 +154,19 @@ impl BindProgram {
 
         let is_list = |n: u32| shapes.get(n as usize - 1) == Some(&Some(Shape::List));
         let layout = Layout::new(&q.sql, is_list);
-        if let Some(n) = layout
-            .numbers()
-            .find(|&n| shapes.get(n as usize - 1).is_none_or(Option::is_none))
-        {
-            return Err(format!("the SQL uses `${n}`, which has no bind"));
+        let then: Vec<Layout> = q
+            .instance
+            .then
+            .iter()
+            .map(|sql| Layout::new(sql, is_list))
+            .collect();
+        for l in std::iter::once(&layout).chain(&then) {
+            if let Some(n) = l
+                .numbers()
+                .find(|&n| shapes.get(n as usize - 1).is_none_or(Option::is_none))
+            {
+                return Err(format!("the SQL uses `${n}`, which has no bind"));
+            }
         }
         Ok(BindProgram {
             seed,
@@ -166,6 +176,7 @@ impl BindProgram {
             route,
             slots,
             layout,
+            then,
             dialect: Dialect::Postgres,
         })
     }
@@ -193,6 +204,13 @@ impl BindProgram {
             _ => self.ctx(index, &lets, &args).eval(node).text(),
         });
         let mut args: Vec<Arg> = args.into_iter().map(arg).collect();
+        // Rendering moves the values it sends out of `args`: the further statements take
+        // copies, the first statement the originals.
+        let then = self
+            .then
+            .iter()
+            .map(|l| l.render(&mut args.clone(), self.dialect))
+            .collect::<Result<Vec<_>, String>>()?;
         let (sql, binds) = self.layout.render(&mut args, self.dialect)?;
         Ok(Instance {
             query,
@@ -200,6 +218,7 @@ impl BindProgram {
             sql,
             binds,
             route,
+            then,
         })
     }
 

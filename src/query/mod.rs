@@ -32,6 +32,9 @@ pub struct Instance {
     pub binds: Vec<BindValue>,
     /// The `route by` key as text (docs/rng.md §6), if the query routes.
     pub route: Option<String>,
+    /// `then sql`: the further statements of the instance, each with its own SQL and binds,
+    /// run in order after `sql` on the same connection.
+    pub then: Vec<(Arc<str>, Vec<BindValue>)>,
 }
 
 /// What a transport reports for a query that succeeded.
@@ -42,6 +45,12 @@ pub struct Outcome {
     /// The order-insensitive checksum of the result (`checksum.rs`), when the transport was
     /// asked for it (`check same results across endpoints`).
     pub checksum: Option<u64>,
+    /// The rows the statement inserted, updated or deleted, as the server counted them (the
+    /// command tag's count on PostgreSQL, `changes()` on SQLite, `updated` of QuestDB's
+    /// `/exec`, `rows_affected` of QWP's EXEC_DONE); `None` where the server said nothing.
+    /// Read for statements whose verb changes rows (`query::sql::changes_rows`) only: for a
+    /// SELECT PostgreSQL's tag counts the rows returned.
+    pub affected: Option<u64>,
 }
 
 /// Why a query failed, in the classes the report counts separately.
@@ -65,6 +74,9 @@ pub enum QueryErrorClass {
     Body,
     /// Request runs: the response hook called the answer an error.
     Hook,
+    /// Query runs: the rows the instance changed failed its `expect affected` (an UPDATE of
+    /// a key that is not there).
+    Affected,
 }
 
 impl QueryErrorClass {
@@ -79,6 +91,7 @@ impl QueryErrorClass {
             QueryErrorClass::Client => "client",
             QueryErrorClass::Body => "body",
             QueryErrorClass::Hook => "hook",
+            QueryErrorClass::Affected => "affected",
         }
     }
 }
@@ -111,11 +124,12 @@ mod tests {
     fn error_class_names_are_serdes_own() {
         use QueryErrorClass::*;
         for c in [
-            Sql, HttpStatus, Timeout, Connect, Connection, Client, Body, Hook,
+            Sql, HttpStatus, Timeout, Connect, Connection, Client, Body, Hook, Affected,
         ] {
             // A class added without a name here fails to compile below, not silently.
             match c {
-                Sql | HttpStatus | Timeout | Connect | Connection | Client | Body | Hook => {}
+                Sql | HttpStatus | Timeout | Connect | Connection | Client | Body | Hook
+                | Affected => {}
             }
             let serde_name = serde_json::to_string(&c).unwrap();
             assert_eq!(serde_name, format!("\"{}\"", c.as_str()));

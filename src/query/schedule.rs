@@ -296,6 +296,7 @@ pub(crate) mod tests {
                     route: None,
                     weight: *w,
                     expects: vec![],
+                    instance: Default::default(),
                 })
                 .collect(),
             mix: mix.into(),

@@ -174,6 +174,37 @@ fn dollar_quoted(b: &[u8], i: usize) -> Option<usize> {
     )
 }
 
+/// The statement's first keyword, upper-cased (`SELECT`, `UPDATE`, ...), past blanks, `--`
+/// and `/* */` comments and opening parentheses; empty where there is none.
+pub fn verb(sql: &str) -> String {
+    let mut rest = sql;
+    loop {
+        let t = rest.trim_start_matches(|c: char| c.is_whitespace() || c == '(');
+        if let Some(after) = t.strip_prefix("--") {
+            rest = after.find('\n').map_or("", |i| &after[i..]);
+        } else if let Some(after) = t.strip_prefix("/*") {
+            rest = after.find("*/").map_or("", |i| &after[i + 2..]);
+        } else {
+            rest = t;
+            break;
+        }
+    }
+    rest.chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .map(|c| c.to_ascii_uppercase())
+        .collect()
+}
+
+/// Whether a statement of this verb changes rows, so that the server's count is the rows it
+/// inserted, updated or deleted (PostgreSQL's command tag counts the rows a SELECT returned
+/// too). A data-modifying `WITH ... UPDATE` is not recognised: its count is not read.
+pub fn changes_rows(verb: &str) -> bool {
+    matches!(
+        verb,
+        "INSERT" | "UPDATE" | "DELETE" | "MERGE" | "UPSERT" | "REPLACE"
+    )
+}
+
 /// A bind's value for rendering: one value, sent as a bind, or a list written into the SQL.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Arg {
@@ -517,6 +548,19 @@ mod tests {
 
     fn numbers(sql: &str) -> Vec<u32> {
         placeholders(sql).iter().map(|p| p.n).collect()
+    }
+
+    #[test]
+    fn a_statements_verb_is_its_first_keyword() {
+        assert_eq!(verb("SELECT 1"), "SELECT");
+        assert_eq!(verb("  update t SET a = 1"), "UPDATE");
+        assert_eq!(verb("-- note\n /* x */ (select 1)"), "SELECT");
+        assert_eq!(verb(""), "");
+        assert!(changes_rows(&verb("delete from t")));
+        assert!(!changes_rows(&verb("SELECT * FROM t")));
+        assert!(!changes_rows(&verb(
+            "WITH u AS (UPDATE t SET a = 1) SELECT 1"
+        )));
     }
 
     #[test]

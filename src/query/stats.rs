@@ -41,6 +41,13 @@ pub struct TypeStats {
     pub errors: BTreeMap<QueryErrorClass, ErrorStats>,
     /// How the results arrived (`streaming`): time to first result, streaming rates, bytes.
     pub stream: StreamStats,
+    /// Answered, and found nothing (`not found when`): neither ok nor failed.
+    pub not_found: u64,
+    /// Rows the answered instances' INSERT, UPDATE and DELETE statements changed, as the
+    /// server counted them; `None` until one such statement was answered with a count.
+    pub affected: Option<u64>,
+    /// `then sql`: each statement's own latency (send to last row), in order.
+    pub steps: Vec<Histogram<u64>>,
 }
 
 impl Default for TypeStats {
@@ -53,6 +60,9 @@ impl Default for TypeStats {
             rows: 0,
             errors: BTreeMap::new(),
             stream: StreamStats::default(),
+            not_found: 0,
+            affected: None,
+            steps: Vec::new(),
         }
     }
 }
@@ -82,6 +92,33 @@ impl TypeStats {
         self.errors.values().map(|e| e.count).sum()
     }
 
+    /// Instances answered: ok, not found or failed.
+    pub fn answered(&self) -> u64 {
+        self.ok + self.not_found + self.failed()
+    }
+
+    /// An answered instance whose result was judged not found.
+    pub fn record_not_found(&mut self) {
+        self.not_found += 1;
+    }
+
+    /// Rows an answered instance changed, when the server counted them.
+    pub fn record_affected(&mut self, n: Option<u64>) {
+        if let Some(n) = n {
+            *self.affected.get_or_insert(0) += n;
+        }
+    }
+
+    /// The latencies of one instance's statements, in order (`then sql`).
+    pub fn record_steps(&mut self, steps: &[Duration]) {
+        if self.steps.len() < steps.len() {
+            self.steps.resize_with(steps.len(), histogram);
+        }
+        for (h, d) in self.steps.iter_mut().zip(steps) {
+            h.saturating_record(micros(*d));
+        }
+    }
+
     pub fn merge(&mut self, other: &TypeStats) {
         // Same bounds everywhere, so adding cannot fail.
         let _ = self.latency.add(&other.latency);
@@ -97,6 +134,16 @@ impl TypeStats {
             entry.count += e.count;
         }
         self.stream.merge(&other.stream);
+        self.not_found += other.not_found;
+        if let Some(n) = other.affected {
+            *self.affected.get_or_insert(0) += n;
+        }
+        if self.steps.len() < other.steps.len() {
+            self.steps.resize_with(other.steps.len(), histogram);
+        }
+        for (h, o) in self.steps.iter_mut().zip(&other.steps) {
+            let _ = h.add(o);
+        }
     }
 
     /// Failed queries over all queries sent, 0 when none were.

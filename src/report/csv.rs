@@ -625,6 +625,7 @@ handshakes_resumed,handshake_p50_us,handshake_max_us";
             ok: 10 * n,
             failed: n,
             accounting: Accounting {
+                not_found: 0,
                 scheduled: 11 * n + 1,
                 unsent: 1,
                 ..Accounting::default()

@@ -2,6 +2,7 @@
 //! to disk by `files`. docs/report-format.md describes every field; `REPORT_FORMAT` changes
 //! whenever a field changes meaning.
 
+pub mod accounting;
 pub mod connections;
 pub mod csv;
 mod csv_columns;
@@ -14,6 +15,9 @@ pub mod html;
 pub mod link;
 pub mod merged;
 pub mod outcome;
+pub mod outcomes;
+pub use accounting::Accounting;
+pub use outcomes::{StepReport, TypeOutcomes};
 pub mod read;
 pub mod rebuild;
 pub mod render;
@@ -714,26 +718,6 @@ impl RequestReport {
     }
 }
 
-/// What became of every unit a query or request run scheduled:
-/// `scheduled = ok + failed + cut_off + unsent` (`ok` and `failed` are the report's own). In
-/// closed loop a unit is scheduled when a worker takes it (or, with `count N`, all N are).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Accounting {
-    pub scheduled: u64,
-    /// Sent, but still unanswered when the phase ended (its duration plus the grace, or a stop).
-    pub cut_off: u64,
-    /// Scheduled within the measured span, never sent: the client or the server fell behind,
-    /// or the workers stopped at a refused password or certificate.
-    pub unsent: u64,
-    /// Open loop: sent (ok + failed + cut off) over scheduled, a fraction; `null` in closed loop.
-    pub achieved_rate: Option<f64>,
-    /// Open loop: sends more than 1 ms after their intended time, and their share of the sends.
-    pub late: u64,
-    pub late_share: Option<f64>,
-    /// Open loop: actual send time minus intended send time, per send.
-    pub send_lag: Option<Latency>,
-}
-
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct QueryTypeReport {
     pub name: String,
@@ -752,6 +736,9 @@ pub struct QueryTypeReport {
     /// (SQLite, no successful query) and in older reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming: Option<streaming::StreamingReport>,
+    /// Not found, rows changed, each statement's latency: absent where the query has none.
+    #[serde(flatten)]
+    pub outcomes: TypeOutcomes,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

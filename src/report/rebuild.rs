@@ -355,6 +355,7 @@ fn run<K: RunKind>(
         client_cpu_s: None,
         client_wait_s: None,
         accounting: Accounting {
+            not_found: 0,
             scheduled: answered + c.cut_off + c.unsent,
             cut_off: c.cut_off,
             unsent: c.unsent,

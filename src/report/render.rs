@@ -53,8 +53,13 @@ fn fine(us: u64) -> String {
 
 /// Where every scheduled query or request went: one line, whose parts add up.
 fn accounting_line(a: &super::Accounting, ok: u64, failed: u64, unit: &str) -> String {
+    // Not found only where a query says what not found is: the line stays as it was elsewhere.
+    let not_found = match a.not_found {
+        0 => String::new(),
+        n => format!(" + {} not found", thousands(n)),
+    };
     let mut out = format!(
-        "  {} scheduled = {} ok + {} failed + {} cut off + {} unsent\n",
+        "  {} scheduled = {} ok{not_found} + {} failed + {} cut off + {} unsent\n",
         thousands(a.scheduled),
         thousands(ok),
         thousands(failed),
@@ -360,6 +365,7 @@ fn query_lines(r: &QueryReport) -> String {
             FIGURES,
         ));
     }
+    out += &super::outcomes::lines(&r.detail.query_types);
     out += &super::streaming::table(&r.detail.query_types);
     out += &error_lines(&r.errors);
     for c in &r.detail.cross_checks {

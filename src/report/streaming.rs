@@ -159,6 +159,7 @@ mod tests {
             errors: Default::default(),
             thresholds: Vec::new(),
             streaming,
+            outcomes: Default::default(),
         };
         let text = table(&[t("big", Some(report)), t("local", None)]);
         let lines: Vec<&str> = text.lines().collect();

@@ -39,6 +39,7 @@ fn errors() -> BTreeMap<String, ErrorCount> {
 
 fn accounting() -> Accounting {
     Accounting {
+        not_found: 0,
         scheduled: 100,
         cut_off: 2,
         unsent: 3,
@@ -115,6 +116,7 @@ pub(super) fn query_report() -> QueryReport {
                 errors: errors(),
                 thresholds: vec![threshold("p50")],
                 streaming: None,
+                outcomes: Default::default(),
             }],
             labels: vec![LabelReport {
                 label: "l".into(),

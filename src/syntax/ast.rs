@@ -379,11 +379,17 @@ pub struct Query {
     pub name: Ident,
     pub label: Vec<Clause<Expr>>,
     pub sql: Vec<Clause<StrLit>>,
+    /// `then sql "..."`: the instance's further statements, in order.
+    pub then: Vec<Clause<StrLit>>,
+    /// `transaction`: the statements run between BEGIN and COMMIT.
+    pub transaction: Vec<Span>,
     pub lets: Vec<Let>,
     pub binds: Vec<Bind>,
     pub csv: Vec<CsvBinds>,
     pub route: Vec<Clause<Expr>>,
     pub expects: Vec<Expect>,
+    /// `not found when CONDITION`.
+    pub not_found: Vec<Clause<Expr>>,
     pub span: Span,
 }
 

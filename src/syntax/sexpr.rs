@@ -257,6 +257,12 @@ fn item_sexpr(o: &mut String, item: &Item) {
             for s in &q.sql {
                 let _ = write!(o, "\n  (sql {})", strlit(&s.value));
             }
+            for s in &q.then {
+                let _ = write!(o, "\n  (then sql {})", strlit(&s.value));
+            }
+            for _ in &q.transaction {
+                o.push_str("\n  (transaction)");
+            }
             for l in &q.lets {
                 let _ = write!(o, "\n  (let {} {})", l.name, expr(&l.value));
             }
@@ -272,6 +278,7 @@ fn item_sexpr(o: &mut String, item: &Item) {
             }
             clauses(o, "route", &q.route);
             expects(o, &q.expects);
+            clauses(o, "not-found-when", &q.not_found);
             o.push(')');
         }
         Item::Hook(h) => {

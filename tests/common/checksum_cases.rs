@@ -22,6 +22,7 @@ pub fn inst(sql: &str, binds: Vec<BindValue>) -> Instance {
         sql: Arc::from(sql),
         binds,
         route: None,
+        then: Vec::new(),
     }
 }
 

@@ -72,6 +72,7 @@ pub async fn summed(t: &mut Transport, i: &Instance, on: &str) -> (u64, u64) {
         Ok(Outcome {
             rows,
             checksum: Some(sum),
+            ..
         }) => (rows, sum),
         Ok(o) => panic!("{on}: no checksum for {} ({o:?})", i.sql),
         Err(e) => panic!("{on}: {} with {:?}: {e}", i.sql, i.binds),

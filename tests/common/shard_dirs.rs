@@ -453,6 +453,7 @@ fn queries(dir: &Path, s: &Spec) -> QueryReport {
                 errors,
                 thresholds: Vec::new(),
                 streaming: streaming(i),
+                outcomes: Default::default(),
             }],
             labels: vec![LabelReport {
                 label: "a".into(),

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use tokio::sync::mpsc;
 
+use super::statements::{self, Rules, Verdict};
 use crate::exec::account::{Cutoff, Sends};
 use crate::exec::link::Link;
 use crate::exec::pace::Pacer;
@@ -135,6 +136,10 @@ pub(super) struct Worker {
     pub(super) results: Vec<(usize, u64, u64, u64)>,
     /// This worker's part of the run's time series.
     pub(super) series: super::super::series::Slot,
+    /// Per query type: its statements and how an answer is judged.
+    pub(super) rules: Arc<Vec<Rules>>,
+    /// The last instance's statements' latencies (reused).
+    pub(super) steps: Vec<std::time::Duration>,
 }
 
 impl Worker {
@@ -203,8 +208,12 @@ impl Worker {
             if record != Record::No {
                 self.sends.start(sent, intended);
             }
+            let rules = &self.rules[job.inst.query];
             let result = match (connected, self.link.conn.as_mut()) {
-                (Ok(()), Some(conn)) => until.cutoff.bound(conn.run(&job.inst)).await,
+                (Ok(()), Some(conn)) => {
+                    let run = statements::run(conn, &job.inst, rules, &mut self.steps);
+                    until.cutoff.bound(run).await
+                }
                 (Err(e), _) => Some(Err(e)),
                 (Ok(()), None) => Some(Err(QueryError {
                     class: QueryErrorClass::Connection,
@@ -239,8 +248,18 @@ impl Worker {
                 continue;
             }
             let stats = &mut self.stats[job.inst.query];
+            let result = result.and_then(|out| match rules.judge(&out) {
+                Verdict::Ok => Ok((out, true)),
+                Verdict::NotFound => Ok((out, false)),
+                Verdict::Failed(e) => Err(e),
+            });
             match result {
-                Ok(out) => {
+                Ok((out, false)) => {
+                    // Answered, and found nothing: neither throughput nor a failure.
+                    stats.record_not_found();
+                    stats.record_affected(out.affected);
+                }
+                Ok((out, true)) => {
                     if let Some(conn) = &self.link.conn {
                         stats.stream.record(sent, out.rows, &conn.streamed());
                     }
@@ -252,6 +271,10 @@ impl Worker {
                     let service = intended.map(|_| done - sent);
                     let latency = done.saturating_duration_since(from);
                     stats.record_ok(latency, service, out.rows);
+                    stats.record_affected(out.affected);
+                    if rules.several() {
+                        stats.record_steps(&self.steps);
+                    }
                     self.series.ok(done, latency, service);
                     until.counts.ok.fetch_add(1, Ordering::Relaxed);
                 }

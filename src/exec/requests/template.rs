@@ -62,6 +62,7 @@ impl Template {
             route: None,
             weight: 1.0,
             expects: Vec::new(),
+            instance: Default::default(),
         };
         let program = BindProgram::compile(&plan, seed, base_dir)
             .map_err(|e| format!("run {}: {e}", p.run))?;

@@ -199,6 +199,7 @@ impl Worker {
                         sql: sql.into(),
                         binds,
                         route: None,
+                        then: Vec::new(),
                     };
                     InFlight::Done(t.run(&inst).await.map(|out| Answer {
                         status: 0,

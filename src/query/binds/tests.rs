@@ -434,6 +434,7 @@ fn csv_query(path: &str, columns: &[(&str, &str)]) -> QueryPlan {
         route: Some(Gen::Bind { index: 1 }),
         weight: 1.0,
         expects: vec![],
+        instance: Default::default(),
     }
 }
 
@@ -568,6 +569,7 @@ fn hand(sql: &str, binds: Vec<(u32, Gen)>) -> QueryPlan {
         route: None,
         weight: 1.0,
         expects: vec![],
+        instance: Default::default(),
     }
 }
 

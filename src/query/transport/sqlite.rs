@@ -172,6 +172,9 @@ fn execute(
         )));
     }
     let columns = stmt.column_count();
+    // `changes()` keeps the count of the last statement that changed rows, so it is read only
+    // after one that may have.
+    let writes = !stmt.readonly();
     let mut rows = stmt.raw_query();
     let mut n = 0u64;
     let mut hasher = checksums.then(ResultHasher::new);
@@ -187,9 +190,11 @@ fn execute(
             Err(e) => return Err(sql_error(&e)),
         }
     }
+    drop(rows);
     Ok(Outcome {
         rows: n,
         checksum: hasher.map(|h| h.finish()),
+        affected: writes.then(|| conn.changes()),
     })
 }
 

@@ -366,6 +366,7 @@ fn mixed(dir: &Path, with_series: bool) -> Report {
         ok: 1000 * n,
         failed: 0,
         accounting: Accounting {
+            not_found: 0,
             scheduled: 1000 * n,
             achieved_rate: Some(1.0),
             ..Accounting::default()

@@ -216,11 +216,14 @@ impl Walker {
             },
             label: vec![],
             sql: vec![],
+            then: vec![],
+            transaction: vec![],
             lets: vec![],
             binds: vec![],
             csv: vec![],
             route: vec![],
             expects: vec![],
+            not_found: vec![],
             span,
         };
         for c in p.into_inner() {
@@ -260,8 +263,17 @@ impl Walker {
                         span,
                     });
                 }
+                Rule::then_clause => {
+                    let span = self.span(&c);
+                    q.then.push(Clause {
+                        value: self.string(last(c))?,
+                        span,
+                    });
+                }
+                Rule::transaction_clause => q.transaction.push(self.span(&c)),
                 Rule::route_clause => q.route.push(self.clause_expr(c)?),
                 Rule::expect_clause => q.expects.push(self.expect(c)?),
+                Rule::not_found_clause => q.not_found.push(self.clause_expr(c)?),
                 r => unexpected(r, "query"),
             }
         }

@@ -314,11 +314,13 @@ fn outcome(
             Ok(Outcome {
                 rows,
                 checksum: parsed.checksum,
+                affected: parsed.updated,
             })
         }
         None if parsed.statement => Ok(Outcome {
             rows: 0,
             checksum: checksums.then_some(0),
+            affected: parsed.updated,
         }),
         None => Err(fail(
             "the answer has no `dataset` (nor `ddl`/`dml`): not a /exec answer".to_string(),

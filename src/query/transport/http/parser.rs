@@ -41,6 +41,8 @@ enum Key {
     Position,
     /// `ddl` or `dml`: a statement without rows.
     Statement,
+    /// `updated`: the rows an INSERT, UPDATE or DELETE changed.
+    Updated,
     Other,
 }
 
@@ -160,6 +162,7 @@ pub(super) struct Parser {
     error: Option<serde_json::Value>,
     position: Option<serde_json::Value>,
     statement: bool,
+    updated: Option<u64>,
     failure: Option<Failure>,
 }
 
@@ -183,6 +186,7 @@ impl Parser {
             error: None,
             position: None,
             statement: false,
+            updated: None,
             failure: None,
         }
     }
@@ -344,6 +348,7 @@ impl Parser {
                 "error" => Key::Error,
                 "position" => Key::Position,
                 "ddl" | "dml" => Key::Statement,
+                "updated" => Key::Updated,
                 _ => Key::Other,
             },
             Err(e) => {
@@ -384,6 +389,7 @@ impl Parser {
             Key::Statement => serde_json::from_slice::<IgnoredAny>(&value).map(|_| {
                 self.statement = true;
             }),
+            Key::Updated => serde_json::from_slice(&value).map(|v| self.updated = Some(v)),
             Key::Columns | Key::Other => serde_json::from_slice::<IgnoredAny>(&value).map(|_| ()),
         };
         if let Err(e) = parsed {
@@ -468,6 +474,7 @@ impl Parser {
             error: self.error,
             position: self.position,
             statement: self.statement,
+            updated: self.updated,
         })
     }
 }
@@ -482,4 +489,6 @@ pub(super) struct Parsed {
     pub(super) position: Option<serde_json::Value>,
     /// `ddl` or `dml`: a statement without rows.
     pub(super) statement: bool,
+    /// `updated`: QuestDB's count of the rows a DML statement changed.
+    pub(super) updated: Option<u64>,
 }

@@ -85,26 +85,49 @@ fn rows_are_the_dataset() {
         run(200, ok),
         Ok(Outcome {
             rows: 3,
-            checksum: None
+            checksum: None,
+            affected: None,
         })
     );
     assert_eq!(
         run(200, r#"{"columns":[],"dataset":[]}"#),
         Ok(Outcome {
             rows: 0,
-            checksum: None
+            checksum: None,
+            affected: None,
         })
     );
     assert_eq!(
         run(200, r#"{"ddl":"OK"}"#),
         Ok(Outcome {
             rows: 0,
-            checksum: None
+            checksum: None,
+            affected: None,
         })
     );
     let e = run(200, r#"{"dataset":[[1]],"count":2}"#).unwrap_err();
     assert_eq!(e.class, QueryErrorClass::HttpStatus);
     assert!(e.message.contains("count"), "{}", e.message);
+}
+
+/// QuestDB counts the rows an UPDATE changed in `updated`; an INSERT may say nothing.
+#[test]
+fn a_dml_answer_carries_the_rows_it_changed() {
+    assert_eq!(
+        run(200, r#"{"dml":"OK","updated":3}"#),
+        Ok(Outcome {
+            rows: 0,
+            checksum: None,
+            affected: Some(3),
+        })
+    );
+    assert_eq!(
+        run(200, r#"{"dml":"OK","updated":0}"#).map(|o| o.affected),
+        Ok(Some(0))
+    );
+    assert_eq!(run(200, r#"{"dml":"OK"}"#).map(|o| o.affected), Ok(None));
+    let e = run(200, r#"{"dml":"OK","updated":"x"}"#).unwrap_err();
+    assert_eq!(e.class, QueryErrorClass::HttpStatus);
 }
 
 #[test]
@@ -185,7 +208,8 @@ fn checksums_read_values_by_column_type() {
         sums(body),
         Ok(Outcome {
             rows: 3,
-            checksum: Some(want)
+            checksum: Some(want),
+            affected: None,
         })
     );
     // Without checksums, none.
@@ -193,7 +217,8 @@ fn checksums_read_values_by_column_type() {
         run(200, body),
         Ok(Outcome {
             rows: 3,
-            checksum: None
+            checksum: None,
+            affected: None,
         })
     );
     // The same rows in another order, with the columns after the dataset.
@@ -226,14 +251,16 @@ fn checksums_read_values_by_column_type() {
         sums(r#"{"columns":[{"name":"x","type":"LONG"}],"dataset":[],"count":0}"#),
         Ok(Outcome {
             rows: 0,
-            checksum: Some(0)
+            checksum: Some(0),
+            affected: None,
         })
     );
     assert_eq!(
         sums(r#"{"ddl":"OK"}"#),
         Ok(Outcome {
             rows: 0,
-            checksum: Some(0)
+            checksum: Some(0),
+            affected: None,
         })
     );
 }

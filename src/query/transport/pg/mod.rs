@@ -273,8 +273,10 @@ impl PgTransport {
             .map_err(|e| self.error(&e))?;
         let mut stream = pin!(stream);
         let mut rows = 0u64;
+        let mut affected = None;
         while let Some(m) = stream.next().await {
             match m.map_err(|e| self.error(&e))? {
+                SimpleQueryMessage::CommandComplete(n) => affected = Some(n),
                 SimpleQueryMessage::Row(row) => {
                     rows += 1;
                     self.streamed.piece(1, self.read_bytes() - before);
@@ -300,6 +302,7 @@ impl PgTransport {
             _ => Ok(Outcome {
                 rows,
                 checksum: sum.map(|s| s.hasher.finish()),
+                affected,
             }),
         }
     }
@@ -324,6 +327,8 @@ impl PgTransport {
         Ok(Outcome {
             rows: n,
             checksum: self.checksums.then(|| sum.map_or(0, |s| s.hasher.finish())),
+            // The CommandComplete tag's count, read once the stream has ended.
+            affected: rows.rows_affected(),
         })
     }
 

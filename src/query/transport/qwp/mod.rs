@@ -81,6 +81,8 @@ pub struct QwpTransport {
     /// How the last query's result arrived (`query::streaming`): a piece is a RESULT_BATCH
     /// with rows.
     streamed: Streamed,
+    /// The last statement's EXEC_DONE count; `None` after a result with rows.
+    affected: Option<u64>,
 }
 
 impl QwpTransport {
@@ -127,6 +129,7 @@ impl QwpTransport {
         let mut t = QwpTransport {
             socket,
             streamed: Streamed::default(),
+            affected: None,
             ws: connected.ws,
             label,
             timeout: timeouts.query,
@@ -181,6 +184,7 @@ impl QwpTransport {
         Ok(Outcome {
             rows,
             checksum: hasher.map(|h| h.finish()),
+            affected: self.affected,
         })
     }
 
@@ -193,6 +197,7 @@ impl QwpTransport {
         values: Option<&mut V>,
     ) -> Result<u64, QueryError> {
         let id = self.encode(inst)?;
+        self.affected = None;
         match tokio::time::timeout(self.timeout, self.exchange(id, values)).await {
             Ok(result) => result,
             Err(_) => Err(timeout_error(&self.label, self.timeout)),
@@ -292,8 +297,13 @@ impl QwpTransport {
                     self.streamed.end(Some(self.socket.read() - before));
                     return self.outcome(rows, refused);
                 }
-                Ok(Frame::ExecDone { request_id, .. }) => {
+                Ok(Frame::ExecDone {
+                    request_id,
+                    rows_affected,
+                    ..
+                }) => {
                     self.ours(id, request_id, "EXEC_DONE")?;
+                    self.affected = Some(rows_affected);
                     self.streamed.end(Some(self.socket.read() - before));
                     return self.outcome(rows, refused);
                 }
