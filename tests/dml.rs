@@ -400,3 +400,64 @@ run r {{ against q.pg  queries a  count 1 }}"
     ))
     .is_empty());
 }
+
+/// A query family (`query update for f in 0..3`) is one query per field: each member writes
+/// its own column, the family's weight is shared among them, and each reports its own counts.
+#[test]
+fn a_query_family_writes_one_field_per_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = rusqlite::Connection::open(dir.path().join("db.sqlite")).unwrap();
+    db.execute_batch(
+        "CREATE TABLE u (k INTEGER PRIMARY KEY, field0 TEXT, field1 TEXT, field2 TEXT);
+         WITH RECURSIVE g(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM g WHERE k < 99)
+         INSERT INTO u (k) SELECT k FROM g;",
+    )
+    .unwrap();
+    drop(db);
+    let text = r#"
+workload fam { seed 3 }
+param fields = 3
+target local { sqlite "db.sqlite" }
+query read {
+  sql "SELECT * FROM u WHERE k = $1"
+  bind $1 = uniform(0, 100)
+}
+query update for f in 0..fields {
+  sql "UPDATE u SET field${f} = $2 WHERE k = $1"
+  bind $1 = uniform(0, 100)
+  bind $2 = format("v%d", f)
+  expect affected == 1
+}
+run r {
+  against local.sqlite
+  queries read weight 1, update weight 1
+  count 6000
+}
+"#;
+    let (code, report, err) = cli::run_json_in(dir.path(), text, &[]);
+    assert_eq!(code, 0, "{err}");
+    let t = types(&report);
+    let names: Vec<&str> = t.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["read", "update[0]", "update[1]", "update[2]"]);
+    // Half the mix reads, the other half is shared by the three members.
+    let read = u(&of_type(&t, "read")["ok"]);
+    assert!((2800..3200).contains(&read), "{read}");
+    for m in &t[1..] {
+        let ok = u(&m["ok"]);
+        assert!((900..1100).contains(&ok), "{m}");
+        assert_eq!(u(&m["affected"]), ok);
+    }
+    let db = rusqlite::Connection::open(dir.path().join("db.sqlite")).unwrap();
+    for f in 0..3 {
+        let wrong: i64 = db
+            .query_row(
+                &format!(
+                    "SELECT count(*) FROM u WHERE field{f} IS NOT NULL AND field{f} != 'v{f}'"
+                ),
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(wrong, 0, "field{f} holds another member's value");
+    }
+}

@@ -2,7 +2,7 @@
 //! show too).
 
 use super::ingest::lower_ingest;
-use super::query::lower_query;
+use super::query::lower_family;
 use super::run::lower_run;
 use super::schema::lower_schema;
 use super::target as targets;
@@ -95,7 +95,7 @@ pub fn check_all_decls(ev: &Eval<'_>, _hooks: &Hooks) {
                     let _ = lower_schema(ev, id, s);
                 }
                 Decl::Query(q) => {
-                    let _ = lower_query(ev, id, q, 1.0);
+                    let _ = lower_family(ev, id, q, 1.0);
                 }
                 Decl::Target(t) => {
                     for ep in &t.endpoints {

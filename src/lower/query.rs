@@ -99,11 +99,90 @@ pub(super) fn csv_type_ty(t: &str) -> Ty {
     }
 }
 
-pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64) -> Ev<QueryPlan> {
+/// The most members a query family may have: each is a query type of its own in every report.
+pub const MAX_MEMBERS: u64 = 1_000;
+
+/// `q` lowered: one plan, or one per member of its family (`query NAME for VAR in VALUES`),
+/// which share `weight`.
+pub fn lower_family(
+    ev: &Eval<'_>,
+    inst: InstanceId,
+    q: &ast::Query,
+    weight: f64,
+) -> Ev<Vec<QueryPlan>> {
+    let Some(r) = &q.repeat else {
+        return lower_query(ev, inst, q, weight, None).map(|p| vec![p]);
+    };
+    let values: Vec<i64> = match ev.eval(&r.values, &Scope::new(inst))? {
+        Value::Range(lo, hi) if lo < hi && ((hi - lo) as u64) <= MAX_MEMBERS => (lo..hi).collect(),
+        Value::List(l)
+            if !l.is_empty()
+                && l.len() as u64 <= MAX_MEMBERS
+                && l.iter().all(|v| matches!(v, Value::Int(_))) =>
+        {
+            let v: Vec<i64> = l
+                .iter()
+                .filter_map(|v| match v {
+                    Value::Int(i) => Some(*i),
+                    _ => None,
+                })
+                .collect();
+            let distinct: BTreeSet<i64> = v.iter().copied().collect();
+            if distinct.len() != v.len() {
+                return ev.fail(
+                    Diagnostic::error(Code::E0203, r.values.span, "a value repeats")
+                        .label("each member of the family needs a value of its own"),
+                );
+            }
+            v
+        }
+        other => {
+            return ev.fail(ev.mismatch(
+                r.values.span,
+                &format!(
+                    "a range such as `0..10` or a list of integers, 1 to {MAX_MEMBERS} values"
+                ),
+                &other,
+                &Scope::new(inst),
+            ))
+        }
+    };
+    let members = values.len() as u64;
+    let mut plans = Vec::with_capacity(values.len());
+    let mut ok = true;
+    for value in values {
+        let f = Family {
+            query: q.name.name.clone(),
+            var: r.var.name.clone(),
+            value,
+            members,
+        };
+        match lower_query(ev, inst, q, weight / members as f64, Some(&f)) {
+            Some(p) => plans.push(p),
+            None => ok = false,
+        }
+    }
+    ok.then_some(plans)
+}
+
+/// One member of a query family: `family.var` bound to `family.value` in the query.
+pub type Member<'a> = Option<&'a Family>;
+
+pub fn lower_query(
+    ev: &Eval<'_>,
+    inst: InstanceId,
+    q: &ast::Query,
+    weight: f64,
+    member: Member<'_>,
+) -> Ev<QueryPlan> {
     let mut scope = Scope::new(inst);
+    if let Some(f) = member {
+        scope.push_local(f.var.clone(), Value::Int(f.value), Some(Ty::Long));
+    }
+    let texts = scope.clone();
     scope.binds = Some(Vec::new());
-    let (sql, sql_span) = query_sql(ev, inst, q)?;
-    let then = then_sql(ev, inst, q);
+    let (sql, sql_span) = query_sql(ev, q, &texts)?;
+    let then = then_sql(ev, q, &texts);
     // The statements of an instance share its binds: `then sql` uses the same placeholders.
     let mut used = placeholders(&sql);
     for (t, _) in then.iter().flatten() {
@@ -117,7 +196,11 @@ pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64)
         // Its tokens only: gaps are judged once, over all the statements, above.
         ok &= placeholders_fit(ev, t, *span, &BTreeSet::new(), 0);
     }
-    let label = query_label(ev, q, &scope, &mut ok);
+    let label = match member {
+        // A member's name tells it apart: `update[3]`, also its label unless it has its own.
+        Some(f) if q.label.is_empty() => format!("{}[{}]", q.name.name, f.value),
+        _ => query_label(ev, q, &scope, &mut ok),
+    };
     let lets = query_lets(ev, &q.lets, &mut scope, &mut ok);
     let csv_plan = csv_binds(ev, inst, q, &mut scope, &mut ok);
     let text = Template {
@@ -168,7 +251,10 @@ pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64)
         .collect();
     let instance = instance_rules(ev, q, then_texts, &scope);
     ok.then_some(QueryPlan {
-        name: q.name.name.clone(),
+        name: match member {
+            Some(f) => format!("{}[{}]", q.name.name, f.value),
+            None => q.name.name.clone(),
+        },
         label,
         sql,
         placeholders: max,
@@ -179,11 +265,12 @@ pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64)
         weight,
         expects: expects?,
         instance: instance?,
+        family: member.cloned(),
     })
 }
 
-/// The `sql` clause as literal text, with its span.
-fn query_sql(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query) -> Option<(String, Span)> {
+/// The `sql` clause as literal text, with its span; `scope` holds a family member's variable.
+fn query_sql(ev: &Eval<'_>, q: &ast::Query, scope: &Scope) -> Option<(String, Span)> {
     let Some(sql_clause) = single(ev, &q.sql, |c| c.span, "sql") else {
         return ev.fail(missing(
             q.name.span,
@@ -192,7 +279,7 @@ fn query_sql(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query) -> Option<(String,
         ));
     };
     let span = sql_clause.value.span;
-    match ev.string(&sql_clause.value, &Scope::new(inst))?.as_lit() {
+    match ev.string(&sql_clause.value, scope)?.as_lit() {
         Some(s) => Some((s, span)),
         None => ev.fail(
             Diagnostic::error(Code::E0203, span, "SQL cannot contain env(...) values")

@@ -2,7 +2,7 @@
 //! their bodies), lowered into run phases.
 
 use super::expect::{require, thresholds};
-use super::query::lower_query;
+use super::query::lower_family;
 use super::target::{self as targets, Operation};
 use super::values::{
     bounded_int, duration, join, missing, positive_int, rate, single, MAX_WORKERS,
@@ -33,7 +33,7 @@ pub(super) fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Ph
             for s in &sel.value {
                 if let Some(qs) = select_queries(ev, s) {
                     for (qi, q) in qs {
-                        let _ = lower_query(ev, qi, q, 1.0);
+                        let _ = lower_family(ev, qi, q, 1.0);
                     }
                 }
             }
@@ -343,11 +343,12 @@ fn query_run(
             None => 1.0,
         };
         for (qinst, q) in select_queries(ev, s)? {
-            match lower_query(ev, qinst, q, weight) {
-                Some(p)
-                    if p.instance.transaction
-                        && matches!(endpoint.kind.as_str(), "http" | "qwp") =>
-                {
+            let Some(members) = lower_family(ev, qinst, q, weight) else {
+                ok = false;
+                continue;
+            };
+            for p in members {
+                if p.instance.transaction && matches!(endpoint.kind.as_str(), "http" | "qwp") {
                     ev.error(
                         Diagnostic::error(
                             Code::E0701,
@@ -358,9 +359,9 @@ fn query_run(
                         .also(sel.span, "run against this endpoint"),
                     );
                     ok = false;
+                } else {
+                    plans.push(p);
                 }
-                Some(p) => plans.push(p),
-                None => ok = false,
             }
         }
     }

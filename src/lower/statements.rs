@@ -2,7 +2,7 @@
 //! `transaction`, `expect affected OP N` and `not found when CONDITION`.
 
 use super::values::single;
-use crate::check::{Ev, Eval, InstanceId, Scope};
+use crate::check::{Ev, Eval, Scope};
 use crate::diag::{Code, Diagnostic};
 use crate::plan::{InstanceCheck, InstanceRules};
 use crate::span::Span;
@@ -10,12 +10,12 @@ use crate::syntax::ast::{self, BinOp, ExprKind};
 use crate::value::Value;
 
 /// The `then sql` texts, with their spans; `None` where one cannot be read.
-pub(super) fn then_sql(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query) -> Ev<Vec<(String, Span)>> {
+pub(super) fn then_sql(ev: &Eval<'_>, q: &ast::Query, scope: &Scope) -> Ev<Vec<(String, Span)>> {
     let mut out = Vec::with_capacity(q.then.len());
     let mut ok = true;
     for c in &q.then {
         let span = c.value.span;
-        match ev.string(&c.value, &Scope::new(inst)).map(|s| s.as_lit()) {
+        match ev.string(&c.value, scope).map(|s| s.as_lit()) {
             Some(Some(s)) => out.push((s, span)),
             Some(None) => {
                 ev.error(

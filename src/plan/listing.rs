@@ -399,15 +399,31 @@ pub fn listing(plan: &Plan) -> String {
                             "    query {}{}  {:?}",
                             q.name,
                             if q.weight != 1.0 {
-                                format!(" weight {}", q.weight)
+                                // A family's share of a weight is a fraction: 4 decimals say it.
+                                let w = format!("{:.4}", q.weight);
+                                format!(" weight {}", w.trim_end_matches('0').trim_end_matches('.'))
                             } else {
                                 String::new()
                             },
                             q.label
                         );
+                        if let Some(f) = &q.family {
+                            let _ = writeln!(
+                                o,
+                                "      from {} for {} = {} (1 of {})",
+                                f.query, f.var, f.value, f.members
+                            );
+                        }
                         // SQL whitespace is collapsed for reading; the plan keeps the text as written.
                         let sql = q.sql.split_whitespace().collect::<Vec<_>>().join(" ");
                         let _ = writeln!(o, "      sql {sql:?}");
+                        for t in &q.instance.then {
+                            let t = t.split_whitespace().collect::<Vec<_>>().join(" ");
+                            let _ = writeln!(o, "      then sql {t:?}");
+                        }
+                        if q.instance.transaction {
+                            let _ = writeln!(o, "      transaction");
+                        }
                         for (name, g) in &q.lets {
                             let _ = writeln!(o, "      let {name} = {g}");
                         }
@@ -429,6 +445,12 @@ pub fn listing(plan: &Plan) -> String {
                             let _ = writeln!(o, "      route by {r}");
                         }
                         thresholds(&mut o, "      ", &q.expects);
+                        for c in &q.instance.checks {
+                            let _ = writeln!(o, "      expect {c} (each instance)");
+                        }
+                        if let Some(c) = &q.instance.not_found {
+                            let _ = writeln!(o, "      not found when {c}");
+                        }
                     }
                 }
                 Phase::Requests(p) => {

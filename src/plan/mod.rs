@@ -486,6 +486,20 @@ pub struct QueryPlan {
     /// absent from the plan's JSON where a query uses none of it.
     #[serde(flatten)]
     pub instance: InstanceRules,
+    /// A member of a query family (`query NAME for VAR in VALUES`): absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family: Option<Family>,
+}
+
+/// Where a member of a query family came from: `update[3]` is `update` with `f = 3`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Family {
+    /// The query as written.
+    pub query: String,
+    pub var: String,
+    pub value: i64,
+    /// Members of the family: its weight is shared among them.
+    pub members: u64,
 }
 
 /// A query's `then sql`, `transaction`, `expect affected` and `not found when` clauses.

@@ -297,6 +297,7 @@ pub(crate) mod tests {
                     weight: *w,
                     expects: vec![],
                     instance: Default::default(),
+                    family: None,
                 })
                 .collect(),
             mix: mix.into(),

@@ -377,6 +377,8 @@ pub struct Replay {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Query {
     pub name: Ident,
+    /// `for VAR in VALUES`: the query is a family, one member per value.
+    pub repeat: Option<Repeat>,
     pub label: Vec<Clause<Expr>>,
     pub sql: Vec<Clause<StrLit>>,
     /// `then sql "..."`: the instance's further statements, in order.
@@ -390,6 +392,14 @@ pub struct Query {
     pub expects: Vec<Expect>,
     /// `not found when CONDITION`.
     pub not_found: Vec<Clause<Expr>>,
+    pub span: Span,
+}
+
+/// `for VAR in VALUES`: what is repeated, once per value, with `VAR` bound to it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Repeat {
+    pub var: Ident,
+    pub values: Expr,
     pub span: Span,
 }
 

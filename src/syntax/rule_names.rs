@@ -188,6 +188,7 @@ pub fn rule_name(rule: &Rule) -> &'static str {
         Rule::label_clause => "`label \"...\"`",
         Rule::sql_clause => "`sql \"...\"`",
         Rule::then_clause => "`then sql \"...\"`",
+        Rule::query_for => "`for NAME in VALUES`",
         Rule::transaction_clause => "`transaction`",
         Rule::not_found_clause => "`not found when CONDITION`",
         Rule::let_clause => "`let NAME = VALUE`",

@@ -253,6 +253,9 @@ fn item_sexpr(o: &mut String, item: &Item) {
         }
         Item::Query(q) => {
             let _ = write!(o, "(query {}", q.name);
+            if let Some(r) = &q.repeat {
+                let _ = write!(o, " (for {} {})", r.var, expr(&r.values));
+            }
             clauses(o, "label", &q.label);
             for s in &q.sql {
                 let _ = write!(o, "\n  (sql {})", strlit(&s.value));

@@ -63,6 +63,7 @@ impl Template {
             weight: 1.0,
             expects: Vec::new(),
             instance: Default::default(),
+            family: None,
         };
         let program = BindProgram::compile(&plan, seed, base_dir)
             .map_err(|e| format!("run {}: {e}", p.run))?;

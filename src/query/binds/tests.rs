@@ -435,6 +435,7 @@ fn csv_query(path: &str, columns: &[(&str, &str)]) -> QueryPlan {
         weight: 1.0,
         expects: vec![],
         instance: Default::default(),
+        family: None,
     }
 }
 
@@ -570,6 +571,7 @@ fn hand(sql: &str, binds: Vec<(u32, Gen)>) -> QueryPlan {
         weight: 1.0,
         expects: vec![],
         instance: Default::default(),
+        family: None,
     }
 }
 

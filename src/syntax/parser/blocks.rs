@@ -215,6 +215,7 @@ impl Walker {
                 span,
             },
             label: vec![],
+            repeat: None,
             sql: vec![],
             then: vec![],
             transaction: vec![],
@@ -262,6 +263,15 @@ impl Walker {
                         columns,
                         span,
                     });
+                }
+                Rule::query_for => {
+                    let span = self.span(&c);
+                    let mut it = c
+                        .into_inner()
+                        .filter(|p| !matches!(p.as_rule(), Rule::kw_for | Rule::kw_in));
+                    let var = self.ident(it.next().expect("grammar: for variable"));
+                    let values = self.expr(it.next().expect("grammar: for values"))?;
+                    q.repeat = Some(Repeat { var, values, span });
                 }
                 Rule::then_clause => {
                     let span = self.span(&c);
