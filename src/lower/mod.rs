@@ -18,6 +18,7 @@ mod observe;
 mod observe_metrics;
 mod probe;
 mod query;
+mod repeat;
 mod run;
 mod schema;
 mod setup;

@@ -99,9 +99,6 @@ pub(super) fn csv_type_ty(t: &str) -> Ty {
     }
 }
 
-/// The most members a query family may have: each is a query type of its own in every report.
-pub const MAX_MEMBERS: u64 = 1_000;
-
 /// `q` lowered: one plan, or one per member of its family (`query NAME for VAR in VALUES`),
 /// which share `weight`.
 pub fn lower_family(
@@ -113,40 +110,7 @@ pub fn lower_family(
     let Some(r) = &q.repeat else {
         return lower_query(ev, inst, q, weight, None).map(|p| vec![p]);
     };
-    let values: Vec<i64> = match ev.eval(&r.values, &Scope::new(inst))? {
-        Value::Range(lo, hi) if lo < hi && ((hi - lo) as u64) <= MAX_MEMBERS => (lo..hi).collect(),
-        Value::List(l)
-            if !l.is_empty()
-                && l.len() as u64 <= MAX_MEMBERS
-                && l.iter().all(|v| matches!(v, Value::Int(_))) =>
-        {
-            let v: Vec<i64> = l
-                .iter()
-                .filter_map(|v| match v {
-                    Value::Int(i) => Some(*i),
-                    _ => None,
-                })
-                .collect();
-            let distinct: BTreeSet<i64> = v.iter().copied().collect();
-            if distinct.len() != v.len() {
-                return ev.fail(
-                    Diagnostic::error(Code::E0203, r.values.span, "a value repeats")
-                        .label("each member of the family needs a value of its own"),
-                );
-            }
-            v
-        }
-        other => {
-            return ev.fail(ev.mismatch(
-                r.values.span,
-                &format!(
-                    "a range such as `0..10` or a list of integers, 1 to {MAX_MEMBERS} values"
-                ),
-                &other,
-                &Scope::new(inst),
-            ))
-        }
-    };
+    let values = super::repeat::values(ev, inst, r)?;
     let members = values.len() as u64;
     let mut plans = Vec::with_capacity(values.len());
     let mut ok = true;

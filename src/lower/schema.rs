@@ -25,8 +25,11 @@ pub(super) fn lower_schema_once(
     inst: InstanceId,
     s: &ast::Schema,
 ) -> Ev<SchemaPlan> {
+    // Columns inside `for` loops, one per value: the rest sees the schema as if written out.
+    let (expanded, mut ok) = super::repeat::expand(ev, inst, s);
+    let s: &ast::Schema = &expanded;
     let mut scope = Scope::new(inst);
-    let mut ok = unique_columns(ev, s);
+    ok &= unique_columns(ev, s);
     let table = match single(ev, &s.table, |e| e.span, "table") {
         Some(e) => text_value(ev, e, &scope, "a table name")?,
         None => s.name.name.clone(),

@@ -264,7 +264,10 @@ pub enum TimeEnd {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Column {
     pub role: ColumnRole,
+    /// As written: inside `for`, `${VAR}` in it stands for the loop's value.
     pub name: Ident,
+    /// The `for VAR in VALUES` this column is inside of: one column per value.
+    pub repeat: Option<Repeat>,
     pub ty: Option<ColType>,
     pub gen: ColumnGen,
     pub per: Vec<(Per, Span)>,

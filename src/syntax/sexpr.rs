@@ -122,6 +122,9 @@ fn item_sexpr(o: &mut String, item: &Item) {
                 let _ = write!(o, "\n  (rows {})", expr(r));
             }
             for c in &s.columns {
+                if let Some(r) = &c.repeat {
+                    let _ = write!(o, "\n  (for {} {})", r.var, expr(&r.values));
+                }
                 let _ = write!(o, "\n  ({} {}", c.role.as_str(), c.name);
                 if let Some(t) = &c.ty {
                     let _ = write!(o, " : {}", coltype(t));

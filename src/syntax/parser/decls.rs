@@ -296,6 +296,20 @@ impl Walker {
                 | Rule::tag_column
                 | Rule::field_column
                 | Rule::timestamp_column => columns.push(self.column(c)?),
+                Rule::schema_for => {
+                    let span = self.span(&c);
+                    let mut inner = c
+                        .into_inner()
+                        .filter(|p| !matches!(p.as_rule(), Rule::kw_for | Rule::kw_in));
+                    let var = self.ident(inner.next().expect("grammar: for variable"));
+                    let values = self.expr(inner.next().expect("grammar: for values"))?;
+                    let repeat = Repeat { var, values, span };
+                    for col in inner {
+                        let mut col = self.column(col)?;
+                        col.repeat = Some(repeat.clone());
+                        columns.push(col);
+                    }
+                }
                 r => unexpected(r, "schema"),
             }
         }
@@ -333,6 +347,12 @@ impl Walker {
                 | Rule::kw_in
                 | Rule::kw_every
                 | Rule::kw_from => {}
+                Rule::col_name => {
+                    name = Some(crate::span::Ident {
+                        name: c.as_str().to_string(),
+                        span: self.span(&c),
+                    })
+                }
                 Rule::ident if name.is_none() => name = Some(self.ident(c)),
                 Rule::ident => var = Some(self.ident(c)),
                 Rule::col_type => ty = Some(self.col_type(c)),
@@ -370,6 +390,7 @@ impl Walker {
         Ok(Column {
             role,
             name: name.expect("grammar: column name"),
+            repeat: None,
             ty,
             gen,
             per,
