@@ -452,7 +452,8 @@ pub fn worker_part(env: &RunEnv, w: u64, n: u64) -> (u64, u64) {
 }
 
 /// The ingest phase as this shard runs it: its share of a `rate`; on every shard but 0 no
-/// setup, teardown or count of the visible rows (shard 0 does them once for all).
+/// setup (not its `setup sql` statements either), teardown or count of the visible rows
+/// (shard 0 does them once for all, before the start barrier the others wait at).
 pub fn ingest_part<'p>(env: &RunEnv, phase: &'p IngestPhase) -> Cow<'p, IngestPhase> {
     let Some((_, n)) = stride(env) else {
         return Cow::Borrowed(phase);
@@ -463,6 +464,7 @@ pub fn ingest_part<'p>(env: &RunEnv, phase: &'p IngestPhase) -> Cow<'p, IngestPh
     }
     if !leads(env) {
         p.setup = Setup::Shared;
+        p.setup_ddl.clear();
         p.teardown = Teardown::Keep;
         p.verify = None;
     }
@@ -651,6 +653,7 @@ mod tests {
             setup: Setup::Recreate,
             teardown: Teardown::Drop,
             ddl: None,
+            setup_ddl: Vec::new(),
             verify: None,
             calibrate: false,
             replay_budget: None,
@@ -699,6 +702,7 @@ mod tests {
         let part = ingest_part(&other, &phase);
         assert_eq!(part.rate, Some(Value::Rate(300.0)));
         assert_eq!((part.setup, part.teardown), (Setup::Shared, Teardown::Keep));
+        assert!(part.setup_ddl.is_empty());
         let part = ingest_part(&lead, &phase);
         assert_eq!(
             (part.setup, part.teardown),

@@ -23,6 +23,7 @@ mod schema;
 mod setup;
 pub mod shards;
 mod stages;
+mod table;
 mod target;
 mod template;
 mod values;
