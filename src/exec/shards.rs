@@ -698,7 +698,15 @@ mod tests {
         let (phase, mut r) = ingest(100);
         judge_union(&other, &mut r, &phase, Some(&sent(90)));
         assert!(r.failures.is_empty());
-        // Its part: a third of the rate, no setup, teardown or count.
+        // Its part: a third of the rate, no setup (not its `setup sql` either), teardown or
+        // count.
+        let mut phase = phase;
+        phase
+            .setup_ddl
+            .push(crate::plan::table::SetupStatement::new(
+                crate::plan::table::StatementKind::Sql,
+                "CREATE INDEX ON cpu (v)".into(),
+            ));
         let part = ingest_part(&other, &phase);
         assert_eq!(part.rate, Some(Value::Rate(300.0)));
         assert_eq!((part.setup, part.teardown), (Setup::Shared, Teardown::Keep));
@@ -708,6 +716,7 @@ mod tests {
             (part.setup, part.teardown),
             (Setup::Recreate, Teardown::Drop)
         );
+        assert_eq!(part.setup_ddl, phase.setup_ddl);
         assert!(matches!(ingest_part(&env(None), &phase), Cow::Borrowed(_)));
         assert_eq!(hook_worker(&other, 1, 4), (9, 12));
     }

@@ -423,3 +423,33 @@ fn refused(ev: &Eval<'_>, d: Dialect, s: &ast::Schema, def: &TableDef, into: Spa
     }
     ok.then_some(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_statement_runs_on_its_dialect_and_postgres_ones_on_timescaledb_too() {
+        assert!(runs_on("postgres", "postgres"));
+        assert!(runs_on("postgres", "timescaledb"));
+        assert!(runs_on("timescaledb", "timescaledb"));
+        assert!(!runs_on("timescaledb", "postgres"));
+        assert!(!runs_on("questdb", "postgres"));
+        assert!(!runs_on("postgres", "sqlite"));
+    }
+
+    #[test]
+    fn the_longest_text_is_known_for_constants_picks_and_uuids_only() {
+        let s = |t: &str| Value::Str(crate::value::Text::lit(t));
+        assert_eq!(longest_text(&Gen::Const { value: s("héllo") }), Some(5));
+        assert_eq!(longest_text(&Gen::Uuid), Some(36));
+        let pick = Gen::Pick {
+            values: vec![s("a"), s("abcd")],
+        };
+        assert_eq!(longest_text(&pick), Some(4));
+        let pattern = Gen::Pattern {
+            pattern: "[a-z]{9}".into(),
+        };
+        assert_eq!(longest_text(&pattern), None);
+    }
+}
