@@ -60,6 +60,7 @@ pub mod secrets;
 pub mod shard;
 pub mod source;
 pub mod span;
+pub mod sql_text;
 pub mod syntax;
 pub mod value;
 

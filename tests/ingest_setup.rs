@@ -74,8 +74,8 @@ ingest load {{
     assert_eq!(ddl(&server), pair(0), "{:?}", server.ddl());
     let create = &server.ddl()[1].0;
     assert!(
-        create.starts_with("CREATE TABLE \"s\" (\"host\" SYMBOL")
-            && create.ends_with("timestamp(\"ts\") PARTITION BY DAY WAL"),
+        create.starts_with("CREATE TABLE s (host SYMBOL")
+            && create.ends_with("timestamp(ts) PARTITION BY DAY WAL"),
         "{create}"
     );
     let f = &p["freshness"];

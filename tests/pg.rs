@@ -104,7 +104,10 @@ async fn without_table(table: &str) -> Option<(String, PgClient)> {
 async fn recreate(url: &str, table: &str, schema: &BatchSchema) {
     let mut c = admin(url).await;
     let drop = ddl::drop_table("postgres", table).unwrap();
-    let create = ddl::create_table("postgres", table, schema).unwrap();
+    let create = ddl::create_table("postgres", table, schema)
+        .unwrap()
+        .unwrap()
+        .join("; ");
     c.execute(&format!("{drop}; {create}"))
         .await
         .expect("DDL runs");
@@ -576,9 +579,14 @@ async fn insert_into_a_missing_table_then_created() {
     assert_eq!(e.class, ErrorClass::Server, "{e}");
     assert!(!e.fatal, "{e}");
     assert!(e.message.contains("SQLSTATE 42P01"), "{e}");
-    c.execute(&ddl::create_table("postgres", table, &schema).unwrap())
-        .await
-        .unwrap();
+    c.execute(
+        &ddl::create_table("postgres", table, &schema)
+            .unwrap()
+            .unwrap()
+            .join("; "),
+    )
+    .await
+    .unwrap();
     assert!(
         w.send(&chunk)
             .await
@@ -752,9 +760,14 @@ async fn the_connection_is_gone_after_a_refused_copy() {
     let chunk = copy_chunk(b);
     let e = w.send(&chunk).await.unwrap_err();
     assert!(e.fatal, "{e}");
-    c.execute(&ddl::create_table("postgres", table, &schema).unwrap())
-        .await
-        .unwrap();
+    c.execute(
+        &ddl::create_table("postgres", table, &schema)
+            .unwrap()
+            .unwrap()
+            .join("; "),
+    )
+    .await
+    .unwrap();
     let e = w.send(&chunk).await.unwrap_err();
     assert_eq!(e.class, ErrorClass::Connection, "{e}");
     assert!(e.message.contains("unexpected message from server"), "{e}");

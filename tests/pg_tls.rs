@@ -157,7 +157,10 @@ async fn writer(
     let (schema, chunk) = probe_chunk();
     let mut admin = PgClient::connect(ep, url, TIMEOUT).await?;
     let drop = ddl::drop_table("postgres", table).unwrap();
-    let create = ddl::create_table("postgres", table, &schema).unwrap();
+    let create = ddl::create_table("postgres", table, &schema)
+        .unwrap()
+        .unwrap()
+        .join("; ");
     admin.execute(&format!("{drop}; {create}")).await?;
     let cfg = DriverConfig {
         endpoint: ep.clone(),

@@ -67,6 +67,7 @@ codes! {
     // Schemas.
     E0501 => "invalid schema",
     E0502 => "unknown column",
+    E0503 => "table the dialect cannot create",
     // Queries and binds.
     E0601 => "bind does not match the SQL placeholders",
     E0602 => "CSV bind file problem",

@@ -18,6 +18,7 @@ use crate::net::error::{DriverError, ErrorClass};
 use crate::net::http::{option_text, url_encode, with_query};
 use crate::plan::setup::{self, Admin};
 use crate::plan::store::{self, Store};
+use crate::plan::table::StatementKind;
 use crate::plan::{EndpointPlan, IngestPhase, Setup, Teardown, VerifyPlan};
 use crate::value::Value;
 
@@ -181,41 +182,20 @@ pub async fn prepare(
     match setup::admin(phase) {
         Admin::Nothing => {}
         Admin::Store(store) => {
-            if phase.setup != Setup::Shared {
+            if matches!(phase.setup, Setup::Recreate | Setup::Truncate) {
                 store_admin(phase, store, layout, false).await?;
             }
         }
         Admin::Sql { endpoint, dialect } => {
-            let table = &phase.table;
-            let mut client = None;
-            match phase.setup {
-                Setup::Recreate => {
-                    let statements = ddl::drop_table(dialect, table)
-                        .into_iter()
-                        .chain(ddl::create_table(dialect, table, layout));
-                    let c = connected(&mut client, env, endpoint).await?;
-                    for s in statements {
-                        c.execute(&s).await?;
-                    }
-                }
-                // A table no run has created yet has nothing to empty: the first rows create
-                // it (line protocol), or the ingest says it is missing (SQL).
-                Setup::Truncate => {
-                    if let Some(s) = ddl::truncate_table(dialect, table) {
-                        connected(&mut client, env, endpoint)
-                            .await?
-                            .execute_if_exists(&s)
-                            .await?;
-                    }
-                }
-                Setup::Shared => {}
-            }
+            run_setup(env, phase, layout, endpoint, dialect).await?;
         }
         Admin::Unreachable(why) => {
-            let what = if phase.setup != Setup::Shared {
+            let what = if matches!(phase.setup, Setup::Recreate | Setup::Truncate) {
                 format!("setup {}", phase.setup)
-            } else {
+            } else if phase.teardown == Teardown::Drop {
                 "teardown drop".to_string()
+            } else {
+                "setup sql".to_string()
             };
             return Err(crate::net::http::config_error(
                 &phase.endpoint,
@@ -227,6 +207,45 @@ pub async fn prepare(
         return Ok(None);
     };
     counting(env, v, layout, end_ms).await.map(Some)
+}
+
+/// The plan's setup statements, in order, over one connection opened at the first. A
+/// `TRUNCATE` of a table no run has created yet does nothing: the first rows create it (line
+/// protocol), or the ingest says it is missing (SQL). A `setup sql` statement that fails is
+/// named in the phase's failure, with the server's message.
+async fn run_setup(
+    env: &RunEnv,
+    phase: &IngestPhase,
+    layout: &BatchSchema,
+    endpoint: &EndpointPlan,
+    dialect: &str,
+) -> Result<(), DriverError> {
+    let mut client = None;
+    for s in &phase.setup_ddl {
+        let c = connected(&mut client, env, endpoint).await?;
+        match s.kind {
+            StatementKind::CreateFromFile => {
+                let Some(made) = ddl::create_table(dialect, &phase.table, layout) else {
+                    continue;
+                };
+                let made = made.map_err(|e| crate::net::http::config_error(&phase.endpoint, e))?;
+                for sql in made {
+                    c.execute(&sql).await?;
+                }
+            }
+            StatementKind::Truncate => {
+                c.execute_if_exists(&s.sql).await?;
+            }
+            StatementKind::Sql => c.execute(&s.sql).await.map_err(|mut e| {
+                e.message = format!("`setup sql` statement `{}` failed: {}", s.sql, e.message);
+                e
+            })?,
+            StatementKind::Drop | StatementKind::Create | StatementKind::Index => {
+                c.execute(&s.sql).await?
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The count `v` describes, connected, with the baseline it sees now: `verify visible`'s, and

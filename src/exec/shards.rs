@@ -452,7 +452,8 @@ pub fn worker_part(env: &RunEnv, w: u64, n: u64) -> (u64, u64) {
 }
 
 /// The ingest phase as this shard runs it: its share of a `rate`; on every shard but 0 no
-/// setup, teardown or count of the visible rows (shard 0 does them once for all).
+/// setup (not its `setup sql` statements either), teardown or count of the visible rows
+/// (shard 0 does them once for all, before the start barrier the others wait at).
 pub fn ingest_part<'p>(env: &RunEnv, phase: &'p IngestPhase) -> Cow<'p, IngestPhase> {
     let Some((_, n)) = stride(env) else {
         return Cow::Borrowed(phase);
@@ -463,6 +464,7 @@ pub fn ingest_part<'p>(env: &RunEnv, phase: &'p IngestPhase) -> Cow<'p, IngestPh
     }
     if !leads(env) {
         p.setup = Setup::Shared;
+        p.setup_ddl.clear();
         p.teardown = Teardown::Keep;
         p.verify = None;
     }
@@ -651,6 +653,7 @@ mod tests {
             setup: Setup::Recreate,
             teardown: Teardown::Drop,
             ddl: None,
+            setup_ddl: Vec::new(),
             verify: None,
             calibrate: false,
             replay_budget: None,
@@ -695,15 +698,25 @@ mod tests {
         let (phase, mut r) = ingest(100);
         judge_union(&other, &mut r, &phase, Some(&sent(90)));
         assert!(r.failures.is_empty());
-        // Its part: a third of the rate, no setup, teardown or count.
+        // Its part: a third of the rate, no setup (not its `setup sql` either), teardown or
+        // count.
+        let mut phase = phase;
+        phase
+            .setup_ddl
+            .push(crate::plan::table::SetupStatement::new(
+                crate::plan::table::StatementKind::Sql,
+                "CREATE INDEX ON cpu (v)".into(),
+            ));
         let part = ingest_part(&other, &phase);
         assert_eq!(part.rate, Some(Value::Rate(300.0)));
         assert_eq!((part.setup, part.teardown), (Setup::Shared, Teardown::Keep));
+        assert!(part.setup_ddl.is_empty());
         let part = ingest_part(&lead, &phase);
         assert_eq!(
             (part.setup, part.teardown),
             (Setup::Recreate, Teardown::Drop)
         );
+        assert_eq!(part.setup_ddl, phase.setup_ddl);
         assert!(matches!(ingest_part(&env(None), &phase), Cow::Borrowed(_)));
         assert_eq!(hook_worker(&other, 1, 4), (9, 12));
     }

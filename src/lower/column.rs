@@ -4,6 +4,7 @@
 use super::values::{as_gen, duration, single};
 use crate::check::{Ev, Eval, Scope, MAX_SERIES};
 use crate::diag::{Code, Diagnostic};
+use crate::plan::table::MAX_LENGTH;
 use crate::plan::*;
 use crate::span::Ident;
 use crate::syntax::ast::{self, ColumnGen, ColumnRole, Per, TimeEnd};
@@ -13,18 +14,29 @@ pub(super) const COLUMN_TYPES: &[&str] = &[
     "symbol",
     "varchar",
     "string",
+    "text",
+    "char",
     "long",
+    "bigint",
     "int",
+    "integer",
     "short",
+    "smallint",
     "byte",
     "double",
     "float",
+    "real",
     "boolean",
     "bool",
     "timestamp",
+    "timestamptz",
     "uuid",
 ];
 
+/// A declared type: the generator's kind (`varchar`, `long`, `int`, `short`, `float`,
+/// `timestamp`, ... as `ColumnPlan::ty` has always named them, so the generator and the
+/// encoders read it as before) and a timestamp's unit. The SQL type the table is created with
+/// keeps what SQL tells apart (`text`, `varchar(255)`, `integer`): `lower::table`.
 pub(super) fn column_type(
     ev: &Eval<'_>,
     t: &ast::ColType,
@@ -45,25 +57,55 @@ pub(super) fn column_type(
         return ev.fail(d);
     }
     let canonical = match name {
-        "string" => "varchar",
+        "string" | "text" | "char" => "varchar",
         "bool" => "boolean",
+        "bigint" => "long",
+        "integer" => "int",
+        "smallint" => "short",
+        "real" => "float",
+        "timestamptz" => "timestamp",
         n => n,
     };
-    let unit = match (canonical, &t.arg) {
-        ("timestamp", None) => Some("us".to_string()),
-        ("timestamp", Some(u)) if ["ns", "us", "ms"].contains(&u.name.as_str()) => {
+    let unit = match (name, &t.arg) {
+        ("timestamp" | "timestamptz", None) => Some("us".to_string()),
+        ("timestamp", Some(ast::TypeArg::Unit(u)))
+            if ["ns", "us", "ms"].contains(&u.name.as_str()) =>
+        {
             Some(u.name.clone())
         }
         ("timestamp", Some(u)) => {
             return ev.fail(
-                Diagnostic::error(Code::E0206, u.span, format!("unknown timestamp unit `{u}`"))
-                    .label("expected ns, us or ms"),
+                Diagnostic::error(
+                    Code::E0206,
+                    u.span(),
+                    format!("unknown timestamp unit `{u}`"),
+                )
+                .label("expected ns, us or ms"),
+            )
+        }
+        ("varchar" | "char", Some(ast::TypeArg::Length(n, span))) => {
+            if !(1..=u64::from(MAX_LENGTH)).contains(n) {
+                return ev.fail(
+                    Diagnostic::error(Code::E0203, *span, format!("a length of {n} characters"))
+                        .label(format!("expected 1 to {MAX_LENGTH}")),
+                );
+            }
+            None
+        }
+        ("varchar" | "char", Some(u)) => {
+            return ev.fail(
+                Diagnostic::error(
+                    Code::E0206,
+                    u.span(),
+                    format!("`{name}({u})` has no length"),
+                )
+                .label("expected a number of characters, as in `varchar(255)`"),
             )
         }
         (_, Some(u)) => {
             return ev.fail(
-                Diagnostic::error(Code::E0206, u.span, format!("`{name}` takes no argument"))
-                    .label("only timestamp(ns|us|ms) has one"),
+                Diagnostic::error(Code::E0206, u.span(), format!("`{name}` takes no argument"))
+                    .label("only timestamp(ns|us|ms), varchar(N) and char(N) have one"),
             )
         }
         _ => None,
@@ -75,7 +117,7 @@ pub(super) fn column_type(
                 t.span,
                 "a timestamp column must have type timestamp",
             )
-            .label("expected timestamp(ns), timestamp(us) or timestamp(ms)"),
+            .label("expected timestamp(ns), timestamp(us), timestamp(ms) or timestamptz"),
         );
     }
     Some((canonical.to_string(), unit))

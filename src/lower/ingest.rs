@@ -10,6 +10,7 @@ use super::values::{
 use super::via::{count_endpoint, count_query, target_name, via_name};
 use crate::check::{Decl, Ev, Eval, InstanceId, Scope};
 use crate::diag::{Code, Diagnostic};
+use crate::plan::table::TableDef;
 use crate::plan::*;
 use crate::syntax::ast;
 use crate::value::Value;
@@ -69,6 +70,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
     };
     let ack = ingest_ack(ev, i, ep, &scope);
     let (setup, teardown) = setup_and_teardown(ev, i, &scope);
+    let user_sql = super::table::user_sql(ev, i, &table);
     let (replay_when, replay_budget) = replay_budget(ev, i, &scope);
     let link = link(ev, i, &scope);
     let verify = match single(ev, &i.verify, |v| v.span, "verify") {
@@ -127,6 +129,12 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
     };
     let (findmax, warmup, commit) = (findmax?, warmup?, commit?);
     let (replay_when, link) = (replay_when?, link?);
+    let user_sql = user_sql?;
+    let schema_table = match rows.table {
+        Some((s, Some(def))) => Some((s, def)),
+        Some((_, None)) => return None,
+        None => None,
+    };
     let routing = match (&rows.series_col, &rows.source) {
         (Some(c), _) => format!("fnv1a64({c}) % workers"),
         (None, RowSource::File { .. }) => "fnv1a64(first tag) % workers".to_string(),
@@ -181,6 +189,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         setup,
         teardown,
         ddl,
+        setup_ddl: Vec::new(),
         verify,
         calibrate: !i.calibrate.is_empty(),
         replay_budget: replay_budget?,
@@ -195,6 +204,7 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         link,
     };
     super::findmax::rows_fit(ev, i, &phase)?;
+    super::table::user_statements(ev, &mut phase, &user_sql, into.span);
     targets::check_store_admin(
         ev,
         &phase,
@@ -210,10 +220,17 @@ pub(super) fn lower_ingest(ev: &Eval<'_>, i: &ast::Ingest) -> Ev<IngestPhase> {
         &mut phase,
         (
             i.setup.first().map(|c| c.value.span),
+            i.setup_sql.first().map(|c| c.span),
             i.teardown.first().map(|c| c.value.span),
         ),
         into.span,
         rows.range.is_some(),
+    )?;
+    super::table::table_statements(
+        ev,
+        &mut phase,
+        schema_table.as_ref().map(|(s, d)| (&**s, d)),
+        into.span,
     )?;
     Some(phase)
 }
@@ -271,8 +288,11 @@ fn ingest_endpoint<'p>(
 }
 
 /// Where the rows come from, and what the source tells about them.
-struct Rows {
+struct Rows<'p> {
     source: RowSource,
+    /// A schema's declaration and the table it makes (`None` after a mistake in its keys).
+    /// With its `for` loops expanded (`repeat::expand`), as its columns are in the plan.
+    table: Option<(std::borrow::Cow<'p, ast::Schema>, Option<TableDef>)>,
     /// A schema's row count; a file's is not known before reading it.
     schema_rows: Option<u64>,
     /// A schema's time range `[start, end)`, in nanoseconds.
@@ -281,7 +301,7 @@ struct Rows {
 }
 
 /// `rows SCHEMA` or `rows "FILE"`.
-fn row_source(ev: &Eval<'_>, source: &ast::RowsSource) -> Option<Rows> {
+fn row_source<'p>(ev: &Eval<'p>, source: &ast::RowsSource) -> Option<Rows<'p>> {
     let path = match source {
         ast::RowsSource::Schema(path) => path,
         ast::RowsSource::File(f) => return file_source(ev, f),
@@ -299,7 +319,11 @@ fn row_source(ev: &Eval<'_>, source: &ast::RowsSource) -> Option<Rows> {
                 .iter()
                 .find(|c| c.role == "series")
                 .map(|c| c.name.clone());
+            // The table's columns are the plan's: a loop's columns expanded.
+            let (s, _) = super::repeat::expand(ev, sinst, s);
+            let def = super::table::schema_table(ev, &s, &plan);
             Some(Rows {
+                table: Some((s, def)),
                 source: RowSource::Schema(plan),
                 schema_rows: Some(rows),
                 range,
@@ -319,7 +343,7 @@ fn row_source(ev: &Eval<'_>, source: &ast::RowsSource) -> Option<Rows> {
 }
 
 /// `rows "FILE"`: the format from the extension; a file not there yet is a warning.
-fn file_source(ev: &Eval<'_>, f: &ast::StrLit) -> Option<Rows> {
+fn file_source(ev: &Eval<'_>, f: &ast::StrLit) -> Option<Rows<'static>> {
     let Some(rel) = f.as_plain() else {
         return ev.fail(
             Diagnostic::error(Code::E0203, f.span, "file paths cannot interpolate")
@@ -360,6 +384,7 @@ fn file_source(ev: &Eval<'_>, f: &ast::StrLit) -> Option<Rows> {
         );
     }
     Some(Rows {
+        table: None,
         source: RowSource::File {
             path: rel,
             format: format.to_string(),
@@ -450,13 +475,16 @@ fn ingest_rate(ev: &Eval<'_>, i: &ast::Ingest, scope: &Scope) -> Option<Option<V
     rate(ev, &c.value.rate, scope).map(|r| Some(Value::Rate(r)))
 }
 
-/// `setup recreate | truncate | shared` and `teardown keep | drop`.
+/// `setup recreate | truncate | shared` (`sql` without one, when there are `setup sql`
+/// statements) and `teardown keep | drop`.
 fn setup_and_teardown(
     ev: &Eval<'_>,
     i: &ast::Ingest,
     scope: &Scope,
 ) -> (Option<Setup>, Option<Teardown>) {
     let setup = match single(ev, &i.setup, |c| c.span, "setup") {
+        // `setup sql` alone: the user's statements are the whole setup.
+        None if !i.setup_sql.is_empty() => Some(Setup::Sql),
         None => Some(Setup::Recreate),
         Some(c) => word(ev, &c.value, scope, &["recreate", "truncate", "shared"]).map(|w| match w
             .as_str()
@@ -604,7 +632,10 @@ pub(super) fn lower_verify(
         endpoint: ep,
         language: "sql".into(),
         unit: "rows".into(),
-        query: format!("SELECT count(*) FROM {table}"),
+        query: format!(
+            "SELECT count(*) FROM {}",
+            crate::sql_text::quote_ident(table)
+        ),
         within: within.clone(),
     };
     let from_rule = |rule: &ast::CountRule| -> Ev<VerifyPlan> {

@@ -25,6 +25,7 @@ mod setup;
 pub mod shards;
 mod stages;
 mod statements;
+mod table;
 mod target;
 mod template;
 mod values;

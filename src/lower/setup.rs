@@ -62,16 +62,16 @@ pub(super) fn ddl_endpoint(
     targets::endpoint_plan(ev, tinst, target, sql)
 }
 
-/// Refuses a `setup recreate|truncate` or `teardown drop` that has nowhere to run (E0302, at
-/// the clause). Without a `setup` clause the default `recreate` becomes `shared`, with a
-/// warning at `into`: the phase leaves the table as it is, and says so. Stores with their own
-/// API are `targets::check_store_admin`'s. `setup` and `teardown` are the spans of the clauses
-/// when written; `timed` tells whether the rows have a time range (`setup shared` needs one
-/// when the phase counts rows).
+/// Refuses a `setup recreate|truncate`, `setup sql` or `teardown drop` that has nowhere to run
+/// (E0302, at the clause). Without a `setup` clause the default `recreate` becomes `shared`,
+/// with a warning at `into`: the phase leaves the table as it is, and says so. Stores with
+/// their own API are `targets::check_store_admin`'s. `setup`, `user` (the first `setup sql`)
+/// and `teardown` are the spans of the clauses when written; `timed` tells whether the rows
+/// have a time range (`setup shared` needs one when the phase counts rows).
 pub(super) fn check_setup(
     ev: &Eval<'_>,
     phase: &mut IngestPhase,
-    (setup, teardown): (Option<Span>, Option<Span>),
+    (setup, user, teardown): (Option<Span>, Option<Span>, Option<Span>),
     into: Span,
     timed: bool,
 ) -> Ev<()> {
@@ -80,7 +80,7 @@ pub(super) fn check_setup(
     };
     let counts = phase.verify.is_some() || phase.probe.is_some();
     let mut refused = false;
-    if phase.setup != Setup::Shared {
+    if matches!(phase.setup, Setup::Recreate | Setup::Truncate) {
         let statements = match phase.setup {
             Setup::Truncate => "`TRUNCATE TABLE`",
             _ => "`DROP TABLE` and `CREATE TABLE`",
@@ -119,6 +119,12 @@ pub(super) fn check_setup(
                 phase.setup = Setup::Shared;
             }
         }
+    }
+    if !phase.setup_ddl.is_empty() {
+        let d = refusal(phase, &why, "setup sql", user.unwrap_or(into))
+            .label("nothing takes these statements here");
+        ev.error(d);
+        refused = true;
     }
     if phase.teardown == Teardown::Drop {
         let d = refusal(phase, &why, "teardown drop", teardown.unwrap_or(into))

@@ -617,7 +617,8 @@ pub fn check_store_admin(
     let Some(store) = store::store(phase) else {
         return Some(());
     };
-    let (what, span, default) = if phase.setup != Setup::Shared {
+    // `setup sql` statements are SQL: a store runs none of them (no dialect of theirs matches).
+    let (what, span, default) = if matches!(phase.setup, Setup::Recreate | Setup::Truncate) {
         (
             format!("setup {}", phase.setup),
             setup.unwrap_or(into),

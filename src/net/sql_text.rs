@@ -1,21 +1,6 @@
-//! SQL text every layer above writes the same way: identifiers quoted for PostgreSQL and
-//! SQLite (drivers, table setup, query runs).
+//! SQL text every layer above writes the same way: names bare or quoted by the one rule of
+//! `crate::sql_text` (drivers, table setup, counts, query runs). Defined below the compiler,
+//! which writes the DDL a plan shows, and re-exported here for the runtime: a column chosen
+//! per query instance is written with [`push_ident`] too.
 
-/// Appends `name` as a double-quoted SQL identifier.
-pub fn push_ident(out: &mut String, name: &str) {
-    out.push('"');
-    for ch in name.chars() {
-        if ch == '"' {
-            out.push('"');
-        }
-        out.push(ch);
-    }
-    out.push('"');
-}
-
-/// `name` as a double-quoted SQL identifier: `a"b` becomes `"a""b"`.
-pub fn quote_ident(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 2);
-    push_ident(&mut out, name);
-    out
-}
+pub use crate::sql_text::{needs_quotes, push_ident, quote_ident};

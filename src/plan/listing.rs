@@ -6,6 +6,23 @@ use std::fmt::Write;
 
 use super::*;
 
+/// The statements the phase's setup runs, in order: what `setup recreate` or `truncate`
+/// writes (`ddl:`), then the user's (`setup sql:`).
+fn setup_lines(o: &mut String, p: &super::IngestPhase) {
+    use super::table::StatementKind;
+    for s in &p.setup_ddl {
+        let _ = match s.kind {
+            StatementKind::Sql => writeln!(o, "    setup sql: {}", s.sql),
+            StatementKind::CreateFromFile => writeln!(
+                o,
+                "    ddl: CREATE TABLE {} (the file's columns, typed when it is read)",
+                crate::sql_text::quote_ident(&p.table)
+            ),
+            _ => writeln!(o, "    ddl: {}", s.sql),
+        };
+    }
+}
+
 /// `8640000` -> `8,640,000`.
 pub fn thousands(n: u64) -> String {
     let s = n.to_string();
@@ -308,6 +325,7 @@ pub fn listing(plan: &Plan) -> String {
                             let _ = writeln!(o, "    ddl via {}", endpoint(e));
                         }
                     }
+                    setup_lines(&mut o, p);
                     if let Some(v) = &p.verify {
                         let _ = writeln!(
                             o,

@@ -8,6 +8,7 @@ pub mod metrics;
 pub mod setup;
 mod stages;
 pub mod store;
+pub mod table;
 mod template;
 
 pub use crate::value::{Domain, Gen, Ty};
@@ -196,6 +197,9 @@ pub enum Setup {
     Truncate,
     /// The table is shared: count rows inside the cell's own time range against a baseline.
     Shared,
+    /// `setup sql` without a mode: the user's statements are the whole setup (their own
+    /// `CREATE TABLE`); counted as after `recreate`, against the baseline they leave.
+    Sql,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -221,6 +225,7 @@ impl std::fmt::Display for Setup {
             Setup::Recreate => "recreate",
             Setup::Truncate => "truncate",
             Setup::Shared => "shared",
+            Setup::Sql => "sql",
         })
     }
 }
@@ -311,6 +316,12 @@ pub struct IngestPhase {
     /// sink, a store with its own API (`store`), or a phase with no endpoint that takes SQL.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ddl: Option<EndpointPlan>,
+    /// The statements the setup runs over `ddl`, in order, in its dialect (`plan::table`):
+    /// `setup recreate`'s `DROP TABLE` and `CREATE TABLE` with the schema's types, primary key
+    /// and indexes, or `setup truncate`'s `TRUNCATE`, then the `setup sql` statements written
+    /// for the dialect. What `wlrun plan` shows is what runs. Absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub setup_ddl: Vec<table::SetupStatement>,
     pub verify: Option<VerifyPlan>,
     pub calibrate: bool,
     /// `replay`: encode every batch before the clock starts, within this many bytes.
@@ -401,6 +412,7 @@ impl IngestPhase {
             setup: Setup::Recreate,
             teardown: Teardown::Keep,
             ddl: None,
+            setup_ddl: Vec::new(),
             verify: None,
             calibrate: false,
             replay_budget: None,

@@ -32,9 +32,11 @@ pub enum Unreachable {
     NoDdl { dialect: String },
 }
 
-/// Whether the phase's setup or teardown touches the table at all.
+/// Whether the phase's setup or teardown touches the table at all: `setup shared` and `setup
+/// sql` run only the `setup sql` statements they have for the cell's dialect.
 pub fn acts(phase: &IngestPhase) -> bool {
-    phase.setup != Setup::Shared || phase.teardown == Teardown::Drop
+    let own = matches!(phase.setup, Setup::Recreate | Setup::Truncate);
+    own || phase.teardown == Teardown::Drop || !phase.setup_ddl.is_empty()
 }
 
 /// How the phase's setup and teardown reach the server.

@@ -202,7 +202,27 @@ pub struct Schema {
     pub table: Vec<Expr>,
     pub rows: Vec<Expr>,
     pub columns: Vec<Column>,
+    /// `primary key (COLUMN, ...)`: at most one, which the lowering checks.
+    pub primary_key: Vec<Key>,
+    /// `index [NAME] (COLUMN [asc|desc], ...)`, in order.
+    pub indexes: Vec<Key>,
     pub span: Span,
+}
+
+/// A primary key or an index of a schema: its columns, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Key {
+    /// An index's name; a primary key has none.
+    pub name: Option<Ident>,
+    pub columns: Vec<KeyColumn>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyColumn {
+    pub name: Ident,
+    /// `desc` (true) or `asc` as written, with its span.
+    pub order: Option<(bool, Span)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -227,8 +247,35 @@ impl ColumnRole {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ColType {
     pub name: Ident,
-    pub arg: Option<Ident>,
+    pub arg: Option<TypeArg>,
     pub span: Span,
+}
+
+/// What a column type takes in parentheses.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TypeArg {
+    /// `timestamp(ns)`
+    Unit(Ident),
+    /// `varchar(255)`; a number too large for a `u64` is `u64::MAX`.
+    Length(u64, Span),
+}
+
+impl TypeArg {
+    pub fn span(&self) -> Span {
+        match self {
+            TypeArg::Unit(i) => i.span,
+            TypeArg::Length(_, s) => *s,
+        }
+    }
+}
+
+impl std::fmt::Display for TypeArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TypeArg::Unit(i) => write!(f, "{i}"),
+            TypeArg::Length(n, _) => write!(f, "{n}"),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -329,6 +376,8 @@ pub struct Ingest {
     pub workers: Vec<Clause<Expr>>,
     pub ack: Vec<Clause<Expr>>,
     pub setup: Vec<Clause<Expr>>,
+    /// `setup sql DIALECT "STATEMENT"`, in order.
+    pub setup_sql: Vec<SetupSql>,
     pub teardown: Vec<Clause<Expr>>,
     pub verify: Vec<Verify>,
     pub calibrate: Vec<Span>,
@@ -349,6 +398,14 @@ pub struct Ingest {
     pub commit: Vec<Clause<CommitPolicy>>,
     /// `link BANDWIDTH`: the rows/s a link of that bandwidth would carry, computed in the report.
     pub link: Vec<Clause<Expr>>,
+    pub span: Span,
+}
+
+/// `setup sql DIALECT "STATEMENT"`: a statement of the user's setup, for one dialect.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SetupSql {
+    pub dialect: Ident,
+    pub sql: StrLit,
     pub span: Span,
 }
 

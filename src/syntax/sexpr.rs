@@ -166,6 +166,19 @@ fn item_sexpr(o: &mut String, item: &Item) {
                 }
                 o.push(')');
             }
+            for k in &s.primary_key {
+                let _ = write!(o, "\n  (primary key {})", key_columns(k));
+            }
+            for k in &s.indexes {
+                match &k.name {
+                    Some(n) => {
+                        let _ = write!(o, "\n  (index {n} {})", key_columns(k));
+                    }
+                    None => {
+                        let _ = write!(o, "\n  (index {})", key_columns(k));
+                    }
+                }
+            }
             o.push(')');
         }
         Item::Ingest(i) => {
@@ -198,6 +211,9 @@ fn item_sexpr(o: &mut String, item: &Item) {
             clauses(o, "workers", &i.workers);
             clauses(o, "ack", &i.ack);
             clauses(o, "setup", &i.setup);
+            for q in &i.setup_sql {
+                let _ = write!(o, "\n  (setup sql {} {})", q.dialect, strlit(&q.sql));
+            }
             clauses(o, "teardown", &i.teardown);
             for v in &i.verify {
                 o.push_str("\n  (verify visible");
@@ -471,6 +487,19 @@ fn path(p: &[crate::span::Ident]) -> String {
         .map(|i| i.name.as_str())
         .collect::<Vec<_>>()
         .join(".")
+}
+
+fn key_columns(k: &Key) -> String {
+    let cols: Vec<String> = k
+        .columns
+        .iter()
+        .map(|c| match c.order {
+            Some((true, _)) => format!("{} desc", c.name),
+            Some((false, _)) => format!("{} asc", c.name),
+            None => c.name.to_string(),
+        })
+        .collect();
+    format!("({})", cols.join(", "))
 }
 
 fn coltype(t: &ColType) -> String {

@@ -252,8 +252,10 @@ fn arrays_hold_the_same_fields_as_the_copy_tuples() {
     );
 }
 
+/// The one naming rule of `sql_text`, as in the table's DDL: a plain lower-case name bare, any
+/// other quoted.
 #[test]
-fn statements_quote_every_identifier() {
+fn statements_write_names_as_the_table_ddl_does() {
     let f = fields(&schema(vec![
         col("ts", "timestamp", Physical::Timestamp, None),
         col("a\"b", "int", Physical::Long, None),
@@ -261,11 +263,11 @@ fn statements_quote_every_identifier() {
     .unwrap();
     assert_eq!(
         copy_sql("My Table", &f),
-        "COPY \"My Table\" (\"ts\", \"a\"\"b\") FROM STDIN (FORMAT binary)"
+        "COPY \"My Table\" (ts, \"a\"\"b\") FROM STDIN (FORMAT binary)"
     );
     assert_eq!(
         insert_sql("t", &f),
-        "INSERT INTO \"t\" (\"ts\", \"a\"\"b\") SELECT * FROM unnest($1::timestamptz[], $2::int4[])"
+        "INSERT INTO t (ts, \"a\"\"b\") SELECT * FROM unnest($1::timestamptz[], $2::int4[])"
     );
 }
 

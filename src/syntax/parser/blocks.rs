@@ -91,6 +91,7 @@ impl Walker {
             workers: vec![],
             ack: vec![],
             setup: vec![],
+            setup_sql: vec![],
             teardown: vec![],
             verify: vec![],
             calibrate: vec![],
@@ -156,6 +157,17 @@ impl Walker {
                 Rule::workers_clause => ing.workers.push(self.clause_expr(c)?),
                 Rule::ack_clause => ing.ack.push(self.clause_expr(c)?),
                 Rule::setup_clause => ing.setup.push(self.clause_expr(c)?),
+                Rule::setup_sql => {
+                    let span = self.span(&c);
+                    let mut it = c.into_inner().skip(2);
+                    let d = it.next().expect("grammar: setup sql dialect");
+                    let dialect = Ident {
+                        name: d.as_str().to_string(),
+                        span: self.span(&d),
+                    };
+                    let sql = self.string(it.next().expect("grammar: setup sql statement"))?;
+                    ing.setup_sql.push(SetupSql { dialect, sql, span });
+                }
                 Rule::teardown_clause => ing.teardown.push(self.clause_expr(c)?),
                 Rule::verify_clause => {
                     let span = self.span(&c);

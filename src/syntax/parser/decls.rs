@@ -88,8 +88,44 @@ impl Walker {
         let span = self.span(&p);
         let mut it = p.into_inner();
         let name = self.ident(it.next().expect("grammar: type name"));
-        let arg = it.next().map(|a| self.ident(a));
+        let arg = it.next().map(|a| {
+            let a = last(a);
+            match a.as_rule() {
+                Rule::int => {
+                    let digits: String = a.as_str().chars().filter(|c| *c != '_').collect();
+                    TypeArg::Length(digits.parse().unwrap_or(u64::MAX), self.span(&a))
+                }
+                _ => TypeArg::Unit(self.ident(a)),
+            }
+        });
         ColType { name, arg, span }
+    }
+
+    /// `primary key (...)` or `index [NAME] (...)`.
+    fn key(&self, p: Pair<'_, Rule>) -> Key {
+        let span = self.span(&p);
+        let mut name = None;
+        let mut columns = Vec::new();
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::kw_primary | Rule::kw_key | Rule::kw_index => {}
+                Rule::ident => name = Some(self.ident(c)),
+                Rule::key_columns => {
+                    for k in c.into_inner() {
+                        let mut it = k.into_inner();
+                        let name = self.ident(it.next().expect("grammar: key column"));
+                        let order = it.next().map(|o| (o.as_str() == "desc", self.span(&o)));
+                        columns.push(KeyColumn { name, order });
+                    }
+                }
+                r => unexpected(r, "key"),
+            }
+        }
+        Key {
+            name,
+            columns,
+            span,
+        }
     }
 
     pub(super) fn target(&self, p: Pair<'_, Rule>) -> Res<Target> {
@@ -286,12 +322,16 @@ impl Walker {
         let mut table = Vec::new();
         let mut rows = Vec::new();
         let mut columns = Vec::new();
+        let mut primary_key = Vec::new();
+        let mut indexes = Vec::new();
         for c in p.into_inner() {
             match c.as_rule() {
                 Rule::kw_schema => {}
                 Rule::ident => name = Some(self.ident(c)),
                 Rule::table_clause => table.push(self.expr(last(c))?),
                 Rule::schema_rows => rows.push(self.expr(last(c))?),
+                Rule::primary_key => primary_key.push(self.key(c)),
+                Rule::index_clause => indexes.push(self.key(c)),
                 Rule::series_column
                 | Rule::tag_column
                 | Rule::field_column
@@ -318,6 +358,8 @@ impl Walker {
             table,
             rows,
             columns,
+            primary_key,
+            indexes,
             span,
         })
     }
