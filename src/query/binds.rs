@@ -2,20 +2,17 @@
 //! once, then evaluated per instance as a pure function of (seed, query name, instance index).
 //! docs/rng.md "Query binds" is the specification; this file must match it.
 //!
-//! - `node`: the compiled generators (all compile errors);
-//! - `eval`: their draws at one site;
-//! - `csv`: the typed rows of `binds from csv`.
+//! The generators are `gen`'s nodes, compiled by `gen::Compiler` and drawn by `gen::Ctx`, the
+//! same code as a schema column's, at a query instance's draw sites; `csv` reads the typed rows
+//! of `binds from csv`.
 
 mod csv;
-mod eval;
-mod node;
 #[cfg(test)]
 mod tests;
 
 use std::path::Path;
 
-use eval::Ctx;
-use node::{Compiler, Node, Scope, Shape, V};
+use crate::gen::{Compiler, Ctx, Node, Shape, Within, V};
 
 use super::sql::{Arg, Dialect, Layout};
 use super::Instance;
@@ -61,11 +58,10 @@ impl BindProgram {
                 read_file: &read,
                 prefix: &prefix,
                 name: &slot,
-                scope: Scope {
+                within: Within::Query {
                     lets: &let_shapes,
                     binds: &[],
                 },
-                series: false,
             }
             .compile(g)
             .map_err(|e| format!("let {name}: {e}"))?;
@@ -113,11 +109,10 @@ impl BindProgram {
                 read_file: &read,
                 prefix: &prefix,
                 name: &name,
-                scope: Scope {
+                within: Within::Query {
                     lets: &let_shapes,
                     binds: &shapes,
                 },
-                series: false,
             }
             .compile(&b.gen)
             .map_err(|e| format!("bind ${}: {e}", b.index))?;
@@ -137,11 +132,10 @@ impl BindProgram {
                     read_file: &read,
                     prefix: &prefix,
                     name: "route",
-                    scope: Scope {
+                    within: Within::Query {
                         lets: &let_shapes,
                         binds: &shapes,
                     },
-                    series: false,
                 }
                 .compile(g)
                 .map_err(|e| format!("route by: {e}"))?
@@ -190,7 +184,9 @@ impl BindProgram {
         let (lets, args) = self.draw(index);
         let route = self.route.as_ref().map(|node| match node {
             Node::Bind(slot) => args[*slot].as_ref().map_or_else(String::new, V::text),
-            _ => self.ctx(index, &lets, &args).eval(node).text(),
+            _ => Ctx::instance(self.seed, index, &lets, &args)
+                .value(node)
+                .text(),
         });
         let mut args: Vec<Arg> = args.into_iter().map(arg).collect();
         let (sql, binds) = self.layout.render(&mut args, self.dialect)?;
@@ -222,7 +218,7 @@ impl BindProgram {
     fn draw(&self, index: u64) -> (Vec<V>, Vec<Option<V>>) {
         let mut lets: Vec<V> = Vec::with_capacity(self.lets.len());
         for node in &self.lets {
-            let v = self.ctx(index, &lets, &[]).eval(node);
+            let v = Ctx::instance(self.seed, index, &lets, &[]).value(node);
             lets.push(v);
         }
         let mut args: Vec<Option<V>> = vec![None; self.slots];
@@ -233,21 +229,10 @@ impl BindProgram {
             }
         }
         for (slot, node) in &self.binds {
-            let v = self.ctx(index, &lets, &args).eval(node);
+            let v = Ctx::instance(self.seed, index, &lets, &args).value(node);
             args[*slot] = Some(v);
         }
         (lets, args)
-    }
-
-    fn ctx<'a>(&self, index: u64, lets: &'a [V], binds: &'a [Option<V>]) -> Ctx<'a> {
-        Ctx {
-            seed: self.seed,
-            series: 0,
-            row: index,
-            index,
-            lets,
-            binds,
-        }
     }
 }
 

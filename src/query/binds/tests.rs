@@ -1,10 +1,10 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::eval::sample_indices;
 use super::*;
 use crate::gen::fnv1a64;
 use crate::gen::rng::Rng;
+use crate::gen::sample_indices;
 use crate::plan::{BindPlan, CsvPlan, Gen, Phase, Plan};
 use crate::value::Value;
 

@@ -1,187 +1,47 @@
-//! A bind program's compiled generators: the plan's `Gen`s with constants converted, streams
-//! named (docs/rng.md §8.1), formats, patterns and CSV columns read, lets and binds resolved to
-//! slots, and each node's shape (one value, a list or a window) known. Every error a bind can
-//! have is found here; `eval.rs` draws.
+//! `plan::Gen` -> `Node`, for every place a generator is drawn: a schema column, a query's
+//! lets, binds and `route by`, and a series column drawn for `sample`. Constants are converted,
+//! streams named (docs/rng.md §2, §8.1), formats and patterns parsed, CSV columns read, and
+//! names resolved to slots; what only one place has (a row's columns and walks, a query's
+//! lets, binds and windows) is checked against [`Within`]. Every error a generator can have is
+//! found here; `eval.rs` draws.
 
-use crate::gen::rng::Zipf;
-use crate::gen::route::nested_stream;
-use crate::gen::{constant, read_csv_column, Cell, Format, Op, Pattern, ReadFile};
+use std::collections::HashMap;
+
+use super::cell::Cell;
+use super::format::Format;
+use super::node::{Node, Op, SampleFrom, Shape};
+use super::pattern::Pattern;
+use super::program::ReadFile;
+use super::rng::Zipf;
+use super::route::nested_stream;
 use crate::plan::{Domain, Gen};
 use crate::value::Value;
 
-/// A value while an instance is evaluated.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) enum V {
-    One(Cell),
-    List(Vec<Cell>),
-    /// Nanoseconds since the epoch, UTC.
-    Window {
-        start: i64,
-        end: i64,
+/// Where the generator being compiled is drawn.
+pub(crate) enum Within<'a> {
+    /// A schema column: the schema's columns by name, and the walks numbered so far.
+    Column {
+        schema: &'a str,
+        names: &'a HashMap<&'a str, usize>,
+        walks: &'a mut usize,
     },
+    /// A query's let, bind or `route by`: its lets so far and its bound placeholders.
+    Query {
+        lets: &'a [(String, Shape)],
+        binds: &'a [Option<Shape>],
+    },
+    /// A series column's generator, drawn per series for `sample`: `n`, and nothing of a row
+    /// or of a query.
+    Series,
 }
 
-impl V {
-    /// The value as text (docs/rng.md §6); a list's elements joined by `,`, a window as
-    /// `start/end` (ISO 8601's interval form).
-    pub fn text(&self) -> String {
-        let mut s = String::new();
-        self.write_text(&mut s);
-        s
-    }
-
-    /// `text`, appended to `out`; a whole number is written without a `String` of its own.
-    pub fn write_text(&self, out: &mut String) {
-        use std::fmt::Write;
-        match self {
-            V::One(Cell::Long(v)) => {
-                let _ = write!(out, "{v}");
-            }
-            V::One(c) => out.push_str(&c.to_text()),
-            V::List(cs) => {
-                for (i, c) in cs.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&c.to_text());
-                }
-            }
-            V::Window { start, end } => {
-                let _ = write!(
-                    out,
-                    "{}/{}",
-                    Cell::Timestamp(*start).to_text(),
-                    Cell::Timestamp(*end).to_text()
-                );
-            }
-        }
-    }
-}
-
-/// What a node yields, known when it is compiled: lists are inlined into the SQL, and a window
-/// is only readable through `.start` and `.end`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Shape {
-    One,
-    List,
-    Window,
-}
-
-#[derive(Clone, Debug)]
-pub(super) enum Node {
-    Const(Cell),
-    /// `n` of a series column's generator.
-    SeriesIndex,
-    Seq {
-        start: i64,
-        step: i64,
-    },
-    UniformLong {
-        lo: i64,
-        hi: i64,
-        stream: u64,
-    },
-    UniformDouble {
-        lo: f64,
-        hi: f64,
-        stream: u64,
-    },
-    UniformNanos {
-        lo: i64,
-        hi: i64,
-        duration: bool,
-        stream: u64,
-    },
-    Normal {
-        mean: f64,
-        stddev: f64,
-        stream: u64,
-    },
-    Pick {
-        values: Vec<Cell>,
-        stream: u64,
-    },
-    Weighted {
-        values: Vec<Cell>,
-        cumulative: Vec<f64>,
-        stream: u64,
-    },
-    Zipf {
-        n: u64,
-        zipf: Option<Zipf>,
-        stream: u64,
-    },
-    Format {
-        format: Format,
-        args: Vec<Node>,
-    },
-    Pattern {
-        pattern: Pattern,
-        stream: u64,
-    },
-    Csv {
-        values: Vec<Cell>,
-    },
-    Uuid {
-        stream: u64,
-    },
-    Chance {
-        p: f64,
-        stream: u64,
-    },
-    /// Start uniform in `[from, last)`, `last = to - length`, floored to whole seconds.
-    Window {
-        from: i64,
-        last: i64,
-        length: i64,
-        stream: u64,
-    },
-    Sample {
-        from: SampleFrom,
-        k: u64,
-        stream: u64,
-    },
-    Field {
-        of: Box<Node>,
-        end: bool,
-    },
-    /// A let's slot.
-    Let(usize),
-    /// A bind's slot: `$n` is slot n - 1.
-    Bind(usize),
-    Arith {
-        op: Op,
-        lhs: Box<Node>,
-        rhs: Box<Node>,
-    },
-    ToStr(Box<Node>),
-}
-
-#[derive(Clone, Debug)]
-pub(super) enum SampleFrom {
-    List(Vec<Cell>),
-    /// The series column's generator, evaluated per series like ingest does.
-    Series {
-        value: Box<Node>,
-        count: u64,
-    },
-}
-
-/// Names known while a query is compiled: its lets so far and its bound placeholders.
-pub(super) struct Scope<'a> {
-    pub lets: &'a [(String, Shape)],
-    pub binds: &'a [Option<Shape>],
-}
-
-/// Compiles the generators of one let, bind or `route by` (or of a series column, for
-/// `sample`). Streams are `nested_stream(prefix, name, path)`: `"<prefix>.<name>/<k>..."`.
-pub(super) struct Compiler<'a> {
+/// Compiles one generator. Streams are `nested_stream(prefix, name, path)`:
+/// `"<prefix>.<name>/<k>..."`, the prefix a schema's name or `query:<Q>`.
+pub(crate) struct Compiler<'a> {
     pub read_file: ReadFile<'a>,
     pub prefix: &'a str,
     pub name: &'a str,
-    pub scope: Scope<'a>,
-    /// Compiling a series column's generator: `n` is allowed, query generators are not.
-    pub series: bool,
+    pub within: Within<'a>,
 }
 
 impl Compiler<'_> {
@@ -189,6 +49,7 @@ impl Compiler<'_> {
         self.node(g, &mut Vec::new())
     }
 
+    /// An argument at position `k`: one value (not a list, not a window).
     fn child(&mut self, g: &Gen, path: &mut Vec<usize>, k: usize) -> Result<Node, String> {
         path.push(k);
         let out = self.node(g, path);
@@ -208,8 +69,10 @@ impl Compiler<'_> {
                 Value::Gen(inner) => self.node(inner, path),
                 v => one(Node::Const(constant(v)?)),
             },
-            Gen::SeriesIndex if self.series => one(Node::SeriesIndex),
-            Gen::SeriesIndex => Err("`n` only exists in a series column".into()),
+            Gen::SeriesIndex => match self.within {
+                Within::Query { .. } => Err("`n` only exists in a series column".into()),
+                _ => one(Node::SeriesIndex),
+            },
             Gen::Seq { start, step } => one(Node::Seq {
                 start: *start,
                 step: *step,
@@ -234,34 +97,7 @@ impl Compiler<'_> {
                     stream,
                 })
             }
-            Gen::Weighted { values, weights } => {
-                if values.is_empty() || values.len() != weights.len() {
-                    return Err(format!(
-                        "weighted needs one weight per value ({} values, {} weights)",
-                        values.len(),
-                        weights.len()
-                    ));
-                }
-                if weights.iter().any(|w| !w.is_finite() || *w < 0.0) {
-                    return Err("weights must be finite and >= 0".into());
-                }
-                let mut total = 0.0;
-                let cumulative: Vec<f64> = weights
-                    .iter()
-                    .map(|w| {
-                        total += w;
-                        total
-                    })
-                    .collect();
-                if total <= 0.0 {
-                    return Err("the weights add up to 0".into());
-                }
-                one(Node::Weighted {
-                    values: constants(values)?,
-                    cumulative,
-                    stream,
-                })
-            }
+            Gen::Weighted { values, weights } => one(weighted(values, weights, stream)?),
             Gen::Zipf { n, s } => {
                 if *n < 1 || !s.is_finite() || *s < 0.0 {
                     return Err(format!("zipf({n}, {s}) needs n >= 1 and a finite s >= 0"));
@@ -321,14 +157,90 @@ impl Compiler<'_> {
                 })
             }
             Gen::ToStr { of } => one(Node::ToStr(Box::new(self.child(of, path, 0)?))),
-            Gen::Walk { .. } => Err(format!(
-                "`{g}` cannot be drawn here: a walk runs through rows in order, and query \
-                 instances are drawn independently of each other"
-            )),
-            Gen::PickBy { .. } | Gen::Column { .. } => Err(format!(
-                "`{g}` reads another column of a row, which a query does not have"
-            )),
-            _ if self.series => Err(format!("`{g}` cannot generate a series column")),
+            Gen::Walk { .. } | Gen::PickBy { .. } | Gen::Column { .. } => self.row_gen(g, path),
+            Gen::Window { .. }
+            | Gen::Sample { .. }
+            | Gen::Field { .. }
+            | Gen::Bind { .. }
+            | Gen::Let { .. } => self.query_gen(g, path),
+        }
+    }
+
+    /// The generators that read a row: another column, or the series' walk state.
+    fn row_gen(&mut self, g: &Gen, path: &mut Vec<usize>) -> Result<(Node, Shape), String> {
+        let stream = nested_stream(self.prefix, self.name, path);
+        let (names, schema) = match &self.within {
+            Within::Column { names, schema, .. } => (*names, *schema),
+            _ if matches!(g, Gen::Walk { .. }) => {
+                return Err(format!(
+                    "`{g}` cannot be drawn here: a walk runs through rows in order, and query \
+                     instances are drawn independently of each other"
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "`{g}` reads another column of a row, which a query does not have"
+                ))
+            }
+        };
+        let column_index = |name: &str| {
+            names
+                .get(name)
+                .copied()
+                .ok_or_else(|| format!("no column `{name}` in schema `{schema}`"))
+        };
+        let node = match g {
+            Gen::Column { name } => Node::Column(column_index(name)?),
+            Gen::PickBy { column, choices } => Node::PickBy {
+                column: column_index(column)?,
+                choices: choices
+                    .iter()
+                    .map(|(k, vs)| Ok((k.clone(), constants(vs)?)))
+                    .collect::<Result<_, String>>()?,
+                stream,
+            },
+            Gen::Walk {
+                start,
+                step,
+                min,
+                max,
+            } => {
+                if min.is_nan() || max.is_nan() || min > max {
+                    return Err(format!("walk clamp {min}..{max} is empty"));
+                }
+                let start = Box::new(self.child(start, path, 0)?);
+                let step = Box::new(self.child(step, path, 1)?);
+                let Within::Column { walks, .. } = &mut self.within else {
+                    unreachable!("matched above");
+                };
+                let slot = **walks;
+                **walks += 1;
+                Node::Walk {
+                    start,
+                    step,
+                    min: *min,
+                    max: *max,
+                    slot,
+                }
+            }
+            _ => unreachable!("only row generators come here"),
+        };
+        Ok((node, Shape::One))
+    }
+
+    /// The query generators: windows, samples, `.start`/`.end`, lets and `$n`.
+    fn query_gen(&mut self, g: &Gen, path: &mut Vec<usize>) -> Result<(Node, Shape), String> {
+        let stream = nested_stream(self.prefix, self.name, path);
+        let (lets, binds) = match &self.within {
+            Within::Query { lets, binds } => (*lets, *binds),
+            Within::Column { .. } => {
+                return Err(format!(
+                    "`{g}` is a query generator, not allowed in a schema column"
+                ))
+            }
+            Within::Series => return Err(format!("`{g}` cannot generate a series column")),
+        };
+        match g {
             Gen::Window { from, to, length } => {
                 let (Value::Timestamp(from), Value::Timestamp(to), Value::Duration(length)) =
                     (from, to, length)
@@ -365,11 +277,7 @@ impl Compiler<'_> {
                             read_file: self.read_file,
                             prefix: schema,
                             name: column,
-                            scope: Scope {
-                                lets: &[],
-                                binds: &[],
-                            },
-                            series: true,
+                            within: Within::Series,
                         };
                         let (value, _) = c
                             .compile(value)
@@ -406,35 +314,64 @@ impl Compiler<'_> {
                 let of = self.node(of, path);
                 path.pop();
                 match of? {
-                    (of, Shape::Window) => one(Node::Field {
-                        of: Box::new(of),
-                        end,
-                    }),
+                    (of, Shape::Window) => Ok((
+                        Node::Field {
+                            of: Box::new(of),
+                            end,
+                        },
+                        Shape::One,
+                    )),
                     _ => Err(format!("`{g}`: only a window has .{field}")),
                 }
             }
-            Gen::Let { name } => match self.scope.lets.iter().position(|(n, _)| n == name) {
-                Some(slot) => Ok((Node::Let(slot), self.scope.lets[slot].1)),
+            Gen::Let { name } => match lets.iter().position(|(n, _)| n == name) {
+                Some(slot) => Ok((Node::Let(slot), lets[slot].1)),
                 None => Err(format!(
                     "`{name}` is not a let of this query declared above"
                 )),
             },
             Gen::Bind { index } => {
                 let slot = (*index as usize).wrapping_sub(1);
-                match self.scope.binds.get(slot) {
+                match binds.get(slot) {
                     Some(Some(shape)) => Ok((Node::Bind(slot), *shape)),
                     _ => Err(format!("`${index}` is not bound before this point")),
                 }
             }
+            _ => unreachable!("only query generators come here"),
         }
     }
 }
 
-fn constants(vs: &[Value]) -> Result<Vec<Cell>, String> {
-    vs.iter().map(constant).collect()
+fn weighted(values: &[Value], weights: &[f64], stream: u64) -> Result<Node, String> {
+    if values.is_empty() || values.len() != weights.len() {
+        return Err(format!(
+            "weighted needs one weight per value ({} values, {} weights)",
+            values.len(),
+            weights.len()
+        ));
+    }
+    if weights.iter().any(|w| !w.is_finite() || *w < 0.0) {
+        return Err("weights must be finite and >= 0".into());
+    }
+    let mut total = 0.0;
+    let cumulative: Vec<f64> = weights
+        .iter()
+        .map(|w| {
+            total += w;
+            total
+        })
+        .collect();
+    if total <= 0.0 {
+        return Err("the weights add up to 0".into());
+    }
+    Ok(Node::Weighted {
+        values: constants(values)?,
+        cumulative,
+        stream,
+    })
 }
 
-/// `gen::program`'s rules for `uniform`: integers, numbers, or timestamps/durations in ns.
+/// `uniform`: integers, numbers (either bound a float), or timestamps/durations in ns.
 fn uniform(lo: &Value, hi: &Value, stream: u64) -> Result<Node, String> {
     let empty = || format!("uniform({lo}, {hi}) is empty: it needs lo < hi");
     let num = |v: &Value| match v {
@@ -477,4 +414,62 @@ fn uniform(lo: &Value, hi: &Value, stream: u64) -> Result<Node, String> {
             }
         },
     })
+}
+
+/// A constant as a cell. Text must be literal (no `env(...)`): data must not depend on the
+/// machine it is generated on.
+fn constant(v: &Value) -> Result<Cell, String> {
+    Ok(match v {
+        Value::Int(i) => Cell::Long(*i),
+        Value::Float(x) => Cell::Double(*x),
+        Value::Bool(b) => Cell::Bool(*b),
+        Value::None => Cell::Null,
+        Value::Str(t) => Cell::Str(
+            t.as_lit()
+                .ok_or("text from env(...) cannot be generated data")?,
+        ),
+        Value::Symbol(s) => Cell::Str(s.clone()),
+        Value::Duration(ns) => Cell::Duration(*ns),
+        Value::Timestamp(ns) => Cell::Timestamp(*ns),
+        Value::Rate(r) => Cell::Double(*r),
+        Value::Size(b) => Cell::Long(i64::try_from(*b).unwrap_or(i64::MAX)),
+        Value::Percent(p) => Cell::Double(*p),
+        other @ (Value::Range(..)
+        | Value::List(_)
+        | Value::Map(_)
+        | Value::Gen(_)
+        | Value::Bandwidth(_)) => {
+            return Err(format!("{} cannot be a generated value here", other.kind()))
+        }
+    })
+}
+
+fn constants(vs: &[Value]) -> Result<Vec<Cell>, String> {
+    vs.iter().map(constant).collect()
+}
+
+/// The values of one column of a CSV file with a header line, in file order, as text.
+pub(crate) fn read_csv_column(
+    read_file: ReadFile<'_>,
+    path: &str,
+    column: &str,
+) -> Result<Vec<Cell>, String> {
+    let bytes = read_file(path).map_err(|e| format!("cannot read CSV file {path:?}: {e}"))?;
+    let mut reader = ::csv::Reader::from_reader(bytes.as_slice());
+    let headers = reader
+        .headers()
+        .map_err(|e| format!("cannot read the header of {path:?}: {e}"))?;
+    let at = headers
+        .iter()
+        .position(|h| h == column)
+        .ok_or_else(|| format!("CSV file {path:?} has no column `{column}`"))?;
+    let mut values = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| format!("in CSV file {path:?}: {e}"))?;
+        values.push(Cell::Str(record.get(at).unwrap_or("").to_string()));
+    }
+    if values.is_empty() {
+        return Err(format!("CSV file {path:?} has no rows"));
+    }
+    Ok(values)
 }
