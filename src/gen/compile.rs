@@ -14,6 +14,7 @@ use super::pattern::Pattern;
 use super::program::ReadFile;
 use super::rng::Zipf;
 use super::route::nested_stream;
+use super::ycsb::{self, Gray, Hotspot, Latest, Scrambled};
 use crate::plan::{Domain, Gen};
 use crate::value::Value;
 
@@ -157,6 +158,20 @@ impl Compiler<'_> {
                 })
             }
             Gen::ToStr { of } => one(Node::ToStr(Box::new(self.child(of, path, 0)?))),
+            Gen::ScrambledZipfian { .. }
+            | Gen::Zipfian { .. }
+            | Gen::Latest { .. }
+            | Gen::Hotspot { .. }
+            | Gen::ExponentialKey { .. }
+            | Gen::Sequential { .. }
+            | Gen::YcsbKey { .. }
+            | Gen::YcsbValue { .. } => one(self.ycsb(g, path)?),
+            Gen::Issued { counted, .. } => match self.within {
+                Within::Query { .. } => one(Node::Issued(*counted)),
+                _ => Err(format!(
+                    "`{g}` counts a query run's instances: only a query's binds can use it"
+                )),
+            },
             Gen::Walk { .. } | Gen::PickBy { .. } | Gen::Column { .. } => self.row_gen(g, path),
             Gen::Window { .. }
             | Gen::Sample { .. }
@@ -164,6 +179,140 @@ impl Compiler<'_> {
             | Gen::Bind { .. }
             | Gen::Let { .. } => self.query_gen(g, path),
         }
+    }
+
+    /// YCSB's key choosers, key names and values (`ycsb.rs`), their parameters checked again
+    /// (the checker reports them with positions; a plan built otherwise must not panic here).
+    fn ycsb(&mut self, g: &Gen, path: &mut Vec<usize>) -> Result<Node, String> {
+        let stream = nested_stream(self.prefix, self.name, path);
+        let range = |lo: i64, hi: i64, most: i64| {
+            if lo < hi && hi.checked_sub(lo).is_some_and(|n| n <= most) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{g}: the range needs lo < hi and at most {most} keys"
+                ))
+            }
+        };
+        Ok(match g {
+            Gen::ScrambledZipfian { lo, hi, last } => {
+                range(*lo, *hi, i64::MAX)?;
+                Node::ScrambledZipfian {
+                    scrambled: Scrambled::new(*lo, *hi),
+                    lo: *lo,
+                    last: self.opt_child(last.as_deref(), path, 2)?,
+                    stream,
+                }
+            }
+            Gen::Zipfian {
+                lo,
+                hi,
+                theta,
+                last,
+            } => {
+                range(*lo, *hi, Gen::MAX_ZETA_ITEMS)?;
+                if !(*theta > 0.0 && *theta < 1.0) {
+                    return Err(format!("{g}: theta must be in (0, 1)"));
+                }
+                Node::Zipfian {
+                    gray: Gray::new(*lo, *hi - 1, *theta),
+                    lo: *lo,
+                    last: self.opt_child(last.as_deref(), path, 3)?,
+                    stream,
+                }
+            }
+            Gen::Latest { records, inserted } => {
+                if !(Gen::MIN_LATEST_RECORDS..=Gen::MAX_ZETA_ITEMS).contains(records) {
+                    return Err(format!(
+                        "{g}: the record count must be in {}..={}",
+                        Gen::MIN_LATEST_RECORDS,
+                        Gen::MAX_ZETA_ITEMS
+                    ));
+                }
+                Node::Latest {
+                    latest: Latest::new(*records),
+                    inserted: Box::new(self.child(inserted, path, 1)?),
+                    stream,
+                }
+            }
+            Gen::Hotspot {
+                lo,
+                hi,
+                hot_data,
+                hot_ops,
+            } => {
+                range(*lo, *hi, i64::MAX)?;
+                if let Err(why) = Gen::hotspot_fits(*lo, *hi, *hot_data, *hot_ops) {
+                    return Err(format!("{g}: {why}"));
+                }
+                Node::Hotspot {
+                    hotspot: Hotspot::new(*lo, *hi, *hot_data, *hot_ops),
+                    stream,
+                }
+            }
+            Gen::ExponentialKey {
+                last,
+                range,
+                percentile,
+            } => {
+                if !(range.is_finite() && *range > 0.0 && *percentile > 0.0 && *percentile < 100.0)
+                {
+                    return Err(format!(
+                        "{g}: needs a range > 0 and a percentile in (0, 100)"
+                    ));
+                }
+                Node::ExponentialKey {
+                    last: Box::new(self.child(last, path, 0)?),
+                    gamma: ycsb::exponential_gamma(*percentile, *range),
+                    stream,
+                }
+            }
+            Gen::Sequential { lo, hi } => {
+                range(*lo, *hi, i64::MAX)?;
+                Node::Sequential {
+                    lo: *lo,
+                    span: hi.wrapping_sub(*lo) as u64,
+                }
+            }
+            Gen::YcsbKey {
+                key,
+                ordered,
+                zero_padding,
+                prefix,
+            } => {
+                if *zero_padding > Gen::MAX_ZERO_PADDING {
+                    return Err(format!(
+                        "{g}: zero_padding is at most {}",
+                        Gen::MAX_ZERO_PADDING
+                    ));
+                }
+                Node::YcsbKey {
+                    key: Box::new(self.child(key, path, 0)?),
+                    ordered: *ordered,
+                    zero_padding: *zero_padding as usize,
+                    prefix: prefix.clone(),
+                }
+            }
+            Gen::YcsbValue { len } => {
+                if *len > Gen::MAX_VALUE_LEN {
+                    return Err(format!("{g}: at most {} bytes", Gen::MAX_VALUE_LEN));
+                }
+                Node::YcsbValue {
+                    len: *len as usize,
+                    stream,
+                }
+            }
+            _ => unreachable!("only YCSB's generators come here"),
+        })
+    }
+
+    fn opt_child(
+        &mut self,
+        g: Option<&Gen>,
+        path: &mut Vec<usize>,
+        k: usize,
+    ) -> Result<Option<Box<Node>>, String> {
+        g.map(|g| self.child(g, path, k).map(Box::new)).transpose()
     }
 
     /// The generators that read a row: another column, or the series' walk state.

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use super::cell::Cell;
 use super::node::{Node, Op, SampleFrom, V};
 use super::rng::{Rng, PER_SERIES};
+use super::ycsb;
 
 /// What only one kind of draw site has.
 pub(crate) enum At<'a> {
@@ -18,10 +19,12 @@ pub(crate) enum At<'a> {
         row: &'a [Cell],
         walks: &'a mut [f64],
     },
-    /// A query instance: its lets and its binds so far.
+    /// A query instance: its lets, its binds so far, and per query of the run how many of
+    /// its instances came before this one in the run's order (`issued(q)`).
     Instance {
         lets: &'a [V],
         binds: &'a [Option<V>],
+        issued: &'a [u64],
     },
     /// One series of a `sample` domain, drawn as ingest draws it.
     Series,
@@ -66,13 +69,23 @@ impl<'a> Ctx<'a> {
     }
 
     /// Query instance `index`: series 0, row `index` (docs/rng.md §8.1).
-    pub fn instance(seed: u64, index: u64, lets: &'a [V], binds: &'a [Option<V>]) -> Ctx<'a> {
+    pub fn instance(
+        seed: u64,
+        index: u64,
+        lets: &'a [V],
+        binds: &'a [Option<V>],
+        issued: &'a [u64],
+    ) -> Ctx<'a> {
         Ctx {
             seed,
             series: 0,
             row: index,
             index,
-            at: At::Instance { lets, binds },
+            at: At::Instance {
+                lets,
+                binds,
+                issued,
+            },
         }
     }
 }
@@ -231,6 +244,81 @@ impl Ctx<'_> {
                 Cell::Null => Cell::Null,
                 v => Cell::Str(v.to_text()),
             },
+            Node::ScrambledZipfian {
+                scrambled,
+                lo,
+                last,
+                stream,
+            } => {
+                let mut r = self.rng(*stream);
+                self.at_most(*lo, last.as_deref(), || scrambled.draw(r.f64()))
+            }
+            Node::Zipfian {
+                gray,
+                lo,
+                last,
+                stream,
+            } => {
+                let mut r = self.rng(*stream);
+                self.at_most(*lo, last.as_deref(), || gray.draw(r.f64()))
+            }
+            Node::Latest {
+                latest,
+                inserted,
+                stream,
+            } => match self.eval(inserted) {
+                Cell::Long(inserted) => latest
+                    .draw(inserted, self.rng(*stream).f64())
+                    .map_or(Cell::Null, Cell::Long),
+                _ => Cell::Null,
+            },
+            Node::Hotspot { hotspot, stream } => {
+                let mut r = self.rng(*stream);
+                let u = r.f64();
+                Cell::Long(hotspot.draw(u, r.next_u64() as i64))
+            }
+            Node::ExponentialKey {
+                last,
+                gamma,
+                stream,
+            } => match self.eval(last) {
+                Cell::Long(last) if last >= 0 => {
+                    let mut r = self.rng(*stream);
+                    (0..ycsb::MAX_REDRAWS)
+                        .find_map(|_| ycsb::exponential_key(last, *gamma, r.f64()))
+                        .map_or(Cell::Null, Cell::Long)
+                }
+                _ => Cell::Null,
+            },
+            Node::Sequential { lo, span } => {
+                Cell::Long(lo.wrapping_add((self.index % span) as i64))
+            }
+            Node::YcsbKey {
+                key,
+                ordered,
+                zero_padding,
+                prefix,
+            } => match self.eval(key) {
+                Cell::Long(k) => {
+                    let mut s = String::with_capacity(prefix.len() + zero_padding.max(&20));
+                    ycsb::key_name(k, *ordered, *zero_padding, prefix, &mut s);
+                    Cell::Str(s)
+                }
+                _ => Cell::Null,
+            },
+            Node::YcsbValue { len, stream } => {
+                let mut r = self.rng(*stream);
+                let mut s = String::with_capacity(*len);
+                // Java's nextInt is the high half of its 64-bit mix; so is this.
+                ycsb::random_bytes(*len, || (r.next_u64() >> 32) as i32, &mut s);
+                Cell::Str(s)
+            }
+            Node::Issued(q) => match &self.at {
+                At::Instance { issued, .. } => {
+                    issued.get(*q).map_or(Cell::Null, |&n| Cell::Long(n as i64))
+                }
+                _ => Cell::Null,
+            },
             Node::Field { of, end } => match self.value(of) {
                 V::Window { start, end: e } => Cell::Timestamp(if *end { e } else { start }),
                 _ => Cell::Null,
@@ -241,6 +329,21 @@ impl Ctx<'_> {
                     _ => Cell::Null,
                 }
             }
+        }
+    }
+
+    /// A key from `draw`, drawn again while above `last` (YCSB's `nextKeynum`): at most
+    /// `MAX_REDRAWS` draws, then Null, as when `last` is below `lo` or not an integer.
+    fn at_most(&mut self, lo: i64, last: Option<&Node>, mut draw: impl FnMut() -> i64) -> Cell {
+        let Some(last) = last else {
+            return Cell::Long(draw());
+        };
+        match self.eval(last) {
+            Cell::Long(last) if last >= lo => (0..ycsb::MAX_REDRAWS)
+                .map(|_| draw())
+                .find(|&k| k <= last)
+                .map_or(Cell::Null, Cell::Long),
+            _ => Cell::Null,
         }
     }
 

@@ -29,6 +29,7 @@ mod reference;
 pub mod rng;
 pub mod route;
 pub mod to_batch;
+pub mod ycsb;
 
 pub use cell::{unit_ns, Cell, Kind};
 pub use columnar::Columnar;

@@ -7,6 +7,7 @@ use super::cell::Cell;
 use super::format::Format;
 use super::pattern::Pattern;
 use super::rng::Zipf;
+use super::ycsb::{Gray, Hotspot, Latest, Scrambled};
 
 /// A compiled generator. `stream` fields are the node's random stream (docs/rng.md §2, §8.1).
 #[derive(Clone, Debug)]
@@ -94,6 +95,55 @@ pub(crate) enum Node {
         rhs: Box<Node>,
     },
     ToStr(Box<Node>),
+    /// YCSB's `zipfian` request distribution, redrawn while above `last`.
+    ScrambledZipfian {
+        scrambled: Scrambled,
+        lo: i64,
+        last: Option<Box<Node>>,
+        stream: u64,
+    },
+    /// YCSB's ZipfianGenerator, redrawn while above `last`.
+    Zipfian {
+        gray: Gray,
+        lo: i64,
+        last: Option<Box<Node>>,
+        stream: u64,
+    },
+    /// YCSB's `latest`, `inserted` keys after the first ones.
+    Latest {
+        latest: Latest,
+        inserted: Box<Node>,
+        stream: u64,
+    },
+    Hotspot {
+        hotspot: Hotspot,
+        stream: u64,
+    },
+    /// YCSB's exponential chooser below `last`, redrawn while negative.
+    ExponentialKey {
+        last: Box<Node>,
+        gamma: f64,
+        stream: u64,
+    },
+    /// `lo + index mod span`.
+    Sequential {
+        lo: i64,
+        span: u64,
+    },
+    /// YCSB's key name of an integer.
+    YcsbKey {
+        key: Box<Node>,
+        ordered: bool,
+        zero_padding: usize,
+        prefix: String,
+    },
+    /// YCSB's RandomByteIterator text of `len` bytes.
+    YcsbValue {
+        len: usize,
+        stream: u64,
+    },
+    /// How many instances of the run's query at this position came before this one.
+    Issued(usize),
     /// Start uniform in `[from, last)`, `last = to - length`, floored to whole seconds.
     Window {
         from: i64,

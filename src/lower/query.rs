@@ -3,7 +3,7 @@
 
 use super::expect::thresholds;
 use super::values::{as_gen, missing, single};
-use crate::check::{Ev, Eval, InstanceId, Scope};
+use crate::check::{Ev, Eval, InstanceId, RunQueries, Scope};
 use crate::diag::{Code, Diagnostic};
 use crate::plan::*;
 use crate::span::Span;
@@ -98,9 +98,22 @@ pub(super) fn csv_type_ty(t: &str) -> Ty {
     }
 }
 
+/// A query checked on its own: `issued(q)` may name any query.
 pub fn lower_query(ev: &Eval<'_>, inst: InstanceId, q: &ast::Query, weight: f64) -> Ev<QueryPlan> {
+    lower_query_in(ev, inst, q, weight, &RunQueries::Any)
+}
+
+/// A query lowered for a run whose queries `run` lists: `issued(q)` counts one of them.
+pub fn lower_query_in(
+    ev: &Eval<'_>,
+    inst: InstanceId,
+    q: &ast::Query,
+    weight: f64,
+    run: &RunQueries,
+) -> Ev<QueryPlan> {
     let mut scope = Scope::new(inst);
     scope.binds = Some(Vec::new());
+    scope.run = run.clone();
     let (sql, sql_span) = query_sql(ev, inst, q)?;
     let used = placeholders(&sql);
     // A set, so that the checks below cost the numbers used, not their product.

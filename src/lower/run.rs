@@ -2,13 +2,13 @@
 //! their bodies), lowered into run phases.
 
 use super::expect::{require, thresholds};
-use super::query::lower_query;
+use super::query::{lower_query, lower_query_in};
 use super::target::{self as targets, Operation};
 use super::values::{
     bounded_int, duration, join, missing, positive_int, rate, single, MAX_WORKERS,
 };
 use super::via::via_name;
-use crate::check::{Decl, Ev, Eval, Hooks, InstanceId, Scope};
+use crate::check::{Decl, Ev, Eval, Hooks, InstanceId, RunQueries, Scope};
 use crate::diag::{Code, Diagnostic};
 use crate::plan::*;
 use crate::span::{Ident, Span};
@@ -319,7 +319,7 @@ fn query_run(
             .label("queries have no HTTP status to expect"),
         );
     }
-    let mut plans = Vec::new();
+    let mut selected = Vec::new();
     let mut weighted = false;
     let mut ok = true;
     for s in &sel.value {
@@ -343,10 +343,21 @@ fn query_run(
             None => 1.0,
         };
         for (qinst, q) in select_queries(ev, s)? {
-            match lower_query(ev, qinst, q, weight) {
-                Some(p) => plans.push(p),
-                None => ok = false,
-            }
+            selected.push((qinst, q, weight));
+        }
+    }
+    // Every query of the run is known before any is lowered: `issued(q)` may name a later one.
+    let run = RunQueries::Of(
+        selected
+            .iter()
+            .map(|(i, q, _)| (*i, q.name.name.clone()))
+            .collect(),
+    );
+    let mut plans = Vec::new();
+    for (qinst, q, weight) in selected {
+        match lower_query_in(ev, qinst, q, weight, &run) {
+            Some(p) => plans.push(p),
+            None => ok = false,
         }
     }
     let mut require_plans = Vec::new();

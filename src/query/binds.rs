@@ -11,13 +11,15 @@ mod csv;
 mod tests;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::gen::{Compiler, Ctx, Node, Shape, Within, V};
 
+use super::schedule::Issued;
 use super::sql::{Arg, Dialect, Layout};
 use super::Instance;
 use crate::gen::Cell;
-use crate::plan::QueryPlan;
+use crate::plan::{Gen, QueryPhase, QueryPlan};
 use crate::value::BindValue;
 
 /// One query type, ready to produce instances. Shared by every worker (`instance` takes
@@ -33,6 +35,10 @@ pub struct BindProgram {
     route: Option<Node>,
     /// Slots: the largest placeholder number bound or used.
     slots: usize,
+    /// Whether a generator reads `issued(q)`, and, once `in_run` says which run this query is
+    /// part of, its order's counts and this query's position in it.
+    counts_issued: bool,
+    order: Option<(Arc<Issued>, usize)>,
     layout: Layout,
     dialect: Dialect,
 }
@@ -152,6 +158,11 @@ impl BindProgram {
         {
             return Err(format!("the SQL uses `${n}`, which has no bind"));
         }
+        let mut counts_issued = false;
+        let gens = q.lets.iter().map(|(_, g)| g);
+        for g in gens.chain(q.binds.iter().map(|b| &b.gen)).chain(&q.route) {
+            g.visit(&mut |g| counts_issued |= matches!(g, Gen::Issued { .. }));
+        }
         Ok(BindProgram {
             seed,
             lets,
@@ -159,6 +170,8 @@ impl BindProgram {
             csv,
             route,
             slots,
+            counts_issued,
+            order: None,
             layout,
             dialect: Dialect::Postgres,
         })
@@ -168,6 +181,15 @@ impl BindProgram {
     /// Only lists of timestamps, floats or booleans are written differently per dialect.
     pub fn with_dialect(mut self, dialect: Dialect) -> BindProgram {
         self.dialect = dialect;
+        self
+    }
+
+    /// This query is at `position` in `phase`'s queries: `issued(q)` counts in that run's
+    /// order. Without it, `issued(q)` is Null.
+    pub fn in_run(mut self, phase: &QueryPhase, position: usize) -> BindProgram {
+        if self.counts_issued {
+            self.order = Some((Arc::new(Issued::new(phase, self.seed)), position));
+        }
         self
     }
 
@@ -181,10 +203,10 @@ impl BindProgram {
     /// order, then `route by`; the SQL with lists inlined and the other placeholders
     /// renumbered. Depends on nothing but the seed, the query's name and `index`.
     pub fn instance(&self, query: usize, index: u64) -> Result<Instance, String> {
-        let (lets, args) = self.draw(index);
+        let (lets, args, issued) = self.draw(index);
         let route = self.route.as_ref().map(|node| match node {
             Node::Bind(slot) => args[*slot].as_ref().map_or_else(String::new, V::text),
-            _ => Ctx::instance(self.seed, index, &lets, &args)
+            _ => Ctx::instance(self.seed, index, &lets, &args, &issued)
                 .value(node)
                 .text(),
         });
@@ -203,7 +225,7 @@ impl BindProgram {
     /// (empty when unbound): what a request template writes in place of its placeholders.
     /// `texts` is reused, so that a request allocates only what its values need.
     pub fn texts(&self, index: u64, texts: &mut Vec<String>) {
-        let (_, args) = self.draw(index);
+        let (_, args, _) = self.draw(index);
         texts.resize_with(self.slots, String::new);
         for (t, a) in texts.iter_mut().zip(&args) {
             t.clear();
@@ -215,10 +237,14 @@ impl BindProgram {
 
     /// Lets, then the CSV row `index mod rows`, then binds in declaration order: the lets'
     /// values and each slot's.
-    fn draw(&self, index: u64) -> (Vec<V>, Vec<Option<V>>) {
+    fn draw(&self, index: u64) -> (Vec<V>, Vec<Option<V>>, Vec<u64>) {
+        let issued = match &self.order {
+            Some((order, own)) => order.before(*own, index),
+            None => Vec::new(),
+        };
         let mut lets: Vec<V> = Vec::with_capacity(self.lets.len());
         for node in &self.lets {
-            let v = Ctx::instance(self.seed, index, &lets, &[]).value(node);
+            let v = Ctx::instance(self.seed, index, &lets, &[], &issued).value(node);
             lets.push(v);
         }
         let mut args: Vec<Option<V>> = vec![None; self.slots];
@@ -229,10 +255,10 @@ impl BindProgram {
             }
         }
         for (slot, node) in &self.binds {
-            let v = Ctx::instance(self.seed, index, &lets, &args).value(node);
+            let v = Ctx::instance(self.seed, index, &lets, &args, &issued).value(node);
             args[*slot] = Some(v);
         }
-        (lets, args)
+        (lets, args, issued)
     }
 }
 
