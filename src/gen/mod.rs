@@ -11,6 +11,7 @@
 //! - `node`: the compiled generator tree, one for schema columns and query binds alike;
 //!   `compile`: `Gen` -> nodes (all errors found here); `program`: a schema's columns compiled
 //!   and ordered; `eval`: one node at one draw site (a row, a query instance);
+//! - `ycsb`: YCSB's key choosers, key names and field values, as YCSB's Java computes them;
 //! - `reference`: the rows iterator;
 //! - `columnar`: the batch engine, with its compact per-series state in `per_series`.
 
