@@ -238,7 +238,7 @@ impl Gen {
     pub const ZIPFIAN_CONSTANT: f64 = 0.99;
 
     /// The most keys a zipfian's ζ is summed over: `zipfian`'s keys, `latest`'s newest key. ζ
-    /// is a sum of one term per key (YCSB sums it the same way), some 10 ns a term.
+    /// is one term (a `pow`) per key, summed when the run starts, as YCSB does.
     pub const MAX_ZETA_ITEMS: i64 = 1 << 32;
 
     /// The fewest records `latest` takes: below 3, the zipfian over `records - 1` keys that
