@@ -20,7 +20,7 @@ mod program;
 
 pub(crate) use builtins::{read_csv_header, root_relative};
 pub use cells::CellEnv;
-pub(crate) use eval::{Ev, Eval, Scope};
+pub(crate) use eval::{Ev, Eval, RunQueries, Scope};
 pub(crate) use hooks::Hooks;
 pub(crate) use limits::MAX_SERIES;
 pub(crate) use load::load_program;

@@ -208,9 +208,9 @@ pub async fn run(
     // Inlined lists are written in the endpoint's SQL dialect.
     let dialect = Dialect::of_endpoint(&phase.endpoint.kind, &phase.endpoint.dialect);
     let mut programs = Vec::with_capacity(phase.queries.len());
-    for q in &phase.queries {
+    for (i, q) in phase.queries.iter().enumerate() {
         match BindProgram::compile(q, env.seed, &env.base_dir) {
-            Ok(p) => programs.push(p.with_dialect(dialect)),
+            Ok(p) => programs.push(p.with_dialect(dialect).in_run(phase, i)),
             Err(e) => return refused(phase, Status::Failed, format!("query {}: {e}", q.name)),
         }
     }

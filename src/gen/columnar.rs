@@ -339,17 +339,10 @@ impl Columnar {
                         else {
                             continue;
                         };
-                        let v = Ctx {
-                            seed,
-                            series: s,
-                            index: s,
-                            per_series: true,
-                            row: &template,
-                            walks: &mut [],
-                        }
-                        .eval(start)
-                        .as_f64()
-                        .unwrap_or(0.0);
+                        let v = Ctx::per_series(seed, s, &template)
+                            .eval(start)
+                            .as_f64()
+                            .unwrap_or(0.0);
                         starts.push(v.clamp_total(*min, *max));
                     }
                     Collect::None => {}

@@ -8,14 +8,17 @@
 //! - `route`: FNV-1a 64, stream names and THE routing function `shard_of`;
 //! - `cell`: the generated value type and column-type coercion;
 //! - `format`, `pattern`: the printf subset and the small regular language;
-//! - `node`: the compiled generator tree; `program`: `Gen` -> nodes (all errors found here);
-//!   `eval`: one node at one row;
+//! - `node`: the compiled generator tree, one for schema columns and query binds alike;
+//!   `compile`: `Gen` -> nodes (all errors found here); `program`: a schema's columns compiled
+//!   and ordered; `eval`: one node at one draw site (a row, a query instance);
+//! - `ycsb`: YCSB's key choosers, key names and field values, as YCSB's Java computes them;
 //! - `reference`: the rows iterator;
 //! - `columnar`: the batch engine, with its compact per-series state in `per_series`.
 
 pub mod batch;
 mod cell;
 pub mod columnar;
+mod compile;
 mod error;
 mod eval;
 mod format;
@@ -27,6 +30,7 @@ mod reference;
 pub mod rng;
 pub mod route;
 pub mod to_batch;
+pub mod ycsb;
 
 pub use cell::{unit_ns, Cell, Kind};
 pub use columnar::Columnar;
@@ -35,12 +39,13 @@ pub use program::{series_key_column, ReadFile};
 pub use reference::{rows, rows_with, Rows};
 pub use route::{fnv1a64, shard_of};
 
-// For the query runner's bind programs (`query::binds`), which draw by the same rules.
-pub(crate) use eval::{arith, uuid_v4};
-pub(crate) use format::Format;
-pub(crate) use node::Op;
-pub(crate) use pattern::Pattern;
-pub(crate) use program::{constant, read_csv_column};
+// For the query runner's bind programs (`query::binds`): the same nodes, drawn by the same
+// function, at a query instance.
+pub(crate) use compile::{Compiler, Within};
+#[cfg(test)]
+pub(crate) use eval::sample_indices;
+pub(crate) use eval::{uuid_v4, Ctx};
+pub(crate) use node::{Node, Shape, V};
 
 /// TSBS cpu-only's column names for the unit tests (one copy, shared with the integration
 /// tests under tests/).

@@ -85,15 +85,7 @@ pub(super) fn series_template(prog: &Program, seed: u64, s: u64) -> Vec<Cell> {
         let Source::Node(node) = &prog.columns[c].source else {
             continue;
         };
-        let v = Ctx {
-            seed,
-            series: s,
-            index: s,
-            per_series: true,
-            row: &template,
-            walks: &mut [],
-        }
-        .eval(node);
+        let v = Ctx::per_series(seed, s, &template).eval(node);
         template[c] = finish(prog, seed, c, v, s, PER_SERIES);
     }
     template
@@ -161,15 +153,9 @@ impl Rows {
                     let (start, step) = self.prog.time.unwrap_or((0, 0));
                     Cell::Timestamp(start.wrapping_add(step.wrapping_mul(epoch as i64)))
                 }
-                Source::Node(node) => Ctx {
-                    seed: self.seed,
-                    series: st.index,
-                    index: epoch,
-                    per_series: false,
-                    row: &row,
-                    walks: &mut st.walks,
+                Source::Node(node) => {
+                    Ctx::per_row(self.seed, st.index, epoch, &row, &mut st.walks).eval(node)
                 }
-                .eval(node),
             };
             row[c] = self.finish(c, v, st.index, epoch);
         }

@@ -745,3 +745,170 @@ fn csv_files_are_read_through_the_callers_resolver() {
         ["host_000001", "host_000008", "host_000001", "host_000008"]
     );
 }
+
+/// YCSB's choosers in a schema: each column is `gen::ycsb`'s draw at the column's site (its
+/// stream, series 0, the row), `sequential` and `latest(n, seq())` count rows, and a key
+/// number names its key.
+#[test]
+fn ycsb_choosers_in_columns_are_their_draws_at_the_row() {
+    use super::rng::Rng;
+    use super::route::column_stream;
+    use super::ycsb;
+    let key = |g: Gen| boxed(g);
+    let schema = flat(
+        2000,
+        vec![
+            col(
+                "zipf",
+                "field",
+                "long",
+                "row",
+                Gen::ScrambledZipfian {
+                    lo: 0,
+                    hi: 1001,
+                    last: None,
+                },
+            ),
+            col(
+                "latest",
+                "field",
+                "long",
+                "row",
+                Gen::Latest {
+                    records: 1000,
+                    inserted: key(Gen::Seq { start: 0, step: 1 }),
+                },
+            ),
+            col(
+                "hot",
+                "field",
+                "long",
+                "row",
+                Gen::Hotspot {
+                    lo: 10,
+                    hi: 110,
+                    hot_data: 0.2,
+                    hot_ops: 0.8,
+                },
+            ),
+            col(
+                "expo",
+                "field",
+                "long",
+                "row",
+                Gen::ExponentialKey {
+                    last: key(Gen::Const {
+                        value: Value::Int(999),
+                    }),
+                    range: 857.0,
+                    percentile: 95.0,
+                },
+            ),
+            col(
+                "turn",
+                "field",
+                "long",
+                "row",
+                Gen::Sequential { lo: 5, hi: 8 },
+            ),
+            col(
+                "name",
+                "field",
+                "varchar",
+                "row",
+                Gen::YcsbKey {
+                    key: key(Gen::Seq { start: 0, step: 1 }),
+                    ordered: false,
+                    zero_padding: 1,
+                    prefix: "user".into(),
+                },
+            ),
+            col(
+                "value",
+                "field",
+                "varchar",
+                "row",
+                Gen::YcsbValue { len: 100 },
+            ),
+            col(
+                "capped",
+                "field",
+                "long",
+                "row",
+                Gen::Zipfian {
+                    lo: 0,
+                    hi: 1000,
+                    theta: 0.99,
+                    last: Some(key(Gen::Const {
+                        value: Value::Int(3),
+                    })),
+                },
+            ),
+        ],
+    );
+    let rows = all(&schema, 5);
+    let site = |c: &str, row: u64| Rng::new(5, column_stream(&schema.name, c), 0, row);
+    let scrambled = ycsb::Scrambled::new(0, 1001);
+    let latest = ycsb::Latest::new(1000);
+    let hot = ycsb::Hotspot::new(10, 110, 0.2, 0.8);
+    let gamma = ycsb::exponential_gamma(95.0, 857.0);
+    let gray = ycsb::Gray::new(0, 999, 0.99);
+    for (i, row) in rows.iter().enumerate() {
+        let i = i as u64;
+        assert_eq!(long(&row[0]), scrambled.draw(site("zipf", i).f64()));
+        let want = latest.draw(i as i64, site("latest", i).f64()).unwrap();
+        assert_eq!(long(&row[1]), want);
+        let mut r = site("hot", i);
+        let u = r.f64();
+        assert_eq!(long(&row[2]), hot.draw(u, r.next_u64() as i64));
+        let mut r = site("expo", i);
+        let want = std::iter::repeat_with(|| ycsb::exponential_key(999, gamma, r.f64()))
+            .flatten()
+            .next()
+            .unwrap();
+        assert_eq!(long(&row[3]), want);
+        assert_eq!(long(&row[4]), 5 + (i as i64 % 3));
+        let mut name = String::new();
+        ycsb::key_name(i as i64, false, 1, "user", &mut name);
+        assert_eq!(text(&row[5]), name);
+        let mut r = site("value", i);
+        let mut value = String::new();
+        ycsb::random_bytes(100, || (r.next_u64() >> 32) as i32, &mut value);
+        assert_eq!(text(&row[6]), value);
+        let mut r = site("capped", i);
+        let want = std::iter::repeat_with(|| gray.draw(r.f64()))
+            .find(|&k| k <= 3)
+            .unwrap();
+        assert_eq!(long(&row[7]), want);
+    }
+    assert_eq!(text(&rows[0][5]), "user6284781860667377211");
+    // The columnar engine takes the reference's path for these and gives the same values.
+    let mut g = Columnar::new(&schema, 5, None, &|p| std::fs::read(p)).unwrap();
+    let mut b = g.new_batch();
+    let n = g.fill(&mut b, 10);
+    assert_eq!(n, 10);
+}
+
+/// A query's counter (`issued`) in a schema is refused when the schema is compiled.
+#[test]
+fn issued_is_refused_in_a_schema() {
+    let schema = flat(
+        10,
+        vec![col(
+            "n",
+            "field",
+            "long",
+            "row",
+            Gen::Issued {
+                query: "insert".into(),
+                counted: 0,
+            },
+        )],
+    );
+    let err = rows(&schema, 1, None).err().expect("refused");
+    assert!(
+        err.message.contains("only a query's binds"),
+        "{}",
+        err.message
+    );
+}

@@ -95,7 +95,7 @@ pub fn check_all_decls(ev: &Eval<'_>, _hooks: &Hooks) {
                     let _ = lower_schema(ev, id, s);
                 }
                 Decl::Query(q) => {
-                    let _ = lower_family(ev, id, q, 1.0);
+                    let _ = lower_family(ev, id, q, 1.0, &crate::check::RunQueries::Any);
                 }
                 Decl::Target(t) => {
                     for ep in &t.endpoints {

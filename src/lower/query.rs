@@ -4,7 +4,7 @@
 use super::expect::thresholds;
 use super::statements::{instance_rules, per_instance, then_sql};
 use super::values::{as_gen, missing, single};
-use crate::check::{Ev, Eval, InstanceId, Scope};
+use crate::check::{Ev, Eval, InstanceId, RunQueries, Scope};
 use crate::diag::{Code, Diagnostic};
 use crate::plan::*;
 use crate::span::Span;
@@ -100,15 +100,17 @@ pub(super) fn csv_type_ty(t: &str) -> Ty {
 }
 
 /// `q` lowered: one plan, or one per member of its family (`query NAME for VAR in VALUES`),
-/// which share `weight`.
+/// which share `weight`. `run` lists the run's queries, which `issued(q)` may count
+/// (`RunQueries::Any` for a query checked on its own).
 pub fn lower_family(
     ev: &Eval<'_>,
     inst: InstanceId,
     q: &ast::Query,
     weight: f64,
+    run: &RunQueries,
 ) -> Ev<Vec<QueryPlan>> {
     let Some(r) = &q.repeat else {
-        return lower_query(ev, inst, q, weight, None).map(|p| vec![p]);
+        return lower_query(ev, inst, q, weight, None, run).map(|p| vec![p]);
     };
     let values = super::repeat::values(ev, inst, r)?;
     let members = values.len() as u64;
@@ -121,7 +123,7 @@ pub fn lower_family(
             value,
             members,
         };
-        match lower_query(ev, inst, q, weight / members as f64, Some(&f)) {
+        match lower_query(ev, inst, q, weight / members as f64, Some(&f), run) {
             Some(p) => plans.push(p),
             None => ok = false,
         }
@@ -132,12 +134,14 @@ pub fn lower_family(
 /// One member of a query family: `family.var` bound to `family.value` in the query.
 pub type Member<'a> = Option<&'a Family>;
 
+/// One query, or one member of a family, lowered for a run whose queries `run` lists.
 pub fn lower_query(
     ev: &Eval<'_>,
     inst: InstanceId,
     q: &ast::Query,
     weight: f64,
     member: Member<'_>,
+    run: &RunQueries,
 ) -> Ev<QueryPlan> {
     let mut scope = Scope::new(inst);
     if let Some(f) = member {
@@ -145,6 +149,7 @@ pub fn lower_query(
     }
     let texts = scope.clone();
     scope.binds = Some(Vec::new());
+    scope.run = run.clone();
     let (sql, sql_span) = query_sql(ev, q, &texts)?;
     let then = then_sql(ev, q, &texts);
     // The statements of an instance share its binds: `then sql` uses the same placeholders.

@@ -8,7 +8,7 @@ use super::values::{
     bounded_int, duration, join, missing, positive_int, rate, single, MAX_WORKERS,
 };
 use super::via::via_name;
-use crate::check::{Decl, Ev, Eval, Hooks, InstanceId, Scope};
+use crate::check::{Decl, Ev, Eval, Hooks, InstanceId, RunQueries, Scope};
 use crate::diag::{Code, Diagnostic};
 use crate::plan::*;
 use crate::span::{Ident, Span};
@@ -33,7 +33,7 @@ pub(super) fn lower_run(ev: &Eval<'_>, r: &ast::Run, hooks: &Hooks) -> Option<Ph
             for s in &sel.value {
                 if let Some(qs) = select_queries(ev, s) {
                     for (qi, q) in qs {
-                        let _ = lower_family(ev, qi, q, 1.0);
+                        let _ = lower_family(ev, qi, q, 1.0, &RunQueries::Any);
                     }
                 }
             }
@@ -319,7 +319,7 @@ fn query_run(
             .label("queries have no HTTP status to expect"),
         );
     }
-    let mut plans = Vec::new();
+    let mut selected = Vec::new();
     let mut weighted = false;
     let mut ok = true;
     for s in &sel.value {
@@ -343,25 +343,36 @@ fn query_run(
             None => 1.0,
         };
         for (qinst, q) in select_queries(ev, s)? {
-            let Some(members) = lower_family(ev, qinst, q, weight) else {
+            selected.push((qinst, q, weight));
+        }
+    }
+    // Every query of the run is known before any is lowered: `issued(q)` may name a later one.
+    let run = RunQueries::Of(
+        selected
+            .iter()
+            .map(|(i, q, _)| (*i, q.name.name.clone()))
+            .collect(),
+    );
+    let mut plans = Vec::new();
+    for (qinst, q, weight) in selected {
+        let Some(members) = lower_family(ev, qinst, q, weight, &run) else {
+            ok = false;
+            continue;
+        };
+        for p in members {
+            if p.instance.transaction && matches!(endpoint.kind.as_str(), "http" | "qwp") {
+                ev.error(
+                    Diagnostic::error(
+                        Code::E0701,
+                        q.transaction.first().copied().unwrap_or(q.name.span),
+                        format!("no transaction over `{}`", endpoint.kind),
+                    )
+                    .label("QuestDB's HTTP and QWP endpoints run each statement on its own")
+                    .also(sel.span, "run against this endpoint"),
+                );
                 ok = false;
-                continue;
-            };
-            for p in members {
-                if p.instance.transaction && matches!(endpoint.kind.as_str(), "http" | "qwp") {
-                    ev.error(
-                        Diagnostic::error(
-                            Code::E0701,
-                            q.transaction.first().copied().unwrap_or(q.name.span),
-                            format!("no transaction over `{}`", endpoint.kind),
-                        )
-                        .label("QuestDB's HTTP and QWP endpoints run each statement on its own")
-                        .also(sel.span, "run against this endpoint"),
-                    );
-                    ok = false;
-                } else {
-                    plans.push(p);
-                }
+            } else {
+                plans.push(p);
             }
         }
     }

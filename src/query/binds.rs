@@ -2,25 +2,24 @@
 //! once, then evaluated per instance as a pure function of (seed, query name, instance index).
 //! docs/rng.md "Query binds" is the specification; this file must match it.
 //!
-//! - `node`: the compiled generators (all compile errors);
-//! - `eval`: their draws at one site;
-//! - `csv`: the typed rows of `binds from csv`.
+//! The generators are `gen`'s nodes, compiled by `gen::Compiler` and drawn by `gen::Ctx`, the
+//! same code as a schema column's, at a query instance's draw sites; `csv` reads the typed rows
+//! of `binds from csv`.
 
 mod csv;
-mod eval;
-mod node;
 #[cfg(test)]
 mod tests;
 
 use std::path::Path;
+use std::sync::Arc;
 
-use eval::Ctx;
-use node::{Compiler, Node, Scope, Shape, V};
+use crate::gen::{Compiler, Ctx, Node, Shape, Within, V};
 
+use super::schedule::Issued;
 use super::sql::{Arg, Dialect, Layout};
 use super::Instance;
 use crate::gen::Cell;
-use crate::plan::QueryPlan;
+use crate::plan::{Gen, QueryPhase, QueryPlan};
 use crate::value::BindValue;
 
 /// One query type, ready to produce instances. Shared by every worker (`instance` takes
@@ -36,6 +35,10 @@ pub struct BindProgram {
     route: Option<Node>,
     /// Slots: the largest placeholder number bound or used.
     slots: usize,
+    /// Whether a generator reads `issued(q)`, and, once `in_run` says which run this query is
+    /// part of, its order's counts and this query's position in it.
+    counts_issued: bool,
+    order: Option<(Arc<Issued>, usize)>,
     layout: Layout,
     /// `then sql`: the layouts of the further statements, which share the binds.
     then: Vec<Layout>,
@@ -63,11 +66,10 @@ impl BindProgram {
                 read_file: &read,
                 prefix: &prefix,
                 name: &slot,
-                scope: Scope {
+                within: Within::Query {
                     lets: &let_shapes,
                     binds: &[],
                 },
-                series: false,
             }
             .compile(g)
             .map_err(|e| format!("let {name}: {e}"))?;
@@ -115,11 +117,10 @@ impl BindProgram {
                 read_file: &read,
                 prefix: &prefix,
                 name: &name,
-                scope: Scope {
+                within: Within::Query {
                     lets: &let_shapes,
                     binds: &shapes,
                 },
-                series: false,
             }
             .compile(&b.gen)
             .map_err(|e| format!("bind ${}: {e}", b.index))?;
@@ -139,11 +140,10 @@ impl BindProgram {
                     read_file: &read,
                     prefix: &prefix,
                     name: "route",
-                    scope: Scope {
+                    within: Within::Query {
                         lets: &let_shapes,
                         binds: &shapes,
                     },
-                    series: false,
                 }
                 .compile(g)
                 .map_err(|e| format!("route by: {e}"))?
@@ -168,6 +168,11 @@ impl BindProgram {
                 return Err(format!("the SQL uses `${n}`, which has no bind"));
             }
         }
+        let mut counts_issued = false;
+        let gens = q.lets.iter().map(|(_, g)| g);
+        for g in gens.chain(q.binds.iter().map(|b| &b.gen)).chain(&q.route) {
+            g.visit(&mut |g| counts_issued |= matches!(g, Gen::Issued { .. }));
+        }
         Ok(BindProgram {
             seed,
             lets,
@@ -175,6 +180,8 @@ impl BindProgram {
             csv,
             route,
             slots,
+            counts_issued,
+            order: None,
             layout,
             then,
             dialect: Dialect::Postgres,
@@ -188,6 +195,15 @@ impl BindProgram {
         self
     }
 
+    /// This query is at `position` in `phase`'s queries: `issued(q)` counts in that run's
+    /// order. Without it, `issued(q)` is Null.
+    pub fn in_run(mut self, phase: &QueryPhase, position: usize) -> BindProgram {
+        if self.counts_issued {
+            self.order = Some((Arc::new(Issued::new(phase, self.seed)), position));
+        }
+        self
+    }
+
     /// The SQL's placeholder numbers, in the order `Instance::binds` holds their values.
     pub fn bind_order(&self) -> &[u32] {
         self.layout.order()
@@ -198,10 +214,12 @@ impl BindProgram {
     /// order, then `route by`; the SQL with lists inlined and the other placeholders
     /// renumbered. Depends on nothing but the seed, the query's name and `index`.
     pub fn instance(&self, query: usize, index: u64) -> Result<Instance, String> {
-        let (lets, args) = self.draw(index);
+        let (lets, args, issued) = self.draw(index);
         let route = self.route.as_ref().map(|node| match node {
             Node::Bind(slot) => args[*slot].as_ref().map_or_else(String::new, V::text),
-            _ => self.ctx(index, &lets, &args).eval(node).text(),
+            _ => Ctx::instance(self.seed, index, &lets, &args, &issued)
+                .value(node)
+                .text(),
         });
         let mut args: Vec<Arg> = args.into_iter().map(arg).collect();
         // Rendering moves the values it sends out of `args`: the further statements take
@@ -226,7 +244,7 @@ impl BindProgram {
     /// (empty when unbound): what a request template writes in place of its placeholders.
     /// `texts` is reused, so that a request allocates only what its values need.
     pub fn texts(&self, index: u64, texts: &mut Vec<String>) {
-        let (_, args) = self.draw(index);
+        let (_, args, _) = self.draw(index);
         texts.resize_with(self.slots, String::new);
         for (t, a) in texts.iter_mut().zip(&args) {
             t.clear();
@@ -238,10 +256,14 @@ impl BindProgram {
 
     /// Lets, then the CSV row `index mod rows`, then binds in declaration order: the lets'
     /// values and each slot's.
-    fn draw(&self, index: u64) -> (Vec<V>, Vec<Option<V>>) {
+    fn draw(&self, index: u64) -> (Vec<V>, Vec<Option<V>>, Vec<u64>) {
+        let issued = match &self.order {
+            Some((order, own)) => order.before(*own, index),
+            None => Vec::new(),
+        };
         let mut lets: Vec<V> = Vec::with_capacity(self.lets.len());
         for node in &self.lets {
-            let v = self.ctx(index, &lets, &[]).eval(node);
+            let v = Ctx::instance(self.seed, index, &lets, &[], &issued).value(node);
             lets.push(v);
         }
         let mut args: Vec<Option<V>> = vec![None; self.slots];
@@ -252,21 +274,10 @@ impl BindProgram {
             }
         }
         for (slot, node) in &self.binds {
-            let v = self.ctx(index, &lets, &args).eval(node);
+            let v = Ctx::instance(self.seed, index, &lets, &args, &issued).value(node);
             args[*slot] = Some(v);
         }
-        (lets, args)
-    }
-
-    fn ctx<'a>(&self, index: u64, lets: &'a [V], binds: &'a [Option<V>]) -> Ctx<'a> {
-        Ctx {
-            seed: self.seed,
-            series: 0,
-            row: index,
-            index,
-            lets,
-            binds,
-        }
+        (lets, args, issued)
     }
 }
 

@@ -2,6 +2,7 @@
 //! and (open loop) when it is meant to be sent. One dispatcher walks this order, so it is the
 //! same on every run with the same seed whatever the workers do.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::gen::rng::{key, Rng};
@@ -19,11 +20,12 @@ fn stream(name: &str) -> u64 {
 
 /// Which query type comes next: in turn (round robin), or drawn by weight; each type counts
 /// its own instances so `binds from csv` walks its file in order whatever the mix.
+#[derive(Clone)]
 pub struct Mix {
     seed: u64,
     stream: u64,
-    /// Running sums of the weights, when the mix is weighted.
-    cumulative: Option<Vec<f64>>,
+    /// Running sums of the weights, when the mix is weighted (shared by `Issued`'s copies).
+    cumulative: Option<Arc<[f64]>>,
     base: u64,
     issued: Vec<u64>,
     /// Per type (`count N per query`) or in all (`count N`); none: until stopped.
@@ -74,7 +76,7 @@ impl Mix {
                     sum += q.weight.max(0.0);
                     sum
                 })
-                .collect()
+                .collect::<Arc<[f64]>>()
         });
         Mix {
             seed,
@@ -163,6 +165,118 @@ impl Mix {
         let index = self.base + self.issued[q];
         self.issued[q] += 1;
         Some((q, index))
+    }
+}
+
+/// `issued(q)`: per query type, how many instances a run's order issued before a given
+/// instance (docs/rng.md §4.5). In turn (round robin) that is a formula; drawn by weight, the
+/// order is replayed from the nearest state kept: one every [`KEEP_EVERY`] positions of the
+/// order reached (a `Mix`, about 100 + 8 x types bytes each) and the last [`CURSORS`] states
+/// looked up, so lookups that come in about the order's order (as workers take instances)
+/// cost O(1) steps amortised, and any other at most `KEEP_EVERY`.
+pub struct Issued {
+    /// Query types in the run.
+    types: usize,
+    measured: Option<Mutex<Replay>>,
+    warmup: Option<Mutex<Replay>>,
+}
+
+/// States of the order kept every this many positions.
+pub const KEEP_EVERY: u64 = 4096;
+const CURSORS: usize = 8;
+
+impl std::fmt::Debug for Issued {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Issued")
+            .field("types", &self.types)
+            .field("weighted", &self.measured.is_some())
+            .finish()
+    }
+}
+
+struct Replay {
+    /// The order's state at positions 0, KEEP_EVERY, 2 KEEP_EVERY, ...
+    kept: Vec<Mix>,
+    /// States just after recently looked-up instances, the oldest replaced first.
+    cursors: Vec<Mix>,
+    next: usize,
+}
+
+impl Issued {
+    pub fn new(phase: &QueryPhase, seed: u64) -> Issued {
+        let replay = |m: Mix| {
+            (phase.mix == "weighted").then(|| {
+                Mutex::new(Replay {
+                    kept: vec![m],
+                    cursors: Vec::new(),
+                    next: 0,
+                })
+            })
+        };
+        let measured = Mix::measured(phase, seed);
+        Issued {
+            types: phase.queries.len(),
+            measured: replay(Mix {
+                total: None,
+                ..measured
+            }),
+            warmup: replay(Mix::warmup(phase, seed, None)),
+        }
+    }
+
+    /// Per query type, the instances issued before instance `index` of type `own` (a warm-up
+    /// instance, from `WARMUP_BASE` up, counts in the warm-up's order).
+    pub fn before(&self, own: usize, index: u64) -> Vec<u64> {
+        let (replay, i) = if index >= WARMUP_BASE {
+            (&self.warmup, index - WARMUP_BASE)
+        } else {
+            (&self.measured, index)
+        };
+        match replay {
+            // In turn: type q's instances are at q, q + T, q + 2T, ... (a count per query ends
+            // every type in the same round, so none is skipped before then).
+            None => (0..self.types).map(|q| i + u64::from(q < own)).collect(),
+            Some(r) => {
+                let mut r = r.lock().unwrap_or_else(|p| p.into_inner());
+                r.find(own, index).unwrap_or_else(|| vec![0; self.types])
+            }
+        }
+    }
+}
+
+impl Replay {
+    /// Walks from the latest kept state at or before instance `index` of type `own`; `None`
+    /// when the order never issues it.
+    fn find(&mut self, own: usize, index: u64) -> Option<Vec<u64>> {
+        let i = index.checked_sub(self.kept[0].base)?;
+        let at = self.kept.partition_point(|m| m.issued[own] <= i).max(1) - 1;
+        let mut s = self.kept[at].clone();
+        for c in &self.cursors {
+            if c.issued[own] <= i && c.next > s.next {
+                s = c.clone();
+            }
+        }
+        loop {
+            if s.next % KEEP_EVERY == 0 && s.next / KEEP_EVERY == self.kept.len() as u64 {
+                self.kept.push(s.clone());
+            }
+            let (q, idx) = s.next_whole()?;
+            if q == own && idx == index {
+                break;
+            }
+            if s.issued[own] > i {
+                return None;
+            }
+        }
+        let mut counts = s.issued.clone();
+        counts[own] -= 1;
+        if self.cursors.len() < CURSORS {
+            self.cursors.push(s);
+        } else {
+            self.cursors[self.next] = s;
+            self.next = (self.next + 1) % CURSORS;
+        }
+        Some(counts)
     }
 }
 
@@ -401,6 +515,54 @@ pub(crate) mod tests {
         let mut m = Mix::measured(&p, 1);
         assert_eq!(m.bound(), None);
         assert_eq!(m.next_instance(), Some((0, 0)));
+    }
+
+    /// `Issued::before` is what walking the order counts, for every instance, looked up in
+    /// order, backwards and at random (the replay's kept states and cursors), weighted or in
+    /// turn, with a count per query or without, measured and warm-up.
+    #[test]
+    fn issued_counts_what_the_order_issued_before() {
+        let per_query = Stop::Count {
+            count: 3_000,
+            per_query: true,
+        };
+        let total = Stop::Count {
+            count: 12_000,
+            per_query: false,
+        };
+        for (weights, mix, stop) in [
+            (&[95.0, 5.0, 1.0][..], "weighted", total.clone()),
+            (&[1.0, 9.0][..], "weighted", per_query.clone()),
+            (&[1.0, 1.0, 1.0][..], "round_robin", per_query),
+            (&[1.0, 1.0][..], "round_robin", total),
+        ] {
+            let p = phase(weights, mix, stop);
+            let mut want = Vec::new();
+            let mut counts = vec![0u64; weights.len()];
+            for (q, i) in all(Mix::measured(&p, 5)) {
+                want.push((q, i, counts.clone()));
+                counts[q] += 1;
+            }
+            let issued = Issued::new(&p, 5);
+            for (q, i, c) in &want {
+                assert_eq!(&issued.before(*q, *i), c, "{mix} {q} {i}");
+            }
+            let issued = Issued::new(&p, 5);
+            let mut r = Rng::from_key(9);
+            for _ in 0..300 {
+                let (q, i, c) = &want[r.below(want.len() as u64) as usize];
+                assert_eq!(&issued.before(*q, *i), c, "{mix} at random");
+            }
+            for (q, i, c) in want.iter().rev().step_by(7) {
+                assert_eq!(&issued.before(*q, *i), c, "{mix} backwards");
+            }
+            let mut w = Mix::warmup(&p, 5, Some(500));
+            let mut counts = vec![0u64; weights.len()];
+            while let Some((q, i)) = w.next_instance() {
+                assert_eq!(issued.before(q, i), counts, "{mix} warm-up");
+                counts[q] += 1;
+            }
+        }
     }
 
     #[test]

@@ -171,9 +171,143 @@ pub enum Gen {
     ToStr {
         of: Box<Gen>,
     },
+    /// YCSB's `zipfian` request distribution over `[lo, hi)`: ScrambledZipfianGenerator(lo,
+    /// hi - 1), redrawn while above `last` when given.
+    ScrambledZipfian {
+        lo: i64,
+        hi: i64,
+        last: Option<Box<Gen>>,
+    },
+    /// YCSB's ZipfianGenerator (Gray et al.) over `[lo, hi)`, `lo` the most popular, redrawn
+    /// while above `last` when given.
+    Zipfian {
+        lo: i64,
+        hi: i64,
+        theta: f64,
+        last: Option<Box<Gen>>,
+    },
+    /// YCSB's `latest`: skewed toward key `records - 1 + inserted`, the newest.
+    Latest {
+        records: i64,
+        inserted: Box<Gen>,
+    },
+    /// YCSB's `hotspot` over `[lo, hi)`: the lowest `hot_data` of the keys take `hot_ops` of the
+    /// draws.
+    Hotspot {
+        lo: i64,
+        hi: i64,
+        hot_data: f64,
+        hot_ops: f64,
+    },
+    /// YCSB's `exponential`: `last` minus an exponential draw, `percentile` % of which fall
+    /// below `range`.
+    ExponentialKey {
+        last: Box<Gen>,
+        range: f64,
+        percentile: f64,
+    },
+    /// `lo + i mod (hi - lo)`, i the row or the query instance.
+    Sequential {
+        lo: i64,
+        hi: i64,
+    },
+    /// How many instances of the run's query `query` (at `counted` in the run's list of
+    /// queries) its order issued before this one.
+    Issued {
+        query: String,
+        counted: usize,
+    },
+    /// YCSB's key name of a key number.
+    YcsbKey {
+        key: Box<Gen>,
+        ordered: bool,
+        zero_padding: u32,
+        prefix: String,
+    },
+    /// YCSB's field value: `len` bytes as RandomByteIterator makes them.
+    YcsbValue {
+        len: u32,
+    },
 }
 
+/// What YCSB's generators can draw with: the checker reports a parameter outside these with its
+/// position, and `gen` checks them again (a plan may come from elsewhere).
 impl Gen {
+    /// YCSB's zipfian constant (`ZipfianGenerator.ZIPFIAN_CONSTANT`), `zipfian`'s default
+    /// theta.
+    pub const ZIPFIAN_CONSTANT: f64 = 0.99;
+
+    /// The most keys a zipfian's ζ is summed over: `zipfian`'s keys, `latest`'s newest key. ζ
+    /// is one term (a `pow`) per key, summed when the run starts, as YCSB does.
+    pub const MAX_ZETA_ITEMS: i64 = 1 << 32;
+
+    /// The fewest records `latest` takes: below 3, the zipfian over `records - 1` keys that
+    /// YCSB builds has η <= 0 and yields keys outside `[0, newest]`.
+    pub const MIN_LATEST_RECORDS: i64 = 3;
+
+    /// The widest zero padding of a key name.
+    pub const MAX_ZERO_PADDING: u32 = 64;
+
+    /// The longest `ycsb_value`, in bytes.
+    pub const MAX_VALUE_LEN: u32 = 1 << 20;
+
+    /// `hotspot`'s hot and cold set sizes over `[lo, hi)`: the hot set is Java's `(int)` of
+    /// `(hi - lo) * hot_data` (truncated, saturated at i32's bounds), the cold set the rest.
+    pub fn hotspot_sets(lo: i64, hi: i64, hot_data: f64) -> (i64, i64) {
+        let interval = hi.wrapping_sub(lo);
+        let hot = i64::from((interval as f64 * hot_data) as i32);
+        (hot, interval - hot)
+    }
+
+    /// Whether a hotspot can draw: YCSB divides by the size of the set it draws from, so a set
+    /// that is drawn from must not be empty.
+    pub fn hotspot_fits(lo: i64, hi: i64, hot_data: f64, hot_ops: f64) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&hot_data) || !(0.0..=1.0).contains(&hot_ops) {
+            return Err("the fractions must be in [0, 1]".into());
+        }
+        let (hot, cold) = Gen::hotspot_sets(lo, hi, hot_data);
+        if hot_ops > 0.0 && hot < 1 {
+            return Err("the hot set is empty but drawn from: raise hot_data or the range".into());
+        }
+        if hot_ops < 1.0 && cold < 1 {
+            return Err(
+                "the cold set is empty but drawn from: lower hot_data or set hot_ops = 1".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Calls `f` on this generator and every generator nested in it, depth first.
+    pub fn visit(&self, f: &mut impl FnMut(&Gen)) {
+        f(self);
+        match self {
+            Gen::Const {
+                value: Value::Gen(g),
+            }
+            | Gen::Field { of: g, .. }
+            | Gen::ToStr { of: g }
+            | Gen::Latest { inserted: g, .. }
+            | Gen::ExponentialKey { last: g, .. }
+            | Gen::YcsbKey { key: g, .. }
+            | Gen::ScrambledZipfian { last: Some(g), .. }
+            | Gen::Zipfian { last: Some(g), .. }
+            | Gen::Sample {
+                from: Domain::Series { value: g, .. },
+                ..
+            } => g.visit(f),
+            Gen::Walk { start, step, .. } => {
+                start.visit(f);
+                step.visit(f);
+            }
+            Gen::Arith { lhs, rhs, .. } => {
+                lhs.visit(f);
+                rhs.visit(f);
+            }
+            Gen::Format { args, .. } => args.iter().for_each(|a| a.visit(f)),
+            _ => {}
+        }
+    }
+
     /// The columns of the same row this generator reads, in order, with repeats.
     pub fn columns_used(&self, out: &mut Vec<String>) {
         match self {
@@ -193,11 +327,18 @@ impl Gen {
                 from: Domain::Series { value, .. },
                 ..
             } => value.columns_used(out),
+            Gen::ScrambledZipfian { last: Some(g), .. }
+            | Gen::Zipfian { last: Some(g), .. }
+            | Gen::Latest { inserted: g, .. }
+            | Gen::ExponentialKey { last: g, .. }
+            | Gen::YcsbKey { key: g, .. } => g.columns_used(out),
             _ => {}
         }
     }
 }
 
+/// Optional parameters are printed, named, when they differ from their defaults
+/// (docs/language.md's table of built-in functions).
 impl fmt::Display for Gen {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fn list(f: &mut fmt::Formatter<'_>, vs: &[Value]) -> fmt::Result {
@@ -292,6 +433,76 @@ impl fmt::Display for Gen {
             Gen::Let { name } => f.write_str(name),
             Gen::Arith { op, lhs, rhs } => write!(f, "({lhs} {op} {rhs})"),
             Gen::ToStr { of } => write!(f, "string({of})"),
+            Gen::ScrambledZipfian { lo, hi, last } => {
+                write!(f, "scrambled_zipfian({lo}, {hi}")?;
+                if let Some(l) = last {
+                    write!(f, ", last = {l}")?;
+                }
+                f.write_str(")")
+            }
+            Gen::Zipfian {
+                lo,
+                hi,
+                theta,
+                last,
+            } => {
+                write!(f, "zipfian({lo}, {hi}")?;
+                if *theta != Gen::ZIPFIAN_CONSTANT {
+                    write!(f, ", theta = {}", super::fmt_float(*theta))?;
+                }
+                if let Some(l) = last {
+                    write!(f, ", last = {l}")?;
+                }
+                f.write_str(")")
+            }
+            Gen::Latest { records, inserted } => write!(f, "latest({records}, {inserted})"),
+            Gen::Hotspot {
+                lo,
+                hi,
+                hot_data,
+                hot_ops,
+            } => {
+                write!(f, "hotspot({lo}, {hi}")?;
+                if *hot_data != 0.2 {
+                    write!(f, ", hot_data = {}", super::fmt_float(*hot_data))?;
+                }
+                if *hot_ops != 0.8 {
+                    write!(f, ", hot_ops = {}", super::fmt_float(*hot_ops))?;
+                }
+                f.write_str(")")
+            }
+            Gen::ExponentialKey {
+                last,
+                range,
+                percentile,
+            } => {
+                write!(f, "exponential_key({last}, {}", super::fmt_float(*range))?;
+                if *percentile != 95.0 {
+                    write!(f, ", percentile = {}", super::fmt_float(*percentile))?;
+                }
+                f.write_str(")")
+            }
+            Gen::Sequential { lo, hi } => write!(f, "sequential({lo}, {hi})"),
+            Gen::Issued { query, .. } => write!(f, "issued({query})"),
+            Gen::YcsbKey {
+                key,
+                ordered,
+                zero_padding,
+                prefix,
+            } => {
+                write!(f, "ycsb_key({key}")?;
+                if *ordered {
+                    f.write_str(", ordered = true")?;
+                }
+                if *zero_padding != 1 {
+                    write!(f, ", zero_padding = {zero_padding}")?;
+                }
+                if prefix != "user" {
+                    write!(f, ", prefix = {prefix:?}")?;
+                }
+                f.write_str(")")
+            }
+            Gen::YcsbValue { len } => write!(f, "ycsb_value({len})"),
         }
     }
 }

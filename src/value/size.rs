@@ -153,13 +153,27 @@ impl Walk {
                 self.gen(lhs, d)?;
                 self.gen(rhs, d)
             }
+            Gen::ScrambledZipfian { last: Some(g), .. }
+            | Gen::Zipfian { last: Some(g), .. }
+            | Gen::Latest { inserted: g, .. }
+            | Gen::ExponentialKey { last: g, .. } => self.gen(g, d),
+            Gen::YcsbKey { key, prefix, .. } => {
+                self.add(prefix.len() as u64)?;
+                self.gen(key, d)
+            }
+            Gen::Issued { query, .. } => self.add(query.len() as u64),
             Gen::SeriesIndex
             | Gen::Seq { .. }
             | Gen::Normal { .. }
             | Gen::Zipf { .. }
             | Gen::Uuid
             | Gen::Chance { .. }
-            | Gen::Bind { .. } => Ok(()),
+            | Gen::Bind { .. }
+            | Gen::ScrambledZipfian { .. }
+            | Gen::Zipfian { .. }
+            | Gen::Hotspot { .. }
+            | Gen::Sequential { .. }
+            | Gen::YcsbValue { .. } => Ok(()),
         }
     }
 }

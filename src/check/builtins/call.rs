@@ -98,6 +98,24 @@ impl Call<'_, '_> {
         }
     }
 
+    /// An integer generator: a generator yielding integers, or a constant integer.
+    pub(super) fn gen_int(&self, e: Option<&ast::Expr>) -> Ev<Gen> {
+        let e = e.expect("required argument");
+        let v = self.ev.eval(e, self.scope)?;
+        match self.ev.value_ty(&v, self.scope) {
+            Some(Ty::Long) => Some(match v {
+                Value::Gen(g) => *g,
+                v => Gen::Const { value: v },
+            }),
+            _ => self.ev.fail(self.ev.mismatch(
+                e.span,
+                "an integer or an integer generator",
+                &v,
+                self.scope,
+            )),
+        }
+    }
+
     /// A non-empty list of plain values of one kind (or numbers, for weights).
     pub(super) fn list(&self, e: Option<&ast::Expr>, same_kind: bool) -> Ev<Vec<Value>> {
         let e = e.expect("required argument");

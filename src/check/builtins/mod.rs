@@ -11,6 +11,7 @@ mod csv;
 mod random;
 mod text;
 mod time;
+mod ycsb;
 
 use self::call::Call;
 use super::eval::{num, Ev, Eval, Scope};
@@ -88,6 +89,51 @@ pub const FUNCTIONS: &[(&str, &[&str], &str)] = &[
         "sample",
         &["from", "k"],
         "k distinct values of a series column or a list, in draw order",
+    ),
+    (
+        "scrambled_zipfian",
+        &["lo", "hi", "last?"],
+        "YCSB's `zipfian` keys over [lo, hi): hot ranks hashed across the range; redrawn while above last",
+    ),
+    (
+        "zipfian",
+        &["lo", "hi", "theta?", "last?"],
+        "YCSB's ZipfianGenerator over [lo, hi), lo the most popular (theta 0.99); redrawn while above last",
+    ),
+    (
+        "latest",
+        &["record_count", "inserted"],
+        "YCSB's `latest`: keys skewed toward the newest, record_count - 1 + inserted",
+    ),
+    (
+        "hotspot",
+        &["lo", "hi", "hot_data?", "hot_ops?"],
+        "YCSB's `hotspot` over [lo, hi): the lowest hot_data (0.2) of the keys take hot_ops (0.8) of the draws",
+    ),
+    (
+        "exponential_key",
+        &["last", "range", "percentile?"],
+        "YCSB's `exponential`: last minus an exponential draw, percentile (95) % of them below range",
+    ),
+    (
+        "sequential",
+        &["lo", "hi"],
+        "lo + i mod (hi - lo) for the i-th row (or query instance)",
+    ),
+    (
+        "issued",
+        &["query"],
+        "how many instances of the run's query its order issued before this one (binds only)",
+    ),
+    (
+        "ycsb_key",
+        &["key", "ordered?", "zero_padding?", "prefix?"],
+        "YCSB's key name: prefix (\"user\") + the key number, FNV-hashed unless ordered, zero-padded",
+    ),
+    (
+        "ycsb_value",
+        &["len"],
+        "len bytes of printable text as YCSB's RandomByteIterator makes them",
     ),
     ("rows", &["table"], "rows in a table (only in `require`)"),
 ];
@@ -271,6 +317,15 @@ fn implementation(name: &str) -> Builtin {
         "string" => text::string,
         "window" => time::window,
         "sample" => random::sample,
+        "scrambled_zipfian" => ycsb::scrambled_zipfian,
+        "zipfian" => ycsb::zipfian,
+        "latest" => ycsb::latest,
+        "hotspot" => ycsb::hotspot,
+        "exponential_key" => ycsb::exponential_key,
+        "sequential" => ycsb::sequential,
+        "issued" => ycsb::issued,
+        "ycsb_key" => ycsb::ycsb_key,
+        "ycsb_value" => ycsb::ycsb_value,
         "rows" => rows,
         other => unreachable!("function {other} is listed but not implemented"),
     }

@@ -40,6 +40,21 @@ pub struct Scope {
     pub binds: Option<Vec<(u32, Ty)>>,
     /// Locals whose definition failed: using them fails quietly, the first error says why.
     pub poisoned: Vec<String>,
+    /// The queries `issued(q)` may count (queries only).
+    pub run: RunQueries,
+}
+
+/// Which queries a query's `issued(q)` may name.
+#[derive(Clone, Debug, Default)]
+pub enum RunQueries {
+    /// Not in a query of a query run (a schema, a request template): `issued` is refused.
+    #[default]
+    None,
+    /// A query checked on its own, outside any run: any query may be named.
+    Any,
+    /// A query lowered for a query run: the run's queries, in order, by the module instance
+    /// they are declared in and their name.
+    Of(Vec<(InstanceId, String)>),
 }
 
 impl Scope {

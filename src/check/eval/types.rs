@@ -66,7 +66,17 @@ impl Eval<'_> {
     pub fn gen_ty(&self, g: &Gen, scope: &Scope) -> Option<Ty> {
         Some(match g {
             Gen::Const { value } => return self.value_ty(value, scope),
-            Gen::SeriesIndex | Gen::Seq { .. } | Gen::Zipf { .. } => Ty::Long,
+            Gen::SeriesIndex
+            | Gen::Seq { .. }
+            | Gen::Zipf { .. }
+            | Gen::ScrambledZipfian { .. }
+            | Gen::Zipfian { .. }
+            | Gen::Latest { .. }
+            | Gen::Hotspot { .. }
+            | Gen::ExponentialKey { .. }
+            | Gen::Sequential { .. }
+            | Gen::Issued { .. } => Ty::Long,
+            Gen::YcsbKey { .. } | Gen::YcsbValue { .. } => Ty::Str,
             Gen::Uniform { lo, .. } => return self.value_ty(lo, scope),
             Gen::Normal { .. } | Gen::Walk { .. } => Ty::Double,
             Gen::Pick { values } | Gen::Weighted { values, .. } => {

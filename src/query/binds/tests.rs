@@ -1,10 +1,10 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::eval::sample_indices;
 use super::*;
 use crate::gen::fnv1a64;
 use crate::gen::rng::Rng;
+use crate::gen::sample_indices;
 use crate::plan::{BindPlan, CsvPlan, Gen, Phase, Plan};
 use crate::value::Value;
 
@@ -746,4 +746,124 @@ fn pgbench_binds_come_from_its_csv_and_route_by_host() {
 
 fn compile_in(q: &QueryPlan, seed: u64, dir: &Path) -> BindProgram {
     BindProgram::compile(q, seed, dir).unwrap_or_else(|e| panic!("{}: {e}", q.name))
+}
+
+/// The query phase of a workload's first cell, and the seed.
+fn phase_of(text: &str) -> (crate::plan::QueryPhase, u64) {
+    let (plan, seed) = lowered(crate::compile::check_text(
+        "t.wl",
+        text,
+        &Default::default(),
+    ));
+    let phase = plan.cells[0]
+        .phases
+        .iter()
+        .find_map(|p| match p {
+            Phase::Queries(q) => Some(q.clone()),
+            _ => None,
+        })
+        .expect("a query run");
+    (phase, seed)
+}
+
+const YCSB_D: &str = r#"
+workload d { seed 11 }
+target local { sqlite "t.db" }
+query read {
+  sql "SELECT $1, $2, $3"
+  bind $1 = latest(1000, issued(insert))
+  bind $2 = issued(insert)
+  bind $3 = issued(read)
+}
+query insert {
+  sql "SELECT $1, $2"
+  bind $1 = 1000 + seq()
+  bind $2 = ycsb_key($1)
+}
+run d { against local.sqlite  queries read weight 95, insert weight 5  count 20000 }
+"#;
+
+/// `issued(q)` is what the run's order issued of `q` before the instance, so workload D's
+/// reads choose among the keys inserted before them in that order, the newest most often.
+#[test]
+fn issued_counts_the_run_order_and_latest_reads_the_inserted_keys() {
+    use crate::query::schedule::Mix;
+    let (phase, seed) = phase_of(YCSB_D);
+    let programs: Vec<BindProgram> = phase
+        .queries
+        .iter()
+        .enumerate()
+        .map(|(i, q)| compile(q, seed).in_run(&phase, i))
+        .collect();
+    let mut mix = Mix::measured(&phase, seed);
+    let (mut reads, mut inserts) = (0i64, 0i64);
+    let mut newest_hits = 0;
+    while let Some((q, index)) = mix.next_instance() {
+        let inst = programs[q].instance(q, index).unwrap();
+        if q == 0 {
+            let [BindValue::Int(key), BindValue::Int(ins), BindValue::Int(rd)] = inst.binds[..]
+            else {
+                panic!("{:?}", inst.binds);
+            };
+            assert_eq!((ins, rd), (inserts, reads), "read {index}");
+            assert!(
+                (1..=999 + inserts).contains(&key),
+                "{key} after {inserts} inserts"
+            );
+            newest_hits += i64::from(key == 999 + inserts);
+            reads += 1;
+        } else {
+            assert_eq!(inst.binds[0], BindValue::Int(1000 + inserts));
+            inserts += 1;
+        }
+    }
+    assert!(inserts > 800, "{inserts}");
+    // The newest key takes about 1/ζ(m) of the reads: 12.9 % at 1,000 keys, less as m grows.
+    let share = newest_hits as f64 / reads as f64;
+    assert!((0.10..0.14).contains(&share), "{share}");
+    // Without its run, a program has no order to count in: Null.
+    let alone = compile(&phase.queries[0], seed).instance(0, 5).unwrap();
+    assert_eq!(alone.binds[1], BindValue::Null);
+}
+
+/// Each chooser in a bind draws what `gen::ycsb` draws at the instance's site, and the same
+/// values on every compile.
+#[test]
+fn ycsb_choosers_in_binds_are_their_draws_at_the_instance() {
+    let (qs, seed, dir) = from_file("tests/golden/plan/ycsb_keys.wl");
+    for q in &qs {
+        let a = compile_in(q, seed, &dir);
+        let b = compile_in(q, seed, &dir);
+        for i in 0..300 {
+            assert_eq!(a.instance(0, i).unwrap(), b.instance(0, i).unwrap());
+        }
+    }
+    let others = compile_in(find(&qs, "others"), seed, &dir);
+    let stream = |slot: &str| fnv1a64(format!("query:others.{slot}").as_bytes());
+    let hot = crate::gen::ycsb::Hotspot::new(0, 1000, 0.2, 0.8);
+    let gray = crate::gen::ycsb::Gray::new(1, 100, 0.99);
+    for i in 0..2000u64 {
+        let inst = others.instance(0, i).unwrap();
+        let mut r = Rng::new(seed, stream("$1"), 0, i);
+        let u = r.f64();
+        let want_hot = hot.draw(u, r.next_u64() as i64);
+        let want_gray = gray.draw(Rng::new(seed, stream("$3"), 0, i).f64());
+        assert_eq!(
+            inst.binds,
+            vec![
+                BindValue::Int(want_hot),
+                BindValue::Int(i as i64 % 1000),
+                BindValue::Int(want_gray)
+            ]
+        );
+    }
+    let insert = compile_in(find(&qs, "insert"), seed, &dir);
+    let inst = insert.instance(1, 3).unwrap();
+    let mut name = String::new();
+    crate::gen::ycsb::key_name(1003, false, 1, "user", &mut name);
+    assert_eq!(inst.binds[0], BindValue::Text(name));
+    let BindValue::Text(value) = &inst.binds[1] else {
+        panic!("{:?}", inst.binds[1]);
+    };
+    assert_eq!(value.len(), 100);
 }
