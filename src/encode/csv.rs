@@ -334,6 +334,7 @@ mod tests {
             gen,
             per: per.into(),
             null_probability: 0.0,
+            from: None,
         };
         SchemaPlan {
             name: "cpu_usage".into(),
@@ -458,6 +459,7 @@ mod tests {
             gen: Gen::SeriesIndex,
             per: "row".into(),
             null_probability: 0.0,
+            from: None,
         };
         for width in 0..3 {
             let names: Vec<&str> = texts

@@ -104,9 +104,11 @@ pub(super) fn compile(schema: &SchemaPlan, read_file: ReadFile<'_>) -> Result<Pr
         let source = if is_time {
             Source::Time
         } else {
+            // A column taken by `series from` draws from its own schema's streams.
+            let owner = c.from.as_deref().unwrap_or(&schema.name);
             let mut cx = Compiler {
                 read_file,
-                prefix: &schema.name,
+                prefix: owner,
                 name: &c.name,
                 within: Within::Column {
                     schema: &schema.name,
@@ -129,7 +131,7 @@ pub(super) fn compile(schema: &SchemaPlan, read_file: ReadFile<'_>) -> Result<Pr
             per_series: !is_time && (c.per == "series" || Some(i) == key),
             source,
             null_probability: p,
-            null_stream: null_stream(&schema.name, &c.name),
+            null_stream: null_stream(c.from.as_deref().unwrap_or(&schema.name), &c.name),
         });
     }
     for (i, c) in columns.iter().enumerate() {

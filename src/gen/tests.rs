@@ -22,6 +22,7 @@ pub(crate) fn col(name: &str, role: &str, ty: &str, per: &str, gen: Gen) -> Colu
         gen,
         per: per.into(),
         null_probability: 0.0,
+        from: None,
     }
 }
 

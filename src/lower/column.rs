@@ -251,6 +251,7 @@ pub(super) fn lower_column(
             Per::Row => "row".into(),
         },
         null_probability,
+        from: c.owner.clone(),
     })
 }
 

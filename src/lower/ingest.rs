@@ -320,7 +320,7 @@ fn row_source<'p>(ev: &Eval<'p>, source: &ast::RowsSource) -> Option<Rows<'p>> {
                 .find(|c| c.role == "series")
                 .map(|c| c.name.clone());
             // The table's columns are the plan's: a loop's columns expanded.
-            let (s, _) = super::repeat::expand(ev, sinst, s);
+            let (s, _) = super::series_from::written_out(ev, sinst, s);
             let def = super::table::schema_table(ev, &s, &plan);
             Some(Rows {
                 table: Some((s, def)),

@@ -21,6 +21,7 @@ mod query;
 mod repeat;
 mod run;
 mod schema;
+mod series_from;
 mod setup;
 pub mod shards;
 mod stages;

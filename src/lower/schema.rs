@@ -26,7 +26,7 @@ pub(super) fn lower_schema_once(
     s: &ast::Schema,
 ) -> Ev<SchemaPlan> {
     // Columns inside `for` loops, one per value: the rest sees the schema as if written out.
-    let (expanded, mut ok) = super::repeat::expand(ev, inst, s);
+    let (expanded, mut ok) = super::series_from::written_out(ev, inst, s);
     let s: &ast::Schema = &expanded;
     let mut scope = Scope::new(inst);
     ok &= unique_columns(ev, s);
@@ -175,10 +175,13 @@ fn schema_rows(
     }
 }
 
-/// The values of a series column, for `sample(schema.column, k)`.
+/// The values `sample(schema.column, k)` draws from: the series key's, drawn by series index
+/// (like TSBS's random hosts), or, for any other column, the values its generator can give when
+/// they are known when checking (`pick`, `weighted`, `pick_by`, a constant), each once.
 pub fn series_domain(ev: &Eval<'_>, inst: InstanceId, s: &ast::Schema, col: &Ident) -> Ev<Domain> {
-    let Some(c) = s.columns.iter().find(|c| c.name.name == col.name) else {
-        let names: Vec<&str> = s.columns.iter().map(|c| c.name.name.as_str()).collect();
+    let plan = lower_schema(ev, inst, s)?;
+    let Some(column) = plan.columns.iter().find(|c| c.name == col.name) else {
+        let names: Vec<&str> = plan.columns.iter().map(|c| c.name.as_str()).collect();
         let mut d = Diagnostic::error(
             Code::E0502,
             col.span,
@@ -191,25 +194,39 @@ pub fn series_domain(ev: &Eval<'_>, inst: InstanceId, s: &ast::Schema, col: &Ide
         }
         return ev.fail(d);
     };
-    if c.role != ColumnRole::Series {
+    if column.role == "series" {
+        return Some(Domain::Series {
+            schema: s.name.name.clone(),
+            column: col.name.clone(),
+            value: Box::new(column.gen.clone()),
+            count: plan.series,
+        });
+    }
+    let values: Option<Vec<crate::value::Value>> = match &column.gen {
+        Gen::Pick { values } | Gen::Weighted { values, .. } => Some(values.clone()),
+        Gen::PickBy { choices, .. } => Some(choices.iter().flat_map(|(_, v)| v.clone()).collect()),
+        Gen::Const { value } if !matches!(value, crate::value::Value::Gen(_)) => {
+            Some(vec![value.clone()])
+        }
+        _ => None,
+    };
+    let Some(values) = values else {
         return ev.fail(
             Diagnostic::error(
                 Code::E0502,
                 col.span,
-                format!(
-                    "`{col}` is a {} column, not the series key",
-                    c.role.as_str()
-                ),
+                format!("the values of `{col}` are not known when checking"),
             )
-            .label("sample draws from the series key's values"),
+            .label("sample draws from a series key, or a column of `pick`, `weighted`, `pick_by` or a constant")
+            .note(format!("`{col}` is {}", column.gen)),
         );
+    };
+    // Each value once: `pick_by` lists and `weighted` may repeat one.
+    let mut distinct: Vec<crate::value::Value> = Vec::with_capacity(values.len());
+    for v in values {
+        if !distinct.contains(&v) {
+            distinct.push(v);
+        }
     }
-    let plan = lower_schema(ev, inst, s)?;
-    let column = plan.columns.iter().find(|x| x.name == col.name)?;
-    Some(Domain::Series {
-        schema: s.name.name.clone(),
-        column: col.name.clone(),
-        value: Box::new(column.gen.clone()),
-        count: plan.series,
-    })
+    Some(Domain::List { values: distinct })
 }

@@ -251,6 +251,10 @@ pub struct ColumnPlan {
     /// `series` (drawn once per series) or `row`.
     pub per: String,
     pub null_probability: f64,
+    /// Taken from another schema by `series from`: the schema whose streams it draws from
+    /// (docs/rng.md §2), so that its values are that schema's. Absent for the schema's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -201,6 +201,8 @@ pub struct Schema {
     pub name: Ident,
     pub table: Vec<Expr>,
     pub rows: Vec<Expr>,
+    /// `series from SCHEMA`: the series key and per-series columns of another schema.
+    pub series_from: Vec<(Vec<Ident>, Span)>,
     pub columns: Vec<Column>,
     /// `primary key (COLUMN, ...)`: at most one, which the lowering checks.
     pub primary_key: Vec<Key>,
@@ -315,6 +317,9 @@ pub struct Column {
     pub name: Ident,
     /// The `for VAR in VALUES` this column is inside of: one column per value.
     pub repeat: Option<Repeat>,
+    /// The schema whose column this is, taken by `series from`: it draws from that schema's
+    /// streams. `None` for a column written in its schema.
+    pub owner: Option<String>,
     pub ty: Option<ColType>,
     pub gen: ColumnGen,
     pub per: Vec<(Per, Span)>,

@@ -201,6 +201,7 @@ pub fn rule_name(rule: &Rule) -> &'static str {
         Rule::then_clause => "`then sql \"...\"`",
         Rule::query_for => "`for NAME in VALUES`",
         Rule::schema_for => "`for NAME in VALUES { COLUMNS }`",
+        Rule::series_from => "`series from SCHEMA`",
         Rule::col_name => "a column name",
         Rule::name_var => "`${NAME}`",
         Rule::transaction_clause => "`transaction`",

@@ -121,6 +121,10 @@ fn item_sexpr(o: &mut String, item: &Item) {
             for r in &s.rows {
                 let _ = write!(o, "\n  (rows {})", expr(r));
             }
+            for (path, _) in &s.series_from {
+                let names: Vec<&str> = path.iter().map(|i| i.name.as_str()).collect();
+                let _ = write!(o, "\n  (series-from {})", names.join("."));
+            }
             for c in &s.columns {
                 if let Some(r) = &c.repeat {
                     let _ = write!(o, "\n  (for {} {})", r.var, expr(&r.values));

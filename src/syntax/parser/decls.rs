@@ -324,6 +324,7 @@ impl Walker {
         let mut columns = Vec::new();
         let mut primary_key = Vec::new();
         let mut indexes = Vec::new();
+        let mut series_from = Vec::new();
         for c in p.into_inner() {
             match c.as_rule() {
                 Rule::kw_schema => {}
@@ -336,6 +337,11 @@ impl Walker {
                 | Rule::tag_column
                 | Rule::field_column
                 | Rule::timestamp_column => columns.push(self.column(c)?),
+                Rule::series_from => {
+                    let span = self.span(&c);
+                    let path = last(c).into_inner().map(|i| self.ident(i)).collect();
+                    series_from.push((path, span));
+                }
                 Rule::schema_for => {
                     let span = self.span(&c);
                     let mut inner = c
@@ -357,6 +363,7 @@ impl Walker {
             name: name.expect("grammar: schema name"),
             table,
             rows,
+            series_from,
             columns,
             primary_key,
             indexes,
@@ -433,6 +440,7 @@ impl Walker {
             role,
             name: name.expect("grammar: column name"),
             repeat: None,
+            owner: None,
             ty,
             gen,
             per,
