@@ -45,7 +45,9 @@ fn run_workload(w: &str, params: &[&str]) -> (i32, Value, String) {
     let only = format!("workload={w}");
     let mut args = vec![
         "run".to_string(),
-        root.join("workloads/ycsb-postgres.wl").display().to_string(),
+        root.join("workloads/ycsb-postgres.wl")
+            .display()
+            .to_string(),
         "--only".into(),
         only,
         "--out".into(),
@@ -125,10 +127,8 @@ static USERTABLE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 async fn workload_a_splits_50_50_and_postgresql_counts_what_wlrun_counts() {
     let Some(c) = pg().await else { return };
     let _turn = USERTABLE.lock().await;
-    let (code, report, printed) = run_workload(
-        "a",
-        &["records=1000", "operations=100000", "workers=4"],
-    );
+    let (code, report, printed) =
+        run_workload("a", &["records=1000", "operations=100000", "workers=4"]);
     assert_eq!(code, 0, "{printed}");
     let phase = run_phase(&report);
     let (read, update) = (label(&phase, "READ"), label(&phase, "UPDATE"));
@@ -166,10 +166,8 @@ async fn workload_a_splits_50_50_and_postgresql_counts_what_wlrun_counts() {
 async fn workload_d_reads_the_latest_keys() {
     let Some(c) = pg().await else { return };
     let _turn = USERTABLE.lock().await;
-    let (code, report, printed) = run_workload(
-        "d",
-        &["records=1000", "operations=20000", "workers=2"],
-    );
+    let (code, report, printed) =
+        run_workload("d", &["records=1000", "operations=20000", "workers=2"]);
     assert_eq!(code, 0, "{printed}");
     let phase = run_phase(&report);
     let types = phase["query_types"].as_array().unwrap();

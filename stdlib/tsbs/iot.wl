@@ -1,0 +1,73 @@
+// TSBS iot: the data set of `tsbs_generate_data --use-case=iot` (timescale/tsbs; the questdb/tsbs
+// fork has the same generator): trucks with 8 tags fixed per truck, a `readings` row and a
+// `diagnostics` row per truck per interval, every field a clamped random walk or a draw.
+//
+//   rows     = trucks x floor((end - start) / interval) per table, readings and diagnostics
+//   tags     = one row per truck: the tags table of TSBS's TimescaleDB format
+//
+// The trucks' tags are drawn once, in `tags`, and `readings` and `diagnostics` take them
+// (`series from tags`): truck_7 is in the same fleet, with the same driver and model, in all
+// three tables. The capacities follow the model, as in TSBS (F-150: 2000/200/15, G-2000:
+// 5000/300/19, H-2: 1500/150/12).
+//
+// Where this file differs from TSBS's generator, said here rather than hidden:
+//   * Values are not truncated to TSBS's decimals (5 for latitude and longitude, 0 for
+//     elevation, velocity, heading and grade, 1 for fuel): the walks' values are emitted at full
+//     precision. status is truncated to an integer, as TSBS does.
+//   * fuel_state drains as TSBS's walk does, but does not refuel to 1.0 on reaching 0;
+//     current_load is drawn anew each row rather than held with 95% chance (TSBS's "lazy" value).
+//   * TSBS's realism layer: one field of 10% of the rows is null (readings: each field 1/7 of
+//     those, 1.43%; diagnostics: fuel_state 3/7, current_load and status 2/7 each): here each
+//     field is null with that share, independently, so a row can have two nulls where TSBS has
+//     at most one. The 1% of rows with a null tag, the ~10% of rows TSBS drops (missing batches
+//     and entries) and the ~19% it sends out of order are not generated: every row is sent, in
+//     time order.
+//
+// Import it with the scale and time range you want:
+//
+//   import "std/tsbs/iot.wl" as iot (trucks = 1000, end = 2016-01-03T00:00:00Z)
+//   ingest readings { into questdb via ilp_tcp  rows iot.readings  batch 10_000 rows }
+
+param trucks   = 100                     // tsbs --scale
+param start    = 2016-01-01T00:00:00Z    // tsbs --timestamp-start
+param end      = 2016-01-02T00:00:00Z    // tsbs --timestamp-end (exclusive)
+param interval = 10s                     // tsbs --log-interval
+
+// The trucks: TSBS's tags, in its order. One row per truck.
+schema tags {
+  table "tags"
+  series name: symbol = format("truck_%d", n) for n in 0..trucks
+  tag fleet:          symbol = pick(["East", "West", "North", "South"])
+  tag driver:         symbol = pick(["Derek", "Rodney", "Albert", "Andy", "Seth", "Trish"])
+  tag model:          symbol = pick(["F-150", "G-2000", "H-2"])
+  tag device_version: symbol = pick(["v1.0", "v1.5", "v2.0", "v2.3"])
+  // TSBS's float32 tags; its QuestDB and Influx formats send them as fields, so they are fields
+  // here, drawn once per truck.
+  field load_capacity:            double = pick_by(model, {"F-150": [2000.0], "G-2000": [5000.0], "H-2": [1500.0]}) per series
+  field fuel_capacity:            double = pick_by(model, {"F-150": [200.0], "G-2000": [300.0], "H-2": [150.0]}) per series
+  field nominal_fuel_consumption: double = pick_by(model, {"F-150": [15.0], "G-2000": [19.0], "H-2": [12.0]}) per series
+}
+
+// Measurement `readings`: where each truck is and how it drives.
+schema readings {
+  table "readings"
+  series from tags
+  field latitude:         double = walk(uniform(0.0, 90.0), uniform(-0.005, 0.005), clamp = -90..90) null 1.43%
+  field longitude:        double = walk(uniform(0.0, 180.0), uniform(-0.005, 0.005), clamp = -180..180) null 1.43%
+  field elevation:        double = walk(uniform(0.0, 500.0), uniform(-10.0, 10.0), clamp = 0..5000) null 1.43%
+  field velocity:         double = walk(0.0, uniform(-10.0, 10.0), clamp = 0..100) null 1.43%
+  field heading:          double = walk(uniform(0.0, 360.0), uniform(-5.0, 5.0), clamp = 0..360) null 1.43%
+  field grade:            double = walk(0.0, uniform(-5.0, 5.0), clamp = 0..100) null 1.43%
+  field fuel_consumption: double = walk(25.0, uniform(-5.0, 5.0), clamp = 0..50) null 1.43%
+  timestamp time: timestamp(ns) = every interval from start to end
+}
+
+// Measurement `diagnostics`: fuel, load and the device's status.
+schema diagnostics {
+  table "diagnostics"
+  series from tags
+  field fuel_state:   double = walk(1.0, uniform(-0.001, 0.0), clamp = 0..1) null 4.29%
+  field current_load: double = uniform(0.0, 5000.0) null 2.86%
+  field status:       long   = walk(0.0, normal(0.0, 1.0), clamp = 0..5) null 2.86%
+  timestamp time: timestamp(ns) = every interval from start to end
+}

@@ -1,0 +1,81 @@
+//! The shipped TSBS iot workload (std/tsbs/iot.wl, workloads/tsbs-iot-postgres.wl) against the
+//! real PostgreSQL: it loads the tags, readings and diagnostics tables, every one of its query
+//! types runs, and the three tables agree on every truck's tags (one tag set per truck, the
+//! same in all three), which independent draws per table would not.
+
+#[path = "common/servers.rs"]
+mod servers;
+
+use std::path::Path;
+
+use tokio_postgres::NoTls;
+
+/// PGUSER, PGPASSWORD and PGDATABASE of the test server, which the shipped workload reads.
+fn pg_env() -> Vec<(String, String)> {
+    let url = servers::pg_url();
+    let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+    let (auth, place) = rest.split_once('@').unwrap_or(("", rest));
+    let (user, pass) = auth.split_once(':').unwrap_or((auth, ""));
+    let db = place.split_once('/').map_or("", |(_, d)| d);
+    vec![
+        ("PGUSER".into(), user.into()),
+        ("PGPASSWORD".into(), pass.into()),
+        (
+            "PGDATABASE".into(),
+            db.split('?').next().unwrap_or("").into(),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_iot_tables_load_agree_on_every_trucks_tags_and_answer_every_query() {
+    let Some(url) = servers::pg_server().await else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wlrun"))
+        .current_dir(dir.path())
+        .envs(pg_env())
+        .args([
+            "run",
+            &root
+                .join("workloads/tsbs-iot-postgres.wl")
+                .display()
+                .to_string(),
+            "--param",
+            "trucks=20",
+            "--param",
+            "per_query=1",
+            "--json",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{printed}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let phases = report["cells"][0]["phases"].as_array().unwrap();
+    let run = phases.iter().find(|p| p["phase"] == "queries").unwrap();
+    assert_eq!(run["ok"], 13, "every query type once: {run}");
+    let (c, conn) = tokio_postgres::connect(&url, NoTls).await.unwrap();
+    tokio::spawn(conn);
+    let count = |sql: &'static str| {
+        let c = &c;
+        async move { c.query_one(sql, &[]).await.unwrap().get::<_, i64>(0) }
+    };
+    assert_eq!(count("SELECT count(*) FROM tags").await, 20);
+    assert_eq!(count("SELECT count(*) FROM readings").await, 20 * 8640);
+    assert_eq!(count("SELECT count(*) FROM diagnostics").await, 20 * 8640);
+    // One tag set per truck across the three tables.
+    let tag_sets = count(
+        "SELECT count(*) FROM (
+           SELECT DISTINCT name, fleet, driver, model, device_version, load_capacity FROM readings
+           UNION SELECT DISTINCT name, fleet, driver, model, device_version, load_capacity FROM diagnostics
+           UNION SELECT name, fleet, driver, model, device_version, load_capacity FROM tags) t",
+    )
+    .await;
+    assert_eq!(tag_sets, 20);
+    // And not all alike: drawn per truck.
+    assert!(count("SELECT count(DISTINCT driver) FROM tags").await > 1);
+}
