@@ -112,6 +112,8 @@ enum Fill {
         site: Site,
         min: f64,
         max: f64,
+        /// `decimals`: 10^N, the values emitted truncated (`eval::truncated`).
+        scale: Option<f64>,
     },
     /// An independent draw per row.
     Random {
@@ -382,7 +384,16 @@ impl Columnar {
                     Fill::SeriesSymbol { ids, nulls }
                 }
                 (_, Collect::Cells(cells)) => Fill::SeriesCell { cells },
-                (Source::Node(Node::Walk { step, min, max, .. }), Collect::Walk(mut state)) => {
+                (
+                    Source::Node(Node::Walk {
+                        step,
+                        min,
+                        max,
+                        scale,
+                        ..
+                    }),
+                    Collect::Walk(mut state),
+                ) => {
                     state.shrink_to_fit();
                     let (draw, stream) = draw_of(step).expect("checked above");
                     Fill::Walk {
@@ -391,6 +402,7 @@ impl Columnar {
                         site: Site::new(stream_key(seed, stream)),
                         min: *min,
                         max: *max,
+                        scale: *scale,
                     }
                 }
                 (Source::Node(node), _) => match node {
@@ -560,6 +572,7 @@ impl Columnar {
                     site,
                     min,
                     max,
+                    scale,
                 } => {
                     let (min, max, step) = (*min, *max, *step);
                     let st = &mut state[from..to];
@@ -595,9 +608,13 @@ impl Columnar {
                     // Walks feed long (truncated toward zero) or double columns.
                     match &mut out.values {
                         Values::Long(x) if matches!(kind, Kind::Long) => truncate(st, min, max, x),
-                        Values::Double(x) => x.extend_from_slice(st),
+                        Values::Double(x) => match *scale {
+                            None => x.extend_from_slice(st),
+                            s => x.extend(st.iter().map(|&v| super::eval::truncated(v, s))),
+                        },
                         other => {
                             for &v in st.iter() {
+                                let v = super::eval::truncated(v, *scale);
                                 push_cell(other, &kind.coerce(Cell::Double(v)));
                             }
                         }
@@ -851,6 +868,35 @@ mod tests {
                 assert_eq!(cells(&p, 5, shard, 4), reference(&p, 5, shard));
             }
         }
+    }
+
+    /// `walk(..., decimals = N)`: the fast path emits the values the reference does, each
+    /// truncated toward zero to N decimals, while the walk goes on at full precision.
+    #[test]
+    fn walks_with_decimals_match_the_reference() {
+        let text = "schema s {\n  series h: symbol = format(\"h%d\", n) for n in 0..5\n  field lat: double = walk(uniform(0.0, 90.0), uniform(-0.005, 0.005), clamp = -90..90, decimals = 5)\n  field v: double = walk(0.0, normal(0.0, 3.0), clamp = -100..100, decimals = 0)\n  field raw: double = walk(uniform(0.0, 90.0), uniform(-0.005, 0.005), clamp = -90..90)\n  timestamp ts: timestamp(ms) = every 1s from 2020-01-01T00:00:00Z for 20s\n}";
+        let p = plan(text, "s");
+        let want = reference(&p, 7, None);
+        for batch in [1, 4, 100] {
+            assert_eq!(cells(&p, 7, None, batch), want, "batch size {batch}");
+        }
+        let mut whole = false;
+        for row in &want {
+            let (Cell::Double(lat), Cell::Double(v)) = (&row[1], &row[2]) else {
+                panic!("{row:?}")
+            };
+            // At most 5 decimals as printed (truncating again is not exact in binary).
+            let printed = lat.to_string();
+            let decimals = printed.split_once('.').map_or(0, |(_, d)| d.len());
+            assert!(decimals <= 5, "{printed}");
+            assert_eq!(v.trunc(), *v);
+            whole |= *v != 0.0;
+        }
+        assert!(whole, "the 0-decimal walk moves");
+        // Without `decimals` the values keep their full precision.
+        assert!(want.iter().any(
+            |r| matches!(&r[3], Cell::Double(x) if x.to_string().split_once('.').is_some_and(|(_, d)| d.len() > 5))
+        ));
     }
 
     #[test]

@@ -353,6 +353,7 @@ impl Compiler<'_> {
                 step,
                 min,
                 max,
+                decimals,
             } => {
                 if min.is_nan() || max.is_nan() || min > max {
                     return Err(format!("walk clamp {min}..{max} is empty"));
@@ -369,6 +370,7 @@ impl Compiler<'_> {
                     step,
                     min: *min,
                     max: *max,
+                    scale: decimals.map(|d| 10f64.powi(d as i32)),
                     slot,
                 }
             }

@@ -166,8 +166,9 @@ impl Ctx<'_> {
                 step,
                 min,
                 max,
+                scale,
                 slot,
-            } => Cell::Double(self.walk(start, step, *min, *max, *slot)),
+            } => Cell::Double(truncated(self.walk(start, step, *min, *max, *slot), *scale)),
             Node::Pick { values, stream } => {
                 let i = self.rng(*stream).below(values.len() as u64);
                 values[i as usize].clone()
@@ -512,6 +513,15 @@ pub(crate) fn arith(op: Op, a: Cell, b: Cell) -> Cell {
         }
         (Op::Div, Duration(d), Double(x)) if x != 0.0 => Duration((d as f64 / x) as i64),
         _ => Cell::Null,
+    }
+}
+
+/// A walk's value as emitted: truncated toward zero to its decimals (`scale` = 10^decimals),
+/// as TSBS's `FP` writes `int64(v * 10^p) / 10^p`; the walk's state is not touched.
+pub(super) fn truncated(v: f64, scale: Option<f64>) -> f64 {
+    match scale {
+        Some(s) => (v * s).trunc() / s,
+        None => v,
     }
 }
 

@@ -45,6 +45,8 @@ pub(crate) enum Node {
         step: Box<Node>,
         min: f64,
         max: f64,
+        /// `decimals = N` as the factor 10^N: a value is emitted as trunc(v * f) / f.
+        scale: Option<f64>,
         /// Index of this walk's state in the series' walk-state vector.
         slot: usize,
     },

@@ -51,6 +51,7 @@ fn walk_0_100(stddev: f64) -> Gen {
         step: boxed(Gen::Normal { mean: 0.0, stddev }),
         min: 0.0,
         max: 100.0,
+        decimals: None,
     }
 }
 
@@ -297,6 +298,7 @@ fn walks_clamp_and_long_columns_truncate() {
         step: boxed(step),
         min,
         max,
+        decimals: None,
     };
     let one = Gen::Const {
         value: Value::Float(1.0),

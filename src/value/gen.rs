@@ -96,6 +96,10 @@ pub enum Gen {
         step: Box<Gen>,
         min: f64,
         max: f64,
+        /// `decimals = N`: each value emitted truncated toward zero to N decimals (TSBS's
+        /// precision); the walk's state keeps full precision.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decimals: Option<u32>,
     },
     Pick {
         values: Vec<Value>,
@@ -367,12 +371,19 @@ impl fmt::Display for Gen {
                 step,
                 min,
                 max,
-            } => write!(
-                f,
-                "walk({start}, {step}, clamp = {}..{})",
-                super::fmt_float(*min),
-                super::fmt_float(*max)
-            ),
+                decimals,
+            } => {
+                write!(
+                    f,
+                    "walk({start}, {step}, clamp = {}..{}",
+                    super::fmt_float(*min),
+                    super::fmt_float(*max)
+                )?;
+                if let Some(d) = decimals {
+                    write!(f, ", decimals = {d}")?;
+                }
+                f.write_str(")")
+            }
             Gen::Pick { values } => {
                 f.write_str("pick(")?;
                 list(f, values)?;

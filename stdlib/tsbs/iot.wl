@@ -11,9 +11,8 @@
 // 5000/300/19, H-2: 1500/150/12).
 //
 // Where this file differs from TSBS's generator, said here rather than hidden:
-//   * Values are not truncated to TSBS's decimals (5 for latitude and longitude, 0 for
-//     elevation, velocity, heading and grade, 1 for fuel): the walks' values are emitted at full
-//     precision. status is truncated to an integer, as TSBS does.
+//   * current_load is emitted at full precision (TSBS: 0 decimals); the walks are truncated to
+//     TSBS's decimals (`decimals = N`), status to an integer, as TSBS does.
 //   * fuel_state drains as TSBS's walk does, but does not refuel to 1.0 on reaching 0;
 //     current_load is drawn anew each row rather than held with 95% chance (TSBS's "lazy" value).
 //   * TSBS's realism layer: one field of 10% of the rows is null (readings: each field 1/7 of
@@ -52,13 +51,13 @@ schema tags {
 schema readings {
   table "readings"
   series from tags
-  field latitude:         double = walk(uniform(0.0, 90.0), uniform(-0.005, 0.005), clamp = -90..90) null 1.43%
-  field longitude:        double = walk(uniform(0.0, 180.0), uniform(-0.005, 0.005), clamp = -180..180) null 1.43%
-  field elevation:        double = walk(uniform(0.0, 500.0), uniform(-10.0, 10.0), clamp = 0..5000) null 1.43%
-  field velocity:         double = walk(0.0, uniform(-10.0, 10.0), clamp = 0..100) null 1.43%
-  field heading:          double = walk(uniform(0.0, 360.0), uniform(-5.0, 5.0), clamp = 0..360) null 1.43%
-  field grade:            double = walk(0.0, uniform(-5.0, 5.0), clamp = 0..100) null 1.43%
-  field fuel_consumption: double = walk(25.0, uniform(-5.0, 5.0), clamp = 0..50) null 1.43%
+  field latitude:         double = walk(uniform(0.0, 90.0), uniform(-0.005, 0.005), clamp = -90..90, decimals = 5) null 1.43%
+  field longitude:        double = walk(uniform(0.0, 180.0), uniform(-0.005, 0.005), clamp = -180..180, decimals = 5) null 1.43%
+  field elevation:        double = walk(uniform(0.0, 500.0), uniform(-10.0, 10.0), clamp = 0..5000, decimals = 0) null 1.43%
+  field velocity:         double = walk(0.0, uniform(-10.0, 10.0), clamp = 0..100, decimals = 0) null 1.43%
+  field heading:          double = walk(uniform(0.0, 360.0), uniform(-5.0, 5.0), clamp = 0..360, decimals = 0) null 1.43%
+  field grade:            double = walk(0.0, uniform(-5.0, 5.0), clamp = 0..100, decimals = 0) null 1.43%
+  field fuel_consumption: double = walk(25.0, uniform(-5.0, 5.0), clamp = 0..50, decimals = 1) null 1.43%
   timestamp time: timestamp(ns) = every interval from start to end
 }
 
@@ -66,7 +65,7 @@ schema readings {
 schema diagnostics {
   table "diagnostics"
   series from tags
-  field fuel_state:   double = walk(1.0, uniform(-0.001, 0.0), clamp = 0..1) null 4.29%
+  field fuel_state:   double = walk(1.0, uniform(-0.001, 0.0), clamp = 0..1, decimals = 1) null 4.29%
   field current_load: double = uniform(0.0, 5000.0) null 2.86%
   field status:       long   = walk(0.0, normal(0.0, 1.0), clamp = 0..5) null 2.86%
   timestamp time: timestamp(ns) = every interval from start to end

@@ -39,8 +39,8 @@ pub const FUNCTIONS: &[(&str, &[&str], &str)] = &[
     ("normal", &["mean", "stddev"], "normal distribution"),
     (
         "walk",
-        &["start", "step", "clamp?"],
-        "random walk: first value from start, then + step each row, clamped",
+        &["start", "step", "clamp?", "decimals?"],
+        "random walk: first value from start, then + step each row, clamped; emitted truncated to `decimals`",
     ),
     ("pick", &["values"], "one of the values, uniformly"),
     (

@@ -78,7 +78,11 @@ pub(super) fn normal(c: &Call, a: &Args) -> Ev<Value> {
     gen(Gen::Normal { mean, stddev })
 }
 
-/// `walk(start, step, clamp?)`: a random walk, clamped to `lo..hi` or `[lo, hi]`.
+/// The most decimals a walk's values keep: beyond 15, a double has no more digits to cut.
+const MAX_DECIMALS: i64 = 15;
+
+/// `walk(start, step, clamp?, decimals?)`: a random walk, clamped to `lo..hi` or `[lo, hi]`,
+/// its values emitted truncated toward zero to `decimals` (TSBS writes its walks so).
 pub(super) fn walk(c: &Call, a: &Args) -> Ev<Value> {
     let (ev, scope) = (c.ev, c.scope);
     let start = c.gen_numeric(a[0])?;
@@ -96,11 +100,26 @@ pub(super) fn walk(c: &Call, a: &Args) -> Ev<Value> {
             }
         },
     };
+    let decimals = match a[3] {
+        None => None,
+        Some(e) => match ev.eval(e, scope)? {
+            Value::Int(d) if (0..=MAX_DECIMALS).contains(&d) => Some(d as u32),
+            other => {
+                return ev.fail(ev.mismatch(
+                    e.span,
+                    &format!("a number of decimals, 0 to {MAX_DECIMALS}"),
+                    &other,
+                    scope,
+                ))
+            }
+        },
+    };
     gen(Gen::Walk {
         start: Box::new(start),
         step: Box::new(step),
         min,
         max,
+        decimals,
     })
 }
 
