@@ -15,23 +15,6 @@ use serde_json::Value;
 
 use servers::{pg_up, pg_url};
 
-/// PGUSER, PGPASSWORD and PGDATABASE of the test server, for workloads that read them.
-fn pg_env() -> Vec<(String, String)> {
-    let url = pg_url();
-    let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
-    let (auth, place) = rest.split_once('@').unwrap_or(("", rest));
-    let (user, pass) = auth.split_once(':').unwrap_or((auth, ""));
-    let db = place.split_once('/').map_or("", |(_, d)| d);
-    vec![
-        ("PGUSER".into(), user.into()),
-        ("PGPASSWORD".into(), pass.into()),
-        (
-            "PGDATABASE".into(),
-            db.split('?').next().unwrap_or("").into(),
-        ),
-    ]
-}
-
 /// Runs `w.wl` (written into `dir`) and returns the exit code, the JSON report and stderr.
 fn run_in(dir: &Path, text: &str, extra: &[&str]) -> (i32, Value, String) {
     cli::run_json_in(dir, text, extra)
@@ -333,7 +316,7 @@ fn tsbs_postgres_queries_run_on_ingested_data() {
     std::fs::write(dir.path().join("w.wl"), &text).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_wlrun"))
         .current_dir(dir.path())
-        .envs(pg_env())
+        .envs(servers::pg_env())
         .args([
             "run",
             "w.wl",

@@ -10,23 +10,6 @@ use std::path::Path;
 
 use tokio_postgres::NoTls;
 
-/// PGUSER, PGPASSWORD and PGDATABASE of the test server, which the shipped workload reads.
-fn pg_env() -> Vec<(String, String)> {
-    let url = servers::pg_url();
-    let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
-    let (auth, place) = rest.split_once('@').unwrap_or(("", rest));
-    let (user, pass) = auth.split_once(':').unwrap_or((auth, ""));
-    let db = place.split_once('/').map_or("", |(_, d)| d);
-    vec![
-        ("PGUSER".into(), user.into()),
-        ("PGPASSWORD".into(), pass.into()),
-        (
-            "PGDATABASE".into(),
-            db.split('?').next().unwrap_or("").into(),
-        ),
-    ]
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_iot_tables_load_agree_on_every_trucks_tags_and_answer_every_query() {
     let Some(url) = servers::pg_server().await else {
@@ -36,7 +19,7 @@ async fn the_iot_tables_load_agree_on_every_trucks_tags_and_answer_every_query()
     let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_wlrun"))
         .current_dir(dir.path())
-        .envs(pg_env())
+        .envs(servers::pg_env())
         .args([
             "run",
             &root

@@ -19,23 +19,6 @@ fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
-/// PGUSER, PGPASSWORD and PGDATABASE of the test server, which the shipped workload reads.
-fn pg_env() -> Vec<(String, String)> {
-    let url = servers::pg_url();
-    let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
-    let (auth, place) = rest.split_once('@').unwrap_or(("", rest));
-    let (user, pass) = auth.split_once(':').unwrap_or((auth, ""));
-    let db = place.split_once('/').map_or("", |(_, d)| d);
-    vec![
-        ("PGUSER".into(), user.into()),
-        ("PGPASSWORD".into(), pass.into()),
-        (
-            "PGDATABASE".into(),
-            db.split('?').next().unwrap_or("").into(),
-        ),
-    ]
-}
-
 /// `wlrun run workloads/ycsb-postgres.wl --only workload=W ...` from the repository root: the
 /// exit code and report.json.
 fn run_workload(w: &str, params: &[&str]) -> (i32, Value, String) {
@@ -59,7 +42,7 @@ fn run_workload(w: &str, params: &[&str]) -> (i32, Value, String) {
     }
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_wlrun"))
         .current_dir(dir.path())
-        .envs(pg_env())
+        .envs(servers::pg_env())
         .args(&args)
         .output()
         .unwrap();

@@ -25,6 +25,24 @@ pub fn pg_url() -> String {
     std::env::var("WLRUN_TEST_PG").unwrap_or_else(|_| DEFAULT_PG.into())
 }
 
+/// PGUSER, PGPASSWORD and PGDATABASE of the test server, for workloads that read them (the
+/// shipped ones do).
+pub fn pg_env() -> Vec<(String, String)> {
+    let url = pg_url();
+    let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+    let (auth, place) = rest.split_once('@').unwrap_or(("", rest));
+    let (user, pass) = auth.split_once(':').unwrap_or((auth, ""));
+    let db = place.split_once('/').map_or("", |(_, d)| d);
+    vec![
+        ("PGUSER".into(), user.into()),
+        ("PGPASSWORD".into(), pass.into()),
+        (
+            "PGDATABASE".into(),
+            db.split('?').next().unwrap_or("").into(),
+        ),
+    ]
+}
+
 /// Whether something listens on the PostgreSQL port, for tests that run the `wlrun` binary.
 pub fn pg_up() -> bool {
     let up = std::net::TcpStream::connect("127.0.0.1:5432").is_ok();
