@@ -106,6 +106,13 @@ fn a_rate_over_a_duration_sends_on_schedule_and_is_accounted() {
     let spans = column(&counts, "span_ms");
     let rows = column(&counts, "rows_sent");
     assert_eq!(rows.iter().sum::<u64>(), u(&p["rows_sent"]));
+    // The intervals cover the phase's span, its last slot included (whole ms each).
+    let covered = spans.iter().sum::<u64>() as f64;
+    let elapsed_ms = p["elapsed_s"].as_f64().unwrap() * 1000.0;
+    assert!(
+        (covered - elapsed_ms).abs() <= spans.len() as f64,
+        "{covered} ms in the series, {elapsed_ms} ms elapsed:\n{counts}"
+    );
     let whole: Vec<u64> = spans
         .iter()
         .zip(&rows)

@@ -468,12 +468,18 @@ impl Recorder {
 
     /// The phase's measured span, from `from` to `to`, when it is not its measured windows
     /// (an ingest measures from its first batch sent, after connecting, to its last answer):
-    /// what the report's `measured` says.
+    /// what the report's `measured` says. The intervals' spans follow it too, so the series
+    /// adds up to the report's elapsed time: a paced ingest whose last batch leaves before its
+    /// last slot ends still measured that slot (windows ending at the last send lost it, and a
+    /// 2 s run starting in the first 50 ms of a second had no whole second).
     pub fn span(&self, from: Instant, to: Instant) {
         self.marks.iter().for_each(super::observe::Marks::end);
         if let Some(r) = &self.running {
             let c = r.shared.clock;
-            lock(&r.shared.control).span = Some((c.unix_ns(from), c.unix_ns(to)));
+            let (from, to) = (c.unix_ns(from), c.unix_ns(to).max(c.unix_ns(from)));
+            let mut control = lock(&r.shared.control);
+            control.span = Some((from, to));
+            control.windows = vec![(from, Some(to))];
         }
     }
 
@@ -1112,6 +1118,38 @@ mod tests {
             (r.measured[0].span_s() - 0.020).abs() < 1e-6,
             "{:?}",
             r.measured
+        );
+    }
+
+    #[test]
+    fn an_ingest_span_past_its_last_send_is_the_series_span() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = SeriesOut {
+            dir: dir.path().to_path_buf(),
+            interval: Duration::from_millis(10),
+            fault: Default::default(),
+        };
+        let kind = Kind::Ingest {
+            acks: false,
+            probe: false,
+        };
+        let rec = Recorder::start(Some(&out), &id(), kind).unwrap();
+        let t0 = Instant::now();
+        rec.measure(t0);
+        // The last batch left at 30 ms; its slot, and the schedule, end at 45 ms.
+        rec.pause(t0 + Duration::from_millis(30));
+        rec.span(t0, t0 + Duration::from_millis(45));
+        std::thread::sleep(Duration::from_millis(60));
+        let r = rec.finish().0.unwrap();
+        let Series::Ingest(rows) = read(dir.path(), &r, true).unwrap() else {
+            panic!("an ingest series")
+        };
+        let total: u64 = rows.iter().map(|r| r.span_ms).sum();
+        // Whole milliseconds per interval: at most one lost to rounding in each.
+        assert!(
+            (45 - rows.len() as u64..=45).contains(&total),
+            "{total} ms over {} intervals",
+            rows.len()
         );
     }
 
