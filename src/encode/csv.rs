@@ -380,6 +380,7 @@ mod tests {
                     Gen::Const { value: Value::None },
                 ),
             ],
+            disorder: None,
         }
     }
 

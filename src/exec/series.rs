@@ -466,20 +466,16 @@ impl Recorder {
         }
     }
 
-    /// The phase's measured span, from `from` to `to`, when it is not its measured windows
-    /// (an ingest measures from its first batch sent, after connecting, to its last answer):
-    /// what the report's `measured` says. The intervals' spans follow it too, so the series
-    /// adds up to the report's elapsed time: a paced ingest whose last batch leaves before its
-    /// last slot ends still measured that slot (windows ending at the last send lost it, and a
-    /// 2 s run starting in the first 50 ms of a second had no whole second).
+    /// The phase's measured span, from `from` to `to`, when it is not its measured windows (an
+    /// ingest measures from its first batch sent to its last answer, or its last slot's end):
+    /// what the report's `measured` says, and what the intervals' spans add up to.
     pub fn span(&self, from: Instant, to: Instant) {
         self.marks.iter().for_each(super::observe::Marks::end);
         if let Some(r) = &self.running {
             let c = r.shared.clock;
             let (from, to) = (c.unix_ns(from), c.unix_ns(to).max(c.unix_ns(from)));
             let mut control = lock(&r.shared.control);
-            control.span = Some((from, to));
-            control.windows = vec![(from, Some(to))];
+            (control.span, control.windows) = (Some((from, to)), vec![(from, Some(to))]);
         }
     }
 

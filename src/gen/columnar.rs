@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use super::batch::{push_str, Batch, BatchSchema, Dictionary, Physical, Values};
 use super::cell::{Cell, Kind};
+use super::disorder::Disorder;
 use super::error::GenError;
 use super::eval::Ctx;
 use super::node::Node;
@@ -149,6 +150,8 @@ pub struct Columnar {
     prefixes: Vec<u64>,
     /// The reference rows, for schemas the fast path does not cover.
     fallback: Option<Rows>,
+    /// `null one of` and `late`, applied to the rows once drawn.
+    disorder: Option<Box<Disorder>>,
 }
 
 fn err(schema: &SchemaPlan, message: String) -> GenError {
@@ -268,8 +271,10 @@ impl Columnar {
                 });
         if !fast {
             let rows = rows_with(plan, seed, shard, read_file)?;
+            let schema = Arc::new(schema);
             return Ok(Columnar {
-                schema: Arc::new(schema),
+                disorder: Disorder::of(plan, seed, &schema),
+                schema,
                 prog,
                 owned: Members::All(0),
                 fills: Vec::new(),
@@ -451,8 +456,10 @@ impl Columnar {
                 site.keep(&owned);
             }
         }
+        let schema = Arc::new(schema);
         Ok(Columnar {
-            schema: Arc::new(schema),
+            disorder: Disorder::of(plan, seed, &schema),
+            schema,
             prog,
             owned,
             fills,
@@ -490,6 +497,38 @@ impl Columnar {
     /// its rows. Filling one batch in pieces gives the rows `fill` gives in one: a producer
     /// fills a columnar batch piece by piece so that a stop is seen between the pieces.
     pub fn extend(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
+        let Some(mut d) = self.disorder.take() else {
+            return self.extend_drawn(batch, max_rows);
+        };
+        d.extend(batch, max_rows, |staging, want, ids| {
+            self.draw_ids(staging, want, ids)
+        });
+        self.disorder = Some(d);
+        batch.rows
+    }
+
+    /// Draws rows into `staging` up to `want`, and their places among the schema's rows into
+    /// `ids` (none for the fallback's rows: `disorder` takes their places in the stream).
+    fn draw_ids(&mut self, staging: &mut Batch, want: usize, ids: &mut Vec<u64>) {
+        let (mut epoch, mut pos, from) = (self.epoch, self.pos, staging.rows);
+        let n = self.extend_drawn(staging, want) - from;
+        ids.clear();
+        if self.fallback.is_some() {
+            return;
+        }
+        for _ in 0..n {
+            (epoch, pos) = if pos < self.owned.len() {
+                (epoch, pos)
+            } else {
+                (epoch + 1, 0)
+            };
+            ids.push(epoch * self.prog.series + self.owned.index(pos));
+            pos += 1;
+        }
+    }
+
+    /// `extend` before `disorder`: the rows as drawn.
+    fn extend_drawn(&mut self, batch: &mut Batch, max_rows: usize) -> usize {
         if let Some(rows) = &mut self.fallback {
             for row in rows.by_ref().take(max_rows.saturating_sub(batch.rows)) {
                 push_row(batch, &row);

@@ -19,6 +19,7 @@ pub mod batch;
 mod cell;
 pub mod columnar;
 mod compile;
+mod disorder;
 mod error;
 mod eval;
 mod format;

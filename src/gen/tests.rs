@@ -134,6 +134,7 @@ pub(crate) fn tsbs(hosts: u64, epochs: u64) -> SchemaPlan {
                 },
             ),
         ],
+        disorder: None,
     }
 }
 
@@ -146,6 +147,7 @@ fn flat(rows: u64, columns: Vec<ColumnPlan>) -> SchemaPlan {
         time: None,
         rows,
         columns,
+        disorder: None,
     }
 }
 

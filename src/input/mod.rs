@@ -34,7 +34,6 @@ mod wlb;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read};
-use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -426,87 +425,7 @@ impl Read for Input {
     }
 }
 
-/// Appends rows `rows` of `src` to `dst`, both of one layout (same columns and physical
-/// kinds): values, null bits and series ids. Symbol ids are copied as they are, so the two
-/// batches must share their dictionaries (as batches of one schema do). Fails, leaving `dst`
-/// as it was, when the range is outside `src`, the layouts differ, or a text column of `dst`
-/// would pass 4 GiB. `r..r + 1` appends row `r`.
-pub fn append_rows(src: &Batch, rows: Range<usize>, dst: &mut Batch) -> Result<(), String> {
-    let (s, e) = (rows.start, rows.end);
-    if s > e || e > src.rows {
-        return Err(format!("rows {s}..{e} of a batch of {}", src.rows));
-    }
-    if src.columns.len() != dst.columns.len() {
-        return Err(format!(
-            "a batch of {} columns appended to one of {}",
-            src.columns.len(),
-            dst.columns.len()
-        ));
-    }
-    for (k, (a, b)) in src.columns.iter().zip(&dst.columns).enumerate() {
-        let text_room = match (&a.values, &b.values) {
-            (Values::Long(_), Values::Long(_))
-            | (Values::Timestamp(_), Values::Timestamp(_))
-            | (Values::Double(_), Values::Double(_))
-            | (Values::Bool(_), Values::Bool(_))
-            | (Values::Symbol(_), Values::Symbol(_)) => true,
-            (Values::Varchar { offsets: ao, .. }, Values::Varchar { bytes: bb, .. }) => {
-                let (from, to) = (ao.get(s).copied(), ao.get(e).copied());
-                matches!((from, to), (Some(f), Some(t)) if f <= t
-                    && bb.len() as u64 + u64::from(t - f) <= u64::from(u32::MAX))
-            }
-            _ => return Err(format!("column {k}: the batches' layouts differ")),
-        };
-        if !text_room {
-            return Err(format!("column {k}: the text does not fit one batch"));
-        }
-        if a.values.len() < e {
-            return Err(format!(
-                "column {k}: {} values for {} rows",
-                a.values.len(),
-                src.rows
-            ));
-        }
-    }
-    let base = dst.rows;
-    for (a, b) in src.columns.iter().zip(&mut dst.columns) {
-        match (&a.values, &mut b.values) {
-            (Values::Long(x), Values::Long(y)) | (Values::Timestamp(x), Values::Timestamp(y)) => {
-                y.extend_from_slice(&x[s..e])
-            }
-            (Values::Double(x), Values::Double(y)) => y.extend_from_slice(&x[s..e]),
-            (Values::Bool(x), Values::Bool(y)) => y.extend_from_slice(&x[s..e]),
-            (Values::Symbol(x), Values::Symbol(y)) => y.extend_from_slice(&x[s..e]),
-            (
-                Values::Varchar {
-                    offsets: ao,
-                    bytes: ab,
-                },
-                Values::Varchar {
-                    offsets: bo,
-                    bytes: bb,
-                },
-            ) => {
-                let (from, to) = (ao[s], ao[e]);
-                let shift = bb.len() as u32;
-                bb.extend_from_slice(&ab[from as usize..to as usize]);
-                bo.extend(ao[s + 1..=e].iter().map(|&o| o - from + shift));
-            }
-            _ => {} // refused above
-        }
-        if a.nulls.any() {
-            for r in s..e {
-                if a.nulls.is_null(r) {
-                    b.nulls.set(base + r - s);
-                }
-            }
-        }
-    }
-    dst.series
-        .extend((s..e).map(|r| src.series.get(r).copied().unwrap_or(0)));
-    dst.rows += e - s;
-    Ok(())
-}
+pub use crate::gen::batch::append_rows;
 
 /// Pushes a value for a null cell, keeping every column as long as the batch.
 fn push_null(values: &mut Values) {

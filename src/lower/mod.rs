@@ -11,6 +11,7 @@ mod column;
 mod column_refs;
 mod commit;
 mod concurrent;
+mod disorder;
 mod expect;
 mod findmax;
 mod ingest;

@@ -50,6 +50,7 @@ pub(super) fn lower_schema_once(
         ok = false;
     }
     let rows = schema_rows(ev, s, &shape, &scope, &mut ok);
+    let disorder = super::disorder::lower_disorder(ev, s, &columns, &scope, &mut ok);
     if s.columns.is_empty() {
         ev.error(
             Diagnostic::error(
@@ -77,6 +78,7 @@ pub(super) fn lower_schema_once(
         time: shape.time,
         rows,
         columns,
+        disorder,
     })
 }
 

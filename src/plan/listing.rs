@@ -130,6 +130,29 @@ fn schema_body(s: &SchemaPlan) -> String {
         }
         o.push('\n');
     }
+    if let Some(d) = &s.disorder {
+        for n in &d.null_one {
+            let names: Vec<&str> = n
+                .columns
+                .iter()
+                .map(|&c| s.columns[c].name.as_str())
+                .collect();
+            let _ = writeln!(
+                o,
+                "      null one of [{}] {}%",
+                names.join(", "),
+                n.share * 100.0
+            );
+        }
+        if let Some(l) = &d.late {
+            let _ = writeln!(
+                o,
+                "      late {}% by {} rows (median)",
+                l.share * 100.0,
+                l.median_rows
+            );
+        }
+    }
     o
 }
 

@@ -274,6 +274,35 @@ pub struct SchemaPlan {
     pub time: Option<TimeAxis>,
     pub rows: u64,
     pub columns: Vec<ColumnPlan>,
+    /// What the generator does to its rows once drawn: nulls one column of some, sends some
+    /// later (`gen::disorder`). Absent for a schema that does neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disorder: Option<Disorder>,
+}
+
+/// `null one of [...] P%` and `late P% by N rows` of a schema.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Disorder {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub null_one: Vec<NullOne>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late: Option<Late>,
+}
+
+/// A share of the rows with one of `columns` null (an entry listed twice, chosen twice as often).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NullOne {
+    /// Column indices into the schema's columns, as listed.
+    pub columns: Vec<usize>,
+    pub share: f64,
+}
+
+/// A share of the rows sent later than generated, by a number of rows whose median is
+/// `median_rows` (docs/rng.md, "Disorder").
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Late {
+    pub share: f64,
+    pub median_rows: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]

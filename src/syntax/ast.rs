@@ -208,6 +208,10 @@ pub struct Schema {
     pub primary_key: Vec<Key>,
     /// `index [NAME] (COLUMN [asc|desc], ...)`, in order.
     pub indexes: Vec<Key>,
+    /// `null one of [COLUMN, ...] SHARE`: the columns, the share.
+    pub null_one: Vec<(Vec<Ident>, Expr)>,
+    /// `late SHARE by N rows` (at most one, which the lowering checks), with its span.
+    pub late: Vec<(Expr, Expr, Span)>,
     pub span: Span,
 }
 

@@ -173,6 +173,13 @@ fn item_sexpr(o: &mut String, item: &Item) {
             for k in &s.primary_key {
                 let _ = write!(o, "\n  (primary key {})", key_columns(k));
             }
+            for (columns, share) in &s.null_one {
+                let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+                let _ = write!(o, "\n  (null one of [{}] {})", names.join(" "), expr(share));
+            }
+            for (share, by, _) in &s.late {
+                let _ = write!(o, "\n  (late {} by {} rows)", expr(share), expr(by));
+            }
             for k in &s.indexes {
                 match &k.name {
                     Some(n) => {

@@ -15,12 +15,10 @@
 //     TSBS's decimals (`decimals = N`), status to an integer, as TSBS does.
 //   * fuel_state drains as TSBS's walk does, but does not refuel to 1.0 on reaching 0;
 //     current_load is drawn anew each row rather than held with 95% chance (TSBS's "lazy" value).
-//   * TSBS's realism layer: one field of 10% of the rows is null (readings: each field 1/7 of
-//     those, 1.43%; diagnostics: fuel_state 3/7, current_load and status 2/7 each): here each
-//     field is null with that share, independently, so a row can have two nulls where TSBS has
-//     at most one. The 1% of rows with a null tag, the ~10% of rows TSBS drops (missing batches
-//     and entries) and the ~19% it sends out of order are not generated: every row is sent, in
-//     time order.
+//   * TSBS's realism layer: one field of 10% of the rows null and one tag of 1% (`null one of`,
+//     the fields' shares as TSBS's slot modulo the field count gives them), 19% of the rows
+//     sent late by a median of 12 rows (`late`). The ~10% of rows TSBS drops (missing batches
+//     and entries) are not dropped: every row is sent.
 //
 // Import it with the scale and time range you want:
 //
@@ -51,22 +49,31 @@ schema tags {
 schema readings {
   table "readings"
   series from tags
-  field latitude:         double = walk(uniform(0.0, 90.0), uniform(-0.005, 0.005), clamp = -90..90, decimals = 5) null 1.43%
-  field longitude:        double = walk(uniform(0.0, 180.0), uniform(-0.005, 0.005), clamp = -180..180, decimals = 5) null 1.43%
-  field elevation:        double = walk(uniform(0.0, 500.0), uniform(-10.0, 10.0), clamp = 0..5000, decimals = 0) null 1.43%
-  field velocity:         double = walk(0.0, uniform(-10.0, 10.0), clamp = 0..100, decimals = 0) null 1.43%
-  field heading:          double = walk(uniform(0.0, 360.0), uniform(-5.0, 5.0), clamp = 0..360, decimals = 0) null 1.43%
-  field grade:            double = walk(0.0, uniform(-5.0, 5.0), clamp = 0..100, decimals = 0) null 1.43%
-  field fuel_consumption: double = walk(25.0, uniform(-5.0, 5.0), clamp = 0..50, decimals = 1) null 1.43%
+  field latitude:         double = walk(uniform(0.0, 90.0), uniform(-0.005, 0.005), clamp = -90..90, decimals = 5)
+  field longitude:        double = walk(uniform(0.0, 180.0), uniform(-0.005, 0.005), clamp = -180..180, decimals = 5)
+  field elevation:        double = walk(uniform(0.0, 500.0), uniform(-10.0, 10.0), clamp = 0..5000, decimals = 0)
+  field velocity:         double = walk(0.0, uniform(-10.0, 10.0), clamp = 0..100, decimals = 0)
+  field heading:          double = walk(uniform(0.0, 360.0), uniform(-5.0, 5.0), clamp = 0..360, decimals = 0)
+  field grade:            double = walk(0.0, uniform(-5.0, 5.0), clamp = 0..100, decimals = 0)
+  field fuel_consumption: double = walk(25.0, uniform(-5.0, 5.0), clamp = 0..50, decimals = 1)
   timestamp time: timestamp(ns) = every interval from start to end
+  // TSBS's realism layer: one field of 10% of the rows null, one tag of 1%, 19% of the rows late.
+  null one of [latitude, longitude, elevation, velocity, heading, grade, fuel_consumption] 10%
+  null one of [name, fleet, driver, model, device_version, load_capacity, fuel_capacity, nominal_fuel_consumption] 1%
+  late 19% by 12 rows
 }
 
 // Measurement `diagnostics`: fuel, load and the device's status.
 schema diagnostics {
   table "diagnostics"
   series from tags
-  field fuel_state:   double = walk(1.0, uniform(-0.001, 0.0), clamp = 0..1, decimals = 1) null 4.29%
-  field current_load: double = uniform(0.0, 5000.0) null 2.86%
-  field status:       long   = walk(0.0, normal(0.0, 1.0), clamp = 0..5) null 2.86%
+  field fuel_state:   double = walk(1.0, uniform(-0.001, 0.0), clamp = 0..1, decimals = 1)
+  field current_load: double = uniform(0.0, 5000.0)
+  field status:       long   = walk(0.0, normal(0.0, 1.0), clamp = 0..5)
   timestamp time: timestamp(ns) = every interval from start to end
+  // TSBS draws a field slot in 0..7 and takes it modulo the 3 fields: fuel_state 3/7, the
+  // others 2/7 each, which the list's repetitions say.
+  null one of [fuel_state, current_load, status, fuel_state, current_load, status, fuel_state] 10%
+  null one of [name, fleet, driver, model, device_version, load_capacity, fuel_capacity, nominal_fuel_consumption] 1%
+  late 19% by 12 rows
 }

@@ -325,6 +325,8 @@ impl Walker {
         let mut primary_key = Vec::new();
         let mut indexes = Vec::new();
         let mut series_from = Vec::new();
+        let mut null_one = Vec::new();
+        let mut late = Vec::new();
         for c in p.into_inner() {
             match c.as_rule() {
                 Rule::kw_schema => {}
@@ -333,6 +335,24 @@ impl Walker {
                 Rule::schema_rows => rows.push(self.expr(last(c))?),
                 Rule::primary_key => primary_key.push(self.key(c)),
                 Rule::index_clause => indexes.push(self.key(c)),
+                Rule::null_one => {
+                    let (mut columns, mut share) = (Vec::new(), None);
+                    for i in c.into_inner() {
+                        match i.as_rule() {
+                            Rule::ident => columns.push(self.ident(i)),
+                            Rule::expr => share = Some(self.expr(i)?),
+                            _ => {}
+                        }
+                    }
+                    null_one.push((columns, share.expect("grammar: null one share")));
+                }
+                Rule::late_rows => {
+                    let span = self.span(&c);
+                    let mut exprs = c.into_inner().filter(|i| i.as_rule() == Rule::expr);
+                    let share = self.expr(exprs.next().expect("grammar: late share"))?;
+                    let by = self.expr(exprs.next().expect("grammar: late by"))?;
+                    late.push((share, by, span));
+                }
                 Rule::series_column
                 | Rule::tag_column
                 | Rule::field_column
@@ -367,6 +387,8 @@ impl Walker {
             columns,
             primary_key,
             indexes,
+            null_one,
+            late,
             span,
         })
     }
