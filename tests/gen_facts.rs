@@ -737,3 +737,55 @@ fn pgbench_cpu_usage_hosts_and_usage() {
         assert!((0.0..=100.0).contains(&u), "usage {u} at row {r}");
     }
 }
+
+/// TSBS iot's diagnostics (reference ycsb-iot.md §1.3): fuel_state drains by U(-0.001, 0) per
+/// tick and refuels to 1.0 the tick it would sit at 0; current_load starts at 0 and jumps to a
+/// fresh U(0, 5000) with 5% chance per tick, else holds.
+#[test]
+fn iot_fuel_refuels_at_empty_and_the_load_holds_between_rare_jumps() {
+    let plan = plan_from_text(
+        "schema d {
+           series name: symbol = format(\"truck_%d\", n) for n in 0..20
+           field fuel: double = walk(1.0, uniform(-0.001, 0.0), clamp = 0..1, refill = 1.0)
+           field load: double = hold(0.0, uniform(0.0, 5000.0), 5%)
+           timestamp t = every 10s from 2016-01-01T00:00:00Z for 10d
+         }",
+        "d",
+    );
+    let mut g = generator(&plan, SEED, None);
+    let (fuel, load) = (col(&g.schema(), "fuel"), col(&g.schema(), "load"));
+    let (mut prev_fuel, mut prev_load) = (vec![f64::NAN; 20], vec![f64::NAN; 20]);
+    let (mut refuels, mut jumps, mut ticks, mut k) = (0, 0, 0, 0);
+    for b in batches(&mut g, 10_000) {
+        for r in 0..b.rows {
+            // Epoch-major, series-minor.
+            let s = k % 20;
+            k += 1;
+            let (f, l) = (doubles(&b, fuel)[r], doubles(&b, load)[r]);
+            assert!(f > 0.0 && f <= 1.0, "fuel {f} never sits at 0");
+            assert!((0.0..5000.0).contains(&l), "load {l}");
+            if prev_fuel[s].is_nan() {
+                assert_eq!((f, l), (1.0, 0.0), "the first row carries the start");
+            } else {
+                ticks += 1;
+                let d = f - prev_fuel[s];
+                if d > 0.0 {
+                    refuels += 1;
+                    assert_eq!(f, 1.0, "a refuel fills the tank");
+                } else {
+                    assert!(d >= -0.001 - 1e-12, "one step drains at most 0.001: {d}");
+                }
+                jumps += u64::from(l != prev_load[s]);
+            }
+            prev_fuel[s] = f;
+            prev_load[s] = l;
+        }
+    }
+    // 10 days at 10 s: 86,399 ticks a truck, one tank in ~2,000 ticks.
+    assert!(refuels >= 20 * 30, "{refuels} refuels");
+    let share = jumps as f64 / ticks as f64;
+    assert!(
+        (0.048..0.052).contains(&share),
+        "the load changed in {share} of the ticks"
+    );
+}

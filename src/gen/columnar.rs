@@ -261,7 +261,9 @@ impl Columnar {
                 .all(|&c| match &prog.columns[c].source {
                     Source::Time => true,
                     Source::Node(n) => match n {
-                        Node::Walk { step, .. } => draw_of(step).is_some(),
+                        Node::Walk {
+                            step, refill: None, ..
+                        } => draw_of(step).is_some(),
                         Node::Normal { .. }
                         | Node::UniformLong { .. }
                         | Node::UniformDouble { .. } => true,

@@ -172,7 +172,9 @@ impl Compiler<'_> {
                     "`{g}` counts a query run's instances: only a query's binds can use it"
                 )),
             },
-            Gen::Walk { .. } | Gen::PickBy { .. } | Gen::Column { .. } => self.row_gen(g, path),
+            Gen::Walk { .. } | Gen::Hold { .. } | Gen::PickBy { .. } | Gen::Column { .. } => {
+                self.row_gen(g, path)
+            }
             Gen::Window { .. }
             | Gen::Sample { .. }
             | Gen::Field { .. }
@@ -320,9 +322,9 @@ impl Compiler<'_> {
         let stream = nested_stream(self.prefix, self.name, path);
         let (names, schema) = match &self.within {
             Within::Column { names, schema, .. } => (*names, *schema),
-            _ if matches!(g, Gen::Walk { .. }) => {
+            _ if matches!(g, Gen::Walk { .. } | Gen::Hold { .. }) => {
                 return Err(format!(
-                    "`{g}` cannot be drawn here: a walk runs through rows in order, and query \
+                    "`{g}` cannot be drawn here: it runs through rows in order, and query \
                      instances are drawn independently of each other"
                 ))
             }
@@ -354,6 +356,7 @@ impl Compiler<'_> {
                 min,
                 max,
                 decimals,
+                refill,
             } => {
                 if min.is_nan() || max.is_nan() || min > max {
                     return Err(format!("walk clamp {min}..{max} is empty"));
@@ -371,6 +374,27 @@ impl Compiler<'_> {
                     min: *min,
                     max: *max,
                     scale: decimals.map(|d| 10f64.powi(d as i32)),
+                    slot,
+                    refill: *refill,
+                }
+            }
+            Gen::Hold {
+                start,
+                value,
+                change,
+            } => {
+                let start = Box::new(self.child(start, path, 0)?);
+                let value = Box::new(self.child(value, path, 1)?);
+                let Within::Column { walks, .. } = &mut self.within else {
+                    unreachable!("matched above");
+                };
+                let slot = **walks;
+                **walks += 1;
+                Node::Hold {
+                    start,
+                    value,
+                    change: *change,
+                    stream,
                     slot,
                 }
             }

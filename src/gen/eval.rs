@@ -11,6 +11,9 @@ use super::node::{Node, Op, SampleFrom, V};
 use super::rng::{Rng, PER_SERIES};
 use super::ycsb;
 
+/// A walk's clamp and its refill.
+type Bounds = (f64, f64, Option<f64>);
+
 /// What only one kind of draw site has.
 pub(crate) enum At<'a> {
     /// A schema row: the row so far (every column this one depends on is already filled in)
@@ -168,7 +171,18 @@ impl Ctx<'_> {
                 max,
                 scale,
                 slot,
-            } => Cell::Double(truncated(self.walk(start, step, *min, *max, *slot), *scale)),
+                refill,
+            } => {
+                let v = self.walk(start, step, (*min, *max, *refill), *slot);
+                Cell::Double(truncated(v, *scale))
+            }
+            Node::Hold {
+                start,
+                value,
+                change,
+                stream,
+                slot,
+            } => Cell::Double(self.hold(start, value, (*change, *stream), *slot)),
             Node::Pick { values, stream } => {
                 let i = self.rng(*stream).below(values.len() as u64);
                 values[i as usize].clone()
@@ -351,7 +365,8 @@ impl Ctx<'_> {
     /// Row 0 of a series: `clamp(start)`, `start` drawn per series. Row i > 0:
     /// `clamp(previous + step)`, `step` drawn at row i. Non-numbers count as 0. In a per-series
     /// column a walk is just `clamp(start)`.
-    fn walk(&mut self, start: &Node, step: &Node, min: f64, max: f64, slot: usize) -> f64 {
+    fn walk(&mut self, start: &Node, step: &Node, bounds: Bounds, slot: usize) -> f64 {
+        let (min, max, refill) = bounds;
         let clamp = |v: f64| {
             if v < min {
                 min
@@ -376,8 +391,42 @@ impl Ctx<'_> {
         let At::Row { walks, .. } = &mut self.at else {
             return clamp(d);
         };
-        let v = clamp(walks[slot] + d);
+        let mut v = clamp(walks[slot] + d);
+        if v == min {
+            v = refill.unwrap_or(v);
+        }
         walks[slot] = v;
+        v
+    }
+
+    /// `hold`: the series' state, kept or drawn anew at this row.
+    fn hold(
+        &mut self,
+        start: &Node,
+        value: &Node,
+        (change, stream): (f64, u64),
+        slot: usize,
+    ) -> f64 {
+        let per_series = self.row == PER_SERIES;
+        if per_series || self.index == 0 {
+            let saved = (self.row, self.index);
+            (self.row, self.index) = (PER_SERIES, self.series);
+            let s = self.eval(start).as_f64().unwrap_or(0.0);
+            (self.row, self.index) = saved;
+            if let (false, At::Row { walks, .. }) = (per_series, &mut self.at) {
+                walks[slot] = s;
+            }
+            return s;
+        }
+        if self.rng(stream).f64() >= change {
+            if let At::Row { walks, .. } = &self.at {
+                return walks[slot];
+            }
+        }
+        let v = self.eval(value).as_f64().unwrap_or(0.0);
+        if let At::Row { walks, .. } = &mut self.at {
+            walks[slot] = v;
+        }
         v
     }
 

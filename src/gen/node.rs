@@ -49,6 +49,17 @@ pub(crate) enum Node {
         scale: Option<f64>,
         /// Index of this walk's state in the series' walk-state vector.
         slot: usize,
+        /// A state the step left at `min` becomes this.
+        refill: Option<f64>,
+    },
+    /// `hold`: `start` on a series' first row, then `value` drawn anew with probability
+    /// `change` (drawn in `stream`), else the state kept in `slot` of the walk-state vector.
+    Hold {
+        start: Box<Node>,
+        value: Box<Node>,
+        change: f64,
+        stream: u64,
+        slot: usize,
     },
     Pick {
         values: Vec<Cell>,

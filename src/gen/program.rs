@@ -212,9 +212,14 @@ fn topological(deps: &[Vec<usize>]) -> Result<Vec<usize>, usize> {
 fn column_refs(n: &Node, out: &mut Vec<usize>) {
     match n {
         Node::Column(i) | Node::PickBy { column: i, .. } => out.push(*i),
-        Node::Walk { start, step, .. } => {
+        Node::Walk {
+            start, step: next, ..
+        }
+        | Node::Hold {
+            start, value: next, ..
+        } => {
             column_refs(start, out);
-            column_refs(step, out);
+            column_refs(next, out);
         }
         Node::Arith { lhs, rhs, .. } => {
             column_refs(lhs, out);

@@ -52,6 +52,7 @@ fn walk_0_100(stddev: f64) -> Gen {
         min: 0.0,
         max: 100.0,
         decimals: None,
+        refill: None,
     }
 }
 
@@ -301,6 +302,7 @@ fn walks_clamp_and_long_columns_truncate() {
         min,
         max,
         decimals: None,
+        refill: None,
     };
     let one = Gen::Const {
         value: Value::Float(1.0),

@@ -100,6 +100,16 @@ pub enum Gen {
         /// precision); the walk's state keeps full precision.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         decimals: Option<u32>,
+        /// `refill = V`: a step that leaves the state at `min` sets it to V (TSBS's fuel).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refill: Option<f64>,
+    },
+    /// `hold(start, value, change)`: the first row `start`, then each row a fresh `value` with
+    /// probability `change`, else the row before's (TSBS's "lazy" value).
+    Hold {
+        start: Box<Gen>,
+        value: Box<Gen>,
+        change: f64,
     },
     Pick {
         values: Vec<Value>,
@@ -299,9 +309,14 @@ impl Gen {
                 from: Domain::Series { value: g, .. },
                 ..
             } => g.visit(f),
-            Gen::Walk { start, step, .. } => {
+            Gen::Walk {
+                start, step: next, ..
+            }
+            | Gen::Hold {
+                start, value: next, ..
+            } => {
                 start.visit(f);
-                step.visit(f);
+                next.visit(f);
             }
             Gen::Arith { lhs, rhs, .. } => {
                 lhs.visit(f);
@@ -317,9 +332,14 @@ impl Gen {
         match self {
             Gen::Column { name } => out.push(name.clone()),
             Gen::PickBy { column, .. } => out.push(column.clone()),
-            Gen::Walk { start, step, .. } => {
+            Gen::Walk {
+                start, step: next, ..
+            }
+            | Gen::Hold {
+                start, value: next, ..
+            } => {
                 start.columns_used(out);
-                step.columns_used(out);
+                next.columns_used(out);
             }
             Gen::Format { args, .. } => args.iter().for_each(|a| a.columns_used(out)),
             Gen::Field { of, .. } | Gen::ToStr { of } => of.columns_used(out),
@@ -372,6 +392,7 @@ impl fmt::Display for Gen {
                 min,
                 max,
                 decimals,
+                refill,
             } => {
                 write!(
                     f,
@@ -382,8 +403,20 @@ impl fmt::Display for Gen {
                 if let Some(d) = decimals {
                     write!(f, ", decimals = {d}")?;
                 }
+                if let Some(r) = refill {
+                    write!(f, ", refill = {}", super::fmt_float(*r))?;
+                }
                 f.write_str(")")
             }
+            Gen::Hold {
+                start,
+                value,
+                change,
+            } => write!(
+                f,
+                "hold({start}, {value}, change = {}%)",
+                super::fmt_float(change * 100.0)
+            ),
             Gen::Pick { values } => {
                 f.write_str("pick(")?;
                 list(f, values)?;

@@ -116,9 +116,14 @@ impl Walk {
                 self.value(lo, d)?;
                 self.value(hi, d)
             }
-            Gen::Walk { start, step, .. } => {
+            Gen::Walk {
+                start, step: next, ..
+            }
+            | Gen::Hold {
+                start, value: next, ..
+            } => {
                 self.gen(start, d)?;
-                self.gen(step, d)
+                self.gen(next, d)
             }
             Gen::Pick { values } => self.values(values, d),
             Gen::Weighted { values, weights } => {

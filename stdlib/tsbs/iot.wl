@@ -11,14 +11,13 @@
 // 5000/300/19, H-2: 1500/150/12).
 //
 // Where this file differs from TSBS's generator, said here rather than hidden:
-//   * current_load is emitted at full precision (TSBS: 0 decimals); the walks are truncated to
-//     TSBS's decimals (`decimals = N`), status to an integer, as TSBS does.
-//   * fuel_state drains as TSBS's walk does, but does not refuel to 1.0 on reaching 0;
-//     current_load is drawn anew each row rather than held with 95% chance (TSBS's "lazy" value).
-//   * TSBS's realism layer: one field of 10% of the rows null and one tag of 1% (`null one of`,
-//     the fields' shares as TSBS's slot modulo the field count gives them), 19% of the rows
-//     sent late by a median of 12 rows (`late`). The ~10% of rows TSBS drops (missing batches
-//     and entries) are not dropped: every row is sent.
+//   * the values are TSBS's distributions drawn from wlrun's own streams (docs/rng.md §7), so
+//     not TSBS's numbers for the same seed;
+//   * the realism layer is TSBS's in its shares: one field of 10% of the rows null and one tag
+//     of 1% (`null one of`; the fields' shares as TSBS's slot modulo the field count gives
+//     them), 19% of the rows sent late by a median of 12 rows (`late`). The ~10% of rows TSBS
+//     drops (missing batches and entries) are not dropped: every row is sent, and the tables
+//     hold trucks x epochs rows.
 //
 // Import it with the scale and time range you want:
 //
@@ -67,8 +66,10 @@ schema readings {
 schema diagnostics {
   table "diagnostics"
   series from tags
-  field fuel_state:   double = walk(1.0, uniform(-0.001, 0.0), clamp = 0..1, decimals = 1)
-  field current_load: double = uniform(0.0, 5000.0)
+  // TSBS refuels the tick the tank would sit empty, and holds the load but for a 5% jump to a
+  // fresh U[0, 5000) truncated to 0 decimals (the integers 0..4999, uniformly).
+  field fuel_state:   double = walk(1.0, uniform(-0.001, 0.0), clamp = 0..1, decimals = 1, refill = 1.0)
+  field current_load: double = hold(0.0, uniform(0, 5000), 5%)
   field status:       long   = walk(0.0, normal(0.0, 1.0), clamp = 0..5)
   timestamp time: timestamp(ns) = every interval from start to end
   // TSBS draws a field slot in 0..7 and takes it modulo the 3 fields: fuel_state 3/7, the

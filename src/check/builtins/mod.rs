@@ -39,8 +39,13 @@ pub const FUNCTIONS: &[(&str, &[&str], &str)] = &[
     ("normal", &["mean", "stddev"], "normal distribution"),
     (
         "walk",
-        &["start", "step", "clamp?", "decimals?"],
-        "random walk: first value from start, then + step each row, clamped; emitted truncated to `decimals`",
+        &["start", "step", "clamp?", "decimals?", "refill?"],
+        "random walk: first value from start, then + step each row, clamped; emitted truncated to `decimals`; a state left at the clamp's low end set to `refill`",
+    ),
+    (
+        "hold",
+        &["start", "value", "change"],
+        "per series: start on the first row, then each row a fresh value with probability `change`, else the row before's",
     ),
     ("pick", &["values"], "one of the values, uniformly"),
     (
@@ -305,6 +310,7 @@ fn implementation(name: &str) -> Builtin {
         "uniform" => random::uniform,
         "normal" => random::normal,
         "walk" => random::walk,
+        "hold" => random::hold,
         "pick" => random::pick,
         "weighted" => random::weighted,
         "pick_by" => random::pick_by,

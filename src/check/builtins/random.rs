@@ -114,12 +114,57 @@ pub(super) fn walk(c: &Call, a: &Args) -> Ev<Value> {
             }
         },
     };
+    let refill = match a[4] {
+        None => None,
+        Some(e) if min.is_finite() => match c.number(Some(e))? {
+            r if (min..=max).contains(&r) => Some(r),
+            r => {
+                return ev.fail(
+                    Diagnostic::error(
+                        Code::E0203,
+                        e.span,
+                        format!("refill {r} is outside the clamp"),
+                    )
+                    .label(format!("expected a value from {min} to {max}")),
+                )
+            }
+        },
+        Some(e) => {
+            return ev.fail(
+                Diagnostic::error(
+                    Code::E0203,
+                    e.span,
+                    "a refill without a low end to refill at",
+                )
+                .label("add `clamp = lo..hi`"),
+            )
+        }
+    };
     gen(Gen::Walk {
         start: Box::new(start),
         step: Box::new(step),
         min,
         max,
         decimals,
+        refill,
+    })
+}
+
+/// `hold(start, value, change)`: TSBS's "lazy" value, per series.
+pub(super) fn hold(c: &Call, a: &Args) -> Ev<Value> {
+    let (ev, scope) = (c.ev, c.scope);
+    let start = c.gen_numeric(a[0])?;
+    let value = c.gen_numeric(a[1])?;
+    let e = a[2].expect("required");
+    let change = match ev.eval(e, scope)? {
+        Value::Percent(p) if (0.0..=100.0).contains(&p) => p / 100.0,
+        Value::Float(f) if (0.0..=1.0).contains(&f) => f,
+        other => return ev.fail(ev.mismatch(e.span, "a probability such as `5%`", &other, scope)),
+    };
+    gen(Gen::Hold {
+        start: Box::new(start),
+        value: Box::new(value),
+        change,
     })
 }
 

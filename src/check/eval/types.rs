@@ -78,7 +78,7 @@ impl Eval<'_> {
             | Gen::Issued { .. } => Ty::Long,
             Gen::YcsbKey { .. } | Gen::YcsbValue { .. } => Ty::Str,
             Gen::Uniform { lo, .. } => return self.value_ty(lo, scope),
-            Gen::Normal { .. } | Gen::Walk { .. } => Ty::Double,
+            Gen::Normal { .. } | Gen::Walk { .. } | Gen::Hold { .. } => Ty::Double,
             Gen::Pick { values } | Gen::Weighted { values, .. } => {
                 return values.first().and_then(|v| self.value_ty(v, scope))
             }

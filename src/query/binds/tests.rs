@@ -668,6 +668,7 @@ fn compile_errors_are_results() {
         min: 0.0,
         max: 1.0,
         decimals: None,
+        refill: None,
     };
     let err =
         BindProgram::compile(&hand("SELECT $1", vec![(1, walk)]), 1, Path::new(ROOT)).unwrap_err();
