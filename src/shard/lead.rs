@@ -3,34 +3,26 @@
 //! shard has arrived and releases them all, or fails the run naming who is missing. It times
 //! each release's round trip to estimate how far apart the shards started.
 
-use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Mutex};
 use tokio::task::JoinHandle;
 
-use super::wire::{self, Figures, Lines, Msg, Refusal, Skew};
-use super::{fmt_secs, shard_list, Arrival, Release};
+use super::door::{Door, Entry};
+use super::wire::{self, Figures, Msg, Reader, Refusal, Skew};
+use super::{fmt_secs, shard_list, Address, Arrival, Release};
 
-/// How long a new connection has to say hello before it is dropped (a health check, a port
-/// scanner): it must not hold up the shards that do.
-const HELLO_WAIT: Duration = Duration::from_secs(10);
 /// Shard 0's heartbeat to every shard.
 pub(super) const HEARTBEAT: Duration = Duration::from_secs(1);
 
-type Writer = Arc<Mutex<OwnedWriteHalf>>;
+type Writer = Arc<Mutex<wire::Writer>>;
 
 enum Event {
-    /// A new connection's first line.
-    Hello {
-        msg: Msg,
-        lines: Lines<tokio::net::tcp::OwnedReadHalf>,
-        writer: OwnedWriteHalf,
-        from: SocketAddr,
-    },
+    /// A new connection let in by the door, with its hello.
+    Hello(Entry),
     /// A joined shard's line, and when it was read.
     Msg { shard: u64, msg: Msg, at: Instant },
     /// A joined shard's connection ended (with the read error, if one ended it).
@@ -94,20 +86,33 @@ impl Drop for Lead {
 }
 
 impl Lead {
-    /// Listens on `bind` and waits until the other `count - 1` shards have said hello with
-    /// the same plan, or `timeout` has passed.
+    /// Listens on `addr`'s bind address and waits until the other `count - 1` shards have
+    /// come through the door and said hello with the same plan, or `timeout` has passed.
     pub(super) async fn join(
         count: u64,
-        bind: &str,
+        addr: &Address,
         plan: &str,
         timeout: Duration,
         alarm: Arc<super::Alarm>,
     ) -> Result<Lead, String> {
-        let listener = TcpListener::bind(bind)
+        let bind = addr.bind();
+        let door = Arc::new(Door::new(&addr.access)?);
+        let listener = TcpListener::bind(&bind)
             .await
             .map_err(|e| format!("shard 0 cannot listen on {bind}: {e}"))?;
         let (tx, events) = mpsc::unbounded_channel();
-        let accept = tokio::spawn(accept_loop(listener, tx.clone()));
+        let (entries, mut entered) = mpsc::unbounded_channel();
+        let accept = tokio::spawn(door.clone().accept_loop(listener, entries));
+        let forward = {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while let Some(e) = entered.recv().await {
+                    if tx.send(Event::Hello(e)).is_err() {
+                        return;
+                    }
+                }
+            })
+        };
         let mut lead = Lead {
             count,
             timeout,
@@ -116,7 +121,7 @@ impl Lead {
             last: None,
             broken: None,
             plan: plan.to_string(),
-            tasks: vec![accept],
+            tasks: vec![accept, forward],
             alarm,
         };
         let deadline = Instant::now() + timeout;
@@ -129,9 +134,16 @@ impl Lead {
                 let missing: Vec<u64> = (1..count)
                     .filter(|&k| lead.peers[k as usize].is_none())
                     .collect();
+                let refused = match door.refused.load(Ordering::Relaxed) {
+                    0 => String::new(),
+                    1 => "; shard 0 refused 1 connection (said above, with its address)".into(),
+                    n => format!(
+                        "; shard 0 refused {n} connections (said above, with their addresses)"
+                    ),
+                };
                 let why = format!(
                     "{} of {count} did not join within {} (shard 0 listens on {bind}): \
-                     check that {} started and can reach shard 0",
+                     check that {} started and can reach shard 0, with the same token{refused}",
                     shard_list(&missing),
                     fmt_secs(timeout),
                     if missing.len() == 1 { "it" } else { "they" },
@@ -139,12 +151,12 @@ impl Lead {
                 return Err(lead.fail(why).await);
             };
             match ev {
-                Some(Event::Hello {
+                Some(Event::Hello(Entry {
                     msg,
                     lines,
                     writer,
                     from,
-                }) => {
+                })) => {
                     if let Err(why) = lead.admit(msg, lines, writer, from, &tx).await {
                         return Err(lead.fail(why).await);
                     }
@@ -176,9 +188,9 @@ impl Lead {
     async fn admit(
         &mut self,
         msg: Msg,
-        lines: Lines<tokio::net::tcp::OwnedReadHalf>,
-        mut writer: OwnedWriteHalf,
-        from: SocketAddr,
+        lines: Reader,
+        mut writer: wire::Writer,
+        from: std::net::SocketAddr,
         tx: &mpsc::UnboundedSender<Event>,
     ) -> Result<(), String> {
         let Msg::Hello {
@@ -186,6 +198,7 @@ impl Lead {
             count,
             plan,
             version,
+            ..
         } = msg
         else {
             return Err(format!("{from} spoke first without a hello: {msg:?}"));
@@ -312,9 +325,9 @@ impl Lead {
                     );
                     return Err(self.fail(why).await);
                 }
-                Some(Event::Hello {
+                Some(Event::Hello(Entry {
                     msg, mut writer, ..
-                }) => {
+                })) => {
                     // Late, or a second process with a taken index: refused, the run goes on.
                     let who = match msg {
                         Msg::Hello { shard, .. } => format!("shard {shard}"),
@@ -353,7 +366,7 @@ impl Lead {
                 let mut w = w.lock().await;
                 sent[k] = Some(Instant::now());
                 // A shard that cannot be written to has gone: its reader reports it next.
-                let _ = wire::send(&mut w, &msg).await;
+                let _ = wire::send(&mut *w, &msg).await;
             }
         }
         let own = Instant::now();
@@ -400,7 +413,7 @@ impl Lead {
     async fn broadcast(&self, msg: &Msg) {
         for w in self.peers.iter().flatten() {
             let mut w = w.lock().await;
-            let _ = wire::send(&mut w, msg).await;
+            let _ = wire::send(&mut *w, msg).await;
         }
     }
 }
@@ -413,38 +426,11 @@ fn short(plan: &str) -> String {
     }
 }
 
-/// Accepts connections for as long as the lead lives; each says hello on its own task, so a
-/// connection that never does holds up no one.
-async fn accept_loop(listener: TcpListener, tx: mpsc::UnboundedSender<Event>) {
-    loop {
-        let Ok((sock, from)) = listener.accept().await else {
-            continue;
-        };
-        let _ = sock.set_nodelay(true);
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let (r, writer) = sock.into_split();
-            let mut lines = Lines::new(r);
-            // Anything but a hello in time is not a shard: dropped without a word.
-            if let Ok(Ok(Some((msg @ Msg::Hello { .. }, _)))) =
-                tokio::time::timeout(HELLO_WAIT, lines.next()).await
-            {
-                let _ = tx.send(Event::Hello {
-                    msg,
-                    lines,
-                    writer,
-                    from,
-                });
-            }
-        });
-    }
-}
-
 /// Reads a shard's lines for the barriers; a shard that leaves or whose connection ends rings
 /// the alarm first, so a phase under way stops at once.
 async fn read_loop(
     shard: u64,
-    mut lines: Lines<tokio::net::tcp::OwnedReadHalf>,
+    mut lines: Reader,
     tx: mpsc::UnboundedSender<Event>,
     alarm: Arc<super::Alarm>,
 ) {
@@ -481,7 +467,7 @@ async fn heartbeat(writer: Writer) {
     loop {
         tokio::time::sleep(HEARTBEAT).await;
         let mut w = writer.lock().await;
-        if wire::send(&mut w, &Msg::Alive).await.is_err() {
+        if wire::send(&mut *w, &Msg::Alive).await.is_err() {
             return;
         }
     }

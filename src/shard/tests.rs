@@ -15,6 +15,7 @@ fn addr(port: u16) -> Address {
     Address {
         host: Some("127.0.0.1".into()),
         port,
+        ..Address::default()
     }
 }
 
@@ -150,7 +151,11 @@ async fn a_member_that_cannot_reach_shard_0_gives_up_within_the_timeout() {
     assert!(t0.elapsed() < Duration::from_secs(2));
     let e = Barrier::join(
         Spec { index: 1, count: 2 },
-        &Address { host: None, port },
+        &Address {
+            host: None,
+            port,
+            ..Address::default()
+        },
         "p",
         Duration::from_secs(1),
         Arc::default(),
@@ -252,4 +257,90 @@ fn lists_and_identities_read_well() {
         "{id}"
     );
     assert_eq!(fmt_secs(Duration::from_secs(120)), "120 s");
+}
+
+const TOKEN: &str = "barrier-token-0123456789";
+
+fn guarded(port: u16, token: Option<&str>) -> Address {
+    Address {
+        access: Access {
+            token: token.map(|t| serde_json::from_value(serde_json::json!(t)).unwrap()),
+            tls: None,
+        },
+        ..addr(port)
+    }
+}
+
+/// A stranger's hello, with the run's plan and index but `token`: what shard 0 answers.
+async fn stranger(port: u16, token: Option<&str>) -> String {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut sock = loop {
+        match tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+            Ok(s) => break s,
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    };
+    let mut hello = serde_json::json!({
+        "t": "hello", "shard": 1, "count": 2, "plan": "p",
+        "version": env!("CARGO_PKG_VERSION"),
+    });
+    if let Some(t) = token {
+        hello["token"] = t.into();
+    }
+    sock.write_all(format!("{hello}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut line = String::new();
+    tokio::io::BufReader::new(sock)
+        .read_line(&mut line)
+        .await
+        .unwrap();
+    line
+}
+
+#[tokio::test]
+async fn strangers_without_the_token_are_refused_and_the_run_goes_on() {
+    let port = free_port();
+    let lead = tokio::spawn(async move {
+        let a = guarded(port, Some(TOKEN));
+        let spec = Spec { index: 0, count: 2 };
+        Barrier::join(spec, &a, "p", Duration::from_secs(10), Arc::default()).await
+    });
+    let none = stranger(port, None).await;
+    assert!(
+        none.contains(r#""t":"refuse""#) && none.contains("needs a token"),
+        "{none}"
+    );
+    let wrong = stranger(port, Some("barrier-token-9876543210")).await;
+    assert!(wrong.contains("wrong barrier token"), "{wrong}");
+    assert!(!wrong.contains(TOKEN));
+    // A shard without the token is refused with a reason it can print.
+    let spec = Spec { index: 1, count: 2 };
+    let e = Barrier::join(
+        spec,
+        &guarded(port, None),
+        "p",
+        Duration::from_secs(10),
+        Arc::default(),
+    )
+    .await
+    .err()
+    .unwrap();
+    assert!(
+        e.contains("refused this shard") && e.contains("WLRUN_BARRIER_TOKEN"),
+        "{e}"
+    );
+    let one = Barrier::join(
+        spec,
+        &guarded(port, Some(TOKEN)),
+        "p",
+        Duration::from_secs(10),
+        Arc::default(),
+    )
+    .await;
+    let mut zero = lead.await.unwrap().unwrap();
+    let mut one = one.unwrap();
+    let t1 = tokio::spawn(async move { one.pass(1, "x", Arrival::default()).await });
+    zero.pass(1, "x", Arrival::default()).await.unwrap();
+    t1.await.unwrap().unwrap();
 }
