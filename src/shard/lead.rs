@@ -12,11 +12,8 @@ use tokio::sync::{mpsc, Mutex};
 use tokio::task::JoinHandle;
 
 use super::door::{Door, Entry};
-use super::wire::{self, Figures, Msg, Reader, Refusal, Skew};
+use super::wire::{self, Figures, Msg, Pulse, Reader, Refusal, Skew};
 use super::{fmt_secs, shard_list, Address, Arrival, Release};
-
-/// Shard 0's heartbeat to every shard.
-pub(super) const HEARTBEAT: Duration = Duration::from_secs(1);
 
 type Writer = Arc<Mutex<wire::Writer>>;
 
@@ -27,6 +24,18 @@ enum Event {
     Msg { shard: u64, msg: Msg, at: Instant },
     /// A joined shard's connection ended (with the read error, if one ended it).
     Closed { shard: u64, why: Option<String> },
+    /// Nothing came from a joined shard for the pulse's silence, not even a heartbeat.
+    Silent { shard: u64 },
+}
+
+/// How a shard that went silent is named; `when`: ` before `cell 1 q: end``, or nothing.
+fn silent(shard: u64, when: &str, pulse: Pulse) -> String {
+    format!(
+        "shard {shard} went silent{when} (nothing from it for {}, not even a heartbeat, sent every {}): \
+         it hangs, or the network between it and shard 0 failed",
+        fmt_secs(pulse.silence),
+        fmt_secs(pulse.every)
+    )
 }
 
 /// When the last barrier released each shard, and when each said it had read the release.
@@ -75,6 +84,7 @@ pub(super) struct Lead {
     /// The listener, readers and heartbeats: ended with the lead.
     tasks: Vec<JoinHandle<()>>,
     alarm: Arc<super::Alarm>,
+    pulse: Pulse,
 }
 
 impl Drop for Lead {
@@ -123,6 +133,7 @@ impl Lead {
             plan: plan.to_string(),
             tasks: vec![accept, forward],
             alarm,
+            pulse: Pulse::of(timeout),
         };
         let deadline = Instant::now() + timeout;
         while lead.peers.iter().skip(1).any(Option::is_none) {
@@ -166,6 +177,10 @@ impl Lead {
                         "shard {shard} closed its connection before the run began{}",
                         why.map(|w| format!(" ({w})")).unwrap_or_default()
                     );
+                    return Err(lead.fail(why).await);
+                }
+                Some(Event::Silent { shard }) => {
+                    let why = silent(shard, " before the run began", lead.pulse);
                     return Err(lead.fail(why).await);
                 }
                 Some(Event::Msg { shard, msg, .. }) => {
@@ -249,8 +264,9 @@ impl Lead {
             lines,
             tx.clone(),
             self.alarm.clone(),
+            self.pulse,
         )));
-        self.tasks.push(tokio::spawn(heartbeat(writer)));
+        self.tasks.push(tokio::spawn(heartbeat(writer, self.pulse)));
         Ok(())
     }
 
@@ -323,6 +339,10 @@ impl Lead {
                         "shard {shard} closed its connection before `{point}`{}: it died or was killed",
                         why.map(|w| format!(" ({w})")).unwrap_or_default()
                     );
+                    return Err(self.fail(why).await);
+                }
+                Some(Event::Silent { shard }) => {
+                    let why = silent(shard, &format!(" before `{point}`"), self.pulse);
                     return Err(self.fail(why).await);
                 }
                 Some(Event::Hello(Entry {
@@ -426,16 +446,24 @@ fn short(plan: &str) -> String {
     }
 }
 
-/// Reads a shard's lines for the barriers; a shard that leaves or whose connection ends rings
-/// the alarm first, so a phase under way stops at once.
+/// Reads a shard's lines for the barriers; a shard that leaves, whose connection ends or that
+/// goes silent (a partition: no line, not even a heartbeat, for the pulse's silence) rings the
+/// alarm first, so a phase under way stops at once.
 async fn read_loop(
     shard: u64,
     mut lines: Reader,
     tx: mpsc::UnboundedSender<Event>,
     alarm: Arc<super::Alarm>,
+    pulse: Pulse,
 ) {
     loop {
-        match lines.next().await {
+        let Ok(next) = tokio::time::timeout(pulse.silence, lines.next()).await else {
+            alarm.ring(&silent(shard, "", pulse));
+            let _ = tx.send(Event::Silent { shard });
+            return;
+        };
+        match next {
+            Ok(Some((Msg::Alive, _))) => {}
             Ok(Some((msg, at))) => {
                 if let Msg::Leave { reason } = &msg {
                     alarm.ring(&format!("shard {shard} left the run ({reason})"));
@@ -463,9 +491,9 @@ async fn read_loop(
     }
 }
 
-async fn heartbeat(writer: Writer) {
+async fn heartbeat(writer: Writer, pulse: Pulse) {
     loop {
-        tokio::time::sleep(HEARTBEAT).await;
+        tokio::time::sleep(pulse.every).await;
         let mut w = writer.lock().await;
         if wire::send(&mut *w, &Msg::Alive).await.is_err() {
             return;

@@ -10,8 +10,7 @@ use tokio::sync::{mpsc, Mutex};
 use tokio::task::JoinHandle;
 
 use super::access::Access;
-use super::lead::HEARTBEAT;
-use super::wire::{self, Conn, Msg, Reader};
+use super::wire::{self, Conn, Msg, Pulse, Reader};
 use super::{fmt_secs, Address, Arrival, Release};
 
 /// Between two attempts to reach shard 0.
@@ -24,13 +23,16 @@ pub(super) struct Member {
     timeout: Duration,
     writer: Writer,
     heard: mpsc::UnboundedReceiver<Heard>,
-    reader: JoinHandle<()>,
+    /// The reader and the heartbeat: ended with the member.
+    tasks: [JoinHandle<()>; 2],
     broken: Option<String>,
 }
 
 impl Drop for Member {
     fn drop(&mut self) {
-        self.reader.abort();
+        for t in &self.tasks {
+            t.abort();
+        }
     }
 }
 
@@ -66,12 +68,21 @@ impl Member {
             .map_err(|e| format!("cannot say hello to shard 0 at {to}: {e}"))?;
         let writer = Arc::new(Mutex::new(w));
         let (tx, heard) = mpsc::unbounded_channel();
-        let reader = tokio::spawn(read_loop(lines, writer.clone(), tx, alarm));
+        let pulse = Pulse::of(timeout);
+        let reader = tokio::spawn(read_loop(
+            lines,
+            writer.clone(),
+            tx,
+            alarm,
+            pulse,
+            to.clone(),
+        ));
+        let beat = tokio::spawn(heartbeat(writer.clone(), pulse));
         let mut m = Member {
             timeout,
             writer,
             heard,
-            reader,
+            tasks: [reader, beat],
             broken: None,
         };
         loop {
@@ -105,9 +116,9 @@ impl Member {
         if let Some(b) = &self.broken {
             return Err(b.clone());
         }
-        // A heartbeat comes every second: silence for the timeout (at least a few beats)
-        // means shard 0 or the way to it is gone.
-        let silence = self.timeout.max(HEARTBEAT * 5);
+        // A heartbeat comes every pulse (the reader sees silence mid-phase): this is the
+        // backstop for a shard 0 that still beats but never answers.
+        let silence = self.timeout.max(Pulse::of(self.timeout).silence);
         match tokio::time::timeout(silence, self.heard.recv()).await {
             Ok(Some(Ok((Msg::Abort { reason }, _)))) => {
                 Err(self.broke(format!("shard 0 ended the run: {reason}")))
@@ -231,17 +242,42 @@ async fn dial(
     }
 }
 
+/// This shard's heartbeat to shard 0, so that shard 0 sees a silent shard mid-phase.
+async fn heartbeat(writer: Writer, pulse: Pulse) {
+    loop {
+        tokio::time::sleep(pulse.every).await;
+        let mut w = writer.lock().await;
+        if wire::send(&mut *w, &Msg::Alive).await.is_err() {
+            return;
+        }
+    }
+}
+
 /// Reads shard 0's lines; a release is answered with `go` before anything else happens, so
-/// the round trip shard 0 measures holds no more than the network and this read. An abort or
-/// the end of the connection rings the alarm first, so a phase under way stops at once.
+/// the round trip shard 0 measures holds no more than the network and this read. An abort,
+/// the end of the connection or silence (no line, not even a heartbeat, for the pulse's
+/// silence: a partition) rings the alarm first, so a phase under way stops at once.
 async fn read_loop(
     mut lines: Reader,
     writer: Writer,
     tx: mpsc::UnboundedSender<Heard>,
     alarm: Arc<super::Alarm>,
+    pulse: Pulse,
+    to: String,
 ) {
     loop {
-        match lines.next().await {
+        let Ok(next) = tokio::time::timeout(pulse.silence, lines.next()).await else {
+            let why = format!(
+                "shard 0 at {to} went silent (nothing from it for {}, not even a heartbeat, sent every {}): \
+                 it hangs, or the network between this shard and shard 0 failed",
+                fmt_secs(pulse.silence),
+                fmt_secs(pulse.every)
+            );
+            alarm.ring(&why);
+            let _ = tx.send(Err(why));
+            return;
+        };
+        match next {
             Ok(Some((msg, at))) => {
                 match &msg {
                     Msg::Release { seq, .. } => {

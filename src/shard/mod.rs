@@ -25,7 +25,7 @@ pub use access::{
 pub use spec::{
     parse_timeout, Address, Spec, BARRIER_VAR, COUNT_VAR, DEFAULT_PORT, DEFAULT_TIMEOUT, INDEX_VAR,
 };
-pub use wire::{Figures, Refusal, Skew};
+pub use wire::{Figures, Pulse, Refusal, Skew};
 
 /// What a shard brings to a barrier.
 #[derive(Clone, Debug, Default)]

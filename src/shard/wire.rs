@@ -34,6 +34,31 @@ pub fn split(conn: Conn) -> (Reader, Writer) {
     (Lines::new(r), w)
 }
 
+/// The heartbeat both ends of every barrier connection keep: a line (`alive`, or any other)
+/// every `every`, and a peer from which nothing came for `silence` is lost, mid-phase as
+/// at a barrier. `silence` is the barrier timeout, at most 10 s, and `every` a tenth of it:
+/// a peer is lost after 10 missed beats, so one late beat on a loaded machine is no alarm,
+/// and a partition is seen within seconds rather than at the next barrier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pulse {
+    pub every: Duration,
+    pub silence: Duration,
+}
+
+/// Beats missed before a peer is lost.
+pub const MISSES: u32 = 10;
+const MAX_SILENCE: Duration = Duration::from_secs(10);
+
+impl Pulse {
+    pub fn of(timeout: Duration) -> Pulse {
+        let silence = timeout.min(MAX_SILENCE);
+        Pulse {
+            every: silence / MISSES,
+            silence,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
 pub enum Msg {
@@ -80,7 +105,7 @@ pub enum Msg {
     Leave { reason: String },
     /// Shard 0 ends the run for every shard, saying why.
     Abort { reason: String },
-    /// Shard 0's heartbeat, every second: a shard waiting for a slow shard 0 knows it lives.
+    /// The heartbeat, both ways (`Pulse`): each end knows the other lives, mid-phase too.
     Alive,
 }
 
