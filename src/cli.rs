@@ -337,9 +337,31 @@ pub struct Shards {
     pub shard: Option<String>,
     /// Where shard 0 listens and the others connect: HOST:PORT (port 7471 if left out);
     /// WLRUN_BARRIER when absent. Shard 0 binds every interface, or HOST when it is a
-    /// loopback address.
+    /// loopback address (--barrier-bind chooses otherwise).
     #[arg(long, value_name = "HOST:PORT")]
     pub barrier: Option<String>,
+    /// The address shard 0 listens on, apart from the one the others dial: ADDR:PORT, ADDR
+    /// (the barrier's port) or :PORT (every interface).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub barrier_bind: Option<String>,
+    /// Let shard 0 listen where other machines reach it without WLRUN_BARRIER_TOKEN: anyone
+    /// who reaches the port and knows the plan's hash can then join, abort or stall the run.
+    /// Without a token (the same on every shard), shard 0 refuses to start on a non-loopback
+    /// address unless given this.
+    #[arg(long)]
+    pub barrier_insecure: bool,
+    /// Shard 0 serves the barrier over TLS with this certificate chain (PEM), with
+    /// --barrier-tls-key; WLRUN_BARRIER_TLS_CERT when absent. Give every shard the same
+    /// barrier TLS options: any of them turns TLS on.
+    #[arg(long, value_name = "FILE")]
+    pub barrier_tls_cert: Option<String>,
+    /// The key of --barrier-tls-cert (PEM); WLRUN_BARRIER_TLS_KEY when absent.
+    #[arg(long, value_name = "FILE")]
+    pub barrier_tls_key: Option<String>,
+    /// The CA the other shards verify shard 0's certificate with (chain and the --barrier
+    /// host name); WLRUN_BARRIER_TLS_CA when absent; the system's trust store without either.
+    #[arg(long, value_name = "FILE")]
+    pub barrier_tls_ca: Option<String>,
     /// How long shards wait for each other (to join, at a barrier) before the run fails
     /// naming the missing ones: `120s`, `2m`, `500ms`.
     #[arg(long, value_name = "TIME", default_value = "120s")]

@@ -461,8 +461,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     }
 }
 
-/// `--shard`, `--barrier` and `--barrier-timeout`, or the environment they stand for: the
-/// shard this process runs, where shard 0 listens, how long to wait; `None` unsharded.
+/// `--shard`, `--barrier*` and `--barrier-timeout`, or the environment they stand for: the
+/// shard this process runs, where shard 0 listens and who may join, how long to wait; `None`
+/// unsharded.
 fn shard_flags(
     flags: &crate::cli::Shards,
 ) -> Result<Option<(shard::Spec, shard::Address, Duration)>, String> {
@@ -474,17 +475,20 @@ fn shard_flags(
     let Some(spec) = spec else {
         return Ok(None);
     };
-    let address = shard::Address::resolve(flags.barrier.as_deref(), env)?;
-    if !spec.leads() && spec.count > 1 && address.host.is_none() {
-        return Err(format!(
-            "shard {} of {} needs to know where shard 0 listens: --barrier HOST:PORT or {}",
-            spec.index,
-            spec.count,
-            shard::BARRIER_VAR
-        ));
-    }
     let timeout = shard::parse_timeout(&flags.barrier_timeout)
         .map_err(|e| format!("--barrier-timeout {e}"))?;
+    let address = shard::resolve(
+        spec,
+        &shard::Flags {
+            barrier: flags.barrier.as_deref(),
+            bind: flags.barrier_bind.as_deref(),
+            insecure: flags.barrier_insecure,
+            tls_cert: flags.barrier_tls_cert.as_deref(),
+            tls_key: flags.barrier_tls_key.as_deref(),
+            tls_ca: flags.barrier_tls_ca.as_deref(),
+        },
+        env,
+    )?;
     Ok(Some((spec, address, timeout)))
 }
 

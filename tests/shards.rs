@@ -428,9 +428,12 @@ run reqs {
 }
 "#;
     std::fs::write(dir.path().join("w.wl"), staged).unwrap();
-    let out = wlrun(dir.path(), &["run", "w.wl", "--shard", "0/2"])
-        .output()
-        .unwrap();
+    let out = wlrun(
+        dir.path(),
+        &["run", "w.wl", "--shard", "0/2", "--barrier", "127.0.0.1"],
+    )
+    .output()
+    .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -472,6 +475,17 @@ run reqs {
             vec!["--shard", "0/2", "--barrier", "h:99999"],
             vec![],
             "not a port",
+        ),
+        // Shard 0 would listen on every interface: not without a token, or an opt-out.
+        (
+            vec!["--shard", "0/2"],
+            vec![],
+            "WLRUN_BARRIER_TOKEN is not set",
+        ),
+        (
+            vec!["--shard", "0/2", "--barrier", "s0:7471"],
+            vec![("WLRUN_BARRIER_TOKEN", "too-short")],
+            "at least 16 characters",
         ),
     ] {
         let mut args2 = vec!["run", "w.wl"];

@@ -583,6 +583,7 @@ mod tests {
                 let addr = Address {
                     host: None,
                     port: 1,
+                    ..Address::default()
                 };
                 Arc::new(ShardRun::new(
                     spec,

@@ -3,38 +3,39 @@
 //! shard has arrived and releases them all, or fails the run naming who is missing. It times
 //! each release's round trip to estimate how far apart the shards started.
 
-use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Mutex};
 use tokio::task::JoinHandle;
 
-use super::wire::{self, Figures, Lines, Msg, Refusal, Skew};
-use super::{fmt_secs, shard_list, Arrival, Release};
+use super::door::{Door, Entry};
+use super::wire::{self, Figures, Msg, Pulse, Reader, Refusal, Skew};
+use super::{fmt_secs, shard_list, Address, Arrival, Release};
 
-/// How long a new connection has to say hello before it is dropped (a health check, a port
-/// scanner): it must not hold up the shards that do.
-const HELLO_WAIT: Duration = Duration::from_secs(10);
-/// Shard 0's heartbeat to every shard.
-pub(super) const HEARTBEAT: Duration = Duration::from_secs(1);
-
-type Writer = Arc<Mutex<OwnedWriteHalf>>;
+type Writer = Arc<Mutex<wire::Writer>>;
 
 enum Event {
-    /// A new connection's first line.
-    Hello {
-        msg: Msg,
-        lines: Lines<tokio::net::tcp::OwnedReadHalf>,
-        writer: OwnedWriteHalf,
-        from: SocketAddr,
-    },
+    /// A new connection let in by the door, with its hello.
+    Hello(Entry),
     /// A joined shard's line, and when it was read.
     Msg { shard: u64, msg: Msg, at: Instant },
     /// A joined shard's connection ended (with the read error, if one ended it).
     Closed { shard: u64, why: Option<String> },
+    /// Nothing came from a joined shard for the pulse's silence, not even a heartbeat.
+    Silent { shard: u64 },
+}
+
+/// How a shard that went silent is named; `when`: ` before `cell 1 q: end``, or nothing.
+fn silent(shard: u64, when: &str, pulse: Pulse) -> String {
+    format!(
+        "shard {shard} went silent{when} (nothing from it for {}, not even a heartbeat, sent every {}): \
+         it hangs, or the network between it and shard 0 failed",
+        fmt_secs(pulse.silence),
+        fmt_secs(pulse.every)
+    )
 }
 
 /// When the last barrier released each shard, and when each said it had read the release.
@@ -83,6 +84,7 @@ pub(super) struct Lead {
     /// The listener, readers and heartbeats: ended with the lead.
     tasks: Vec<JoinHandle<()>>,
     alarm: Arc<super::Alarm>,
+    pulse: Pulse,
 }
 
 impl Drop for Lead {
@@ -94,20 +96,33 @@ impl Drop for Lead {
 }
 
 impl Lead {
-    /// Listens on `bind` and waits until the other `count - 1` shards have said hello with
-    /// the same plan, or `timeout` has passed.
+    /// Listens on `addr`'s bind address and waits until the other `count - 1` shards have
+    /// come through the door and said hello with the same plan, or `timeout` has passed.
     pub(super) async fn join(
         count: u64,
-        bind: &str,
+        addr: &Address,
         plan: &str,
         timeout: Duration,
         alarm: Arc<super::Alarm>,
     ) -> Result<Lead, String> {
-        let listener = TcpListener::bind(bind)
+        let bind = addr.bind();
+        let door = Arc::new(Door::new(&addr.access)?);
+        let listener = TcpListener::bind(&bind)
             .await
             .map_err(|e| format!("shard 0 cannot listen on {bind}: {e}"))?;
         let (tx, events) = mpsc::unbounded_channel();
-        let accept = tokio::spawn(accept_loop(listener, tx.clone()));
+        let (entries, mut entered) = mpsc::unbounded_channel();
+        let accept = tokio::spawn(door.clone().accept_loop(listener, entries));
+        let forward = {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while let Some(e) = entered.recv().await {
+                    if tx.send(Event::Hello(e)).is_err() {
+                        return;
+                    }
+                }
+            })
+        };
         let mut lead = Lead {
             count,
             timeout,
@@ -116,8 +131,9 @@ impl Lead {
             last: None,
             broken: None,
             plan: plan.to_string(),
-            tasks: vec![accept],
+            tasks: vec![accept, forward],
             alarm,
+            pulse: Pulse::of(timeout),
         };
         let deadline = Instant::now() + timeout;
         while lead.peers.iter().skip(1).any(Option::is_none) {
@@ -129,9 +145,16 @@ impl Lead {
                 let missing: Vec<u64> = (1..count)
                     .filter(|&k| lead.peers[k as usize].is_none())
                     .collect();
+                let refused = match door.refused.load(Ordering::Relaxed) {
+                    0 => String::new(),
+                    1 => "; shard 0 refused 1 connection (said above, with its address)".into(),
+                    n => format!(
+                        "; shard 0 refused {n} connections (said above, with their addresses)"
+                    ),
+                };
                 let why = format!(
                     "{} of {count} did not join within {} (shard 0 listens on {bind}): \
-                     check that {} started and can reach shard 0",
+                     check that {} started and can reach shard 0, with the same token{refused}",
                     shard_list(&missing),
                     fmt_secs(timeout),
                     if missing.len() == 1 { "it" } else { "they" },
@@ -139,12 +162,12 @@ impl Lead {
                 return Err(lead.fail(why).await);
             };
             match ev {
-                Some(Event::Hello {
+                Some(Event::Hello(Entry {
                     msg,
                     lines,
                     writer,
                     from,
-                }) => {
+                })) => {
                     if let Err(why) = lead.admit(msg, lines, writer, from, &tx).await {
                         return Err(lead.fail(why).await);
                     }
@@ -154,6 +177,10 @@ impl Lead {
                         "shard {shard} closed its connection before the run began{}",
                         why.map(|w| format!(" ({w})")).unwrap_or_default()
                     );
+                    return Err(lead.fail(why).await);
+                }
+                Some(Event::Silent { shard }) => {
+                    let why = silent(shard, " before the run began", lead.pulse);
                     return Err(lead.fail(why).await);
                 }
                 Some(Event::Msg { shard, msg, .. }) => {
@@ -176,9 +203,9 @@ impl Lead {
     async fn admit(
         &mut self,
         msg: Msg,
-        lines: Lines<tokio::net::tcp::OwnedReadHalf>,
-        mut writer: OwnedWriteHalf,
-        from: SocketAddr,
+        lines: Reader,
+        mut writer: wire::Writer,
+        from: std::net::SocketAddr,
         tx: &mpsc::UnboundedSender<Event>,
     ) -> Result<(), String> {
         let Msg::Hello {
@@ -186,6 +213,7 @@ impl Lead {
             count,
             plan,
             version,
+            ..
         } = msg
         else {
             return Err(format!("{from} spoke first without a hello: {msg:?}"));
@@ -236,8 +264,9 @@ impl Lead {
             lines,
             tx.clone(),
             self.alarm.clone(),
+            self.pulse,
         )));
-        self.tasks.push(tokio::spawn(heartbeat(writer)));
+        self.tasks.push(tokio::spawn(heartbeat(writer, self.pulse)));
         Ok(())
     }
 
@@ -312,9 +341,13 @@ impl Lead {
                     );
                     return Err(self.fail(why).await);
                 }
-                Some(Event::Hello {
+                Some(Event::Silent { shard }) => {
+                    let why = silent(shard, &format!(" before `{point}`"), self.pulse);
+                    return Err(self.fail(why).await);
+                }
+                Some(Event::Hello(Entry {
                     msg, mut writer, ..
-                }) => {
+                })) => {
                     // Late, or a second process with a taken index: refused, the run goes on.
                     let who = match msg {
                         Msg::Hello { shard, .. } => format!("shard {shard}"),
@@ -353,7 +386,7 @@ impl Lead {
                 let mut w = w.lock().await;
                 sent[k] = Some(Instant::now());
                 // A shard that cannot be written to has gone: its reader reports it next.
-                let _ = wire::send(&mut w, &msg).await;
+                let _ = wire::send(&mut *w, &msg).await;
             }
         }
         let own = Instant::now();
@@ -400,7 +433,7 @@ impl Lead {
     async fn broadcast(&self, msg: &Msg) {
         for w in self.peers.iter().flatten() {
             let mut w = w.lock().await;
-            let _ = wire::send(&mut w, msg).await;
+            let _ = wire::send(&mut *w, msg).await;
         }
     }
 }
@@ -413,43 +446,24 @@ fn short(plan: &str) -> String {
     }
 }
 
-/// Accepts connections for as long as the lead lives; each says hello on its own task, so a
-/// connection that never does holds up no one.
-async fn accept_loop(listener: TcpListener, tx: mpsc::UnboundedSender<Event>) {
-    loop {
-        let Ok((sock, from)) = listener.accept().await else {
-            continue;
-        };
-        let _ = sock.set_nodelay(true);
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let (r, writer) = sock.into_split();
-            let mut lines = Lines::new(r);
-            // Anything but a hello in time is not a shard: dropped without a word.
-            if let Ok(Ok(Some((msg @ Msg::Hello { .. }, _)))) =
-                tokio::time::timeout(HELLO_WAIT, lines.next()).await
-            {
-                let _ = tx.send(Event::Hello {
-                    msg,
-                    lines,
-                    writer,
-                    from,
-                });
-            }
-        });
-    }
-}
-
-/// Reads a shard's lines for the barriers; a shard that leaves or whose connection ends rings
-/// the alarm first, so a phase under way stops at once.
+/// Reads a shard's lines for the barriers; a shard that leaves, whose connection ends or that
+/// goes silent (a partition: no line, not even a heartbeat, for the pulse's silence) rings the
+/// alarm first, so a phase under way stops at once.
 async fn read_loop(
     shard: u64,
-    mut lines: Lines<tokio::net::tcp::OwnedReadHalf>,
+    mut lines: Reader,
     tx: mpsc::UnboundedSender<Event>,
     alarm: Arc<super::Alarm>,
+    pulse: Pulse,
 ) {
     loop {
-        match lines.next().await {
+        let Ok(next) = tokio::time::timeout(pulse.silence, lines.next()).await else {
+            alarm.ring(&silent(shard, "", pulse));
+            let _ = tx.send(Event::Silent { shard });
+            return;
+        };
+        match next {
+            Ok(Some((Msg::Alive, _))) => {}
             Ok(Some((msg, at))) => {
                 if let Msg::Leave { reason } = &msg {
                     alarm.ring(&format!("shard {shard} left the run ({reason})"));
@@ -477,11 +491,11 @@ async fn read_loop(
     }
 }
 
-async fn heartbeat(writer: Writer) {
+async fn heartbeat(writer: Writer, pulse: Pulse) {
     loop {
-        tokio::time::sleep(HEARTBEAT).await;
+        tokio::time::sleep(pulse.every).await;
         let mut w = writer.lock().await;
-        if wire::send(&mut w, &Msg::Alive).await.is_err() {
+        if wire::send(&mut *w, &Msg::Alive).await.is_err() {
             return;
         }
     }

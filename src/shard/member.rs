@@ -6,86 +6,105 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Mutex};
 use tokio::task::JoinHandle;
 
-use super::lead::HEARTBEAT;
-use super::wire::{self, Lines, Msg};
-use super::{fmt_secs, Arrival, Release};
+use super::access::Access;
+use super::wire::{self, Conn, Msg, Pulse, Reader};
+use super::{fmt_secs, Address, Arrival, Release};
 
 /// Between two attempts to reach shard 0.
 const RETRY: Duration = Duration::from_millis(200);
 
 type Heard = Result<(Msg, Instant), String>;
+type Writer = Arc<Mutex<wire::Writer>>;
 
 pub(super) struct Member {
     timeout: Duration,
-    writer: Arc<Mutex<OwnedWriteHalf>>,
+    writer: Writer,
     heard: mpsc::UnboundedReceiver<Heard>,
-    reader: JoinHandle<()>,
+    /// The reader and the heartbeat: ended with the member.
+    tasks: [JoinHandle<()>; 2],
     broken: Option<String>,
 }
 
 impl Drop for Member {
     fn drop(&mut self) {
-        self.reader.abort();
+        for t in &self.tasks {
+            t.abort();
+        }
     }
 }
 
 impl Member {
-    /// Connects to shard 0 at `addr`, says hello and waits to be welcomed.
+    /// Connects to shard 0 at `addr` (retrying while it is not up yet; TLS when the barrier
+    /// has it), says hello with the token and waits to be welcomed.
     pub(super) async fn join(
         shard: u64,
         count: u64,
-        addr: &str,
+        addr: &Address,
         plan: &str,
         timeout: Duration,
         alarm: Arc<super::Alarm>,
     ) -> Result<Member, String> {
-        let deadline = Instant::now() + timeout;
-        let sock = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let err = match tokio::time::timeout(left, TcpStream::connect(addr)).await {
-                Ok(Ok(s)) => break s,
-                Ok(Err(e)) => e.to_string(),
-                Err(_) => "no answer".to_string(),
-            };
-            if Instant::now() + RETRY >= deadline {
-                return Err(format!(
-                    "could not reach shard 0 at {addr} within {}: {err}",
-                    fmt_secs(timeout)
-                ));
-            }
-            tokio::time::sleep(RETRY).await;
+        let (Some(host), Some(to)) = (addr.host.as_deref(), addr.connect()) else {
+            return Err(format!(
+                "shard {shard} needs to know where shard 0 listens: --barrier HOST:PORT or {}",
+                super::BARRIER_VAR
+            ));
         };
-        let _ = sock.set_nodelay(true);
-        let (r, mut w) = sock.into_split();
+        let deadline = Instant::now() + timeout;
+        let conn = dial(host, &to, &addr.access, deadline, timeout).await?;
+        let (lines, mut w) = wire::split(conn);
         let hello = Msg::Hello {
             shard,
             count,
             plan: plan.to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
+            token: addr.access.token.clone(),
         };
         wire::send(&mut w, &hello)
             .await
-            .map_err(|e| format!("cannot say hello to shard 0 at {addr}: {e}"))?;
+            .map_err(|e| format!("cannot say hello to shard 0 at {to}: {e}"))?;
         let writer = Arc::new(Mutex::new(w));
         let (tx, heard) = mpsc::unbounded_channel();
-        let reader = tokio::spawn(read_loop(Lines::new(r), writer.clone(), tx, alarm));
+        let pulse = Pulse::of(timeout);
+        let reader = tokio::spawn(read_loop(
+            lines,
+            writer.clone(),
+            tx,
+            alarm,
+            pulse,
+            to.clone(),
+        ));
+        let beat = tokio::spawn(heartbeat(writer.clone(), pulse));
         let mut m = Member {
             timeout,
             writer,
             heard,
-            reader,
+            tasks: [reader, beat],
             broken: None,
         };
         loop {
-            match m.hear("the start of the run").await? {
-                Msg::Welcome { .. } => return Ok(m),
-                Msg::Alive => continue,
-                other => return Err(m.broke(format!("shard 0 answered the hello with {other:?}"))),
+            let heard = m.hear("the start of the run").await;
+            match heard {
+                Ok(Msg::Welcome { .. }) => return Ok(m),
+                Ok(Msg::Alive) => continue,
+                Ok(Msg::Refuse { reason }) => {
+                    return Err(m.broke(format!("shard 0 at {to} refused this shard: {reason}")))
+                }
+                Ok(other) => {
+                    return Err(m.broke(format!("shard 0 answered the hello with {other:?}")))
+                }
+                // A barrier under TLS answers a hello in clear with a TLS alert, or closes.
+                Err(e) if addr.access.tls.is_none() && !e.starts_with("shard 0 ended") => {
+                    return Err(m.broke(format!(
+                        "{e} (if shard 0 serves the barrier over TLS, give this shard \
+                         --barrier-tls-ca or {})",
+                        super::access::TLS_CA_VAR
+                    )))
+                }
+                Err(e) => return Err(e),
             }
         }
     }
@@ -97,22 +116,20 @@ impl Member {
         if let Some(b) = &self.broken {
             return Err(b.clone());
         }
-        // A heartbeat comes every second: silence for the timeout (at least a few beats)
-        // means shard 0 or the way to it is gone.
-        let silence = self.timeout.max(HEARTBEAT * 5);
+        // A heartbeat comes every pulse (the reader sees silence mid-phase): this is the
+        // backstop for a shard 0 that still beats but never answers.
+        let silence = self.timeout.max(Pulse::of(self.timeout).silence);
         match tokio::time::timeout(silence, self.heard.recv()).await {
             Ok(Some(Ok((Msg::Abort { reason }, _)))) => {
                 Err(self.broke(format!("shard 0 ended the run: {reason}")))
             }
             Ok(Some(Ok((msg, _)))) => Ok(msg),
-            Ok(Some(Err(e))) => Err(self.broke(format!(
-                "the connection to shard 0 failed before `{point}`: {e}"
-            ))),
+            Ok(Some(Err(e))) => Err(self.broke(format!("before `{point}`: {e}"))),
             Ok(None) => Err(self.broke(format!(
                 "shard 0 closed the barrier connection before `{point}`: it died or was stopped"
             ))),
             Err(_) => Err(self.broke(format!(
-                "no word from shard 0 for {} before `{point}` (it sends a heartbeat every second): it hangs, or the network between the shards failed",
+                "no word from shard 0 for {} before `{point}`: it hangs, or the network between the shards failed",
                 fmt_secs(silence)
             ))),
         }
@@ -142,7 +159,7 @@ impl Member {
         };
         let sent = {
             let mut w = self.writer.lock().await;
-            wire::send(&mut w, &msg).await
+            wire::send(&mut *w, &msg).await
         };
         if let Err(e) = sent {
             return Err(self.broke(format!("cannot reach shard 0 at `{point}`: {e}")));
@@ -179,7 +196,7 @@ impl Member {
         }
         let mut w = self.writer.lock().await;
         let _ = wire::send(
-            &mut w,
+            &mut *w,
             &Msg::Leave {
                 reason: reason.to_string(),
             },
@@ -189,22 +206,83 @@ impl Member {
     }
 }
 
+/// A connection to shard 0 at `to`: TCP again and again until shard 0 is up or `deadline`,
+/// then the TLS handshake once (a refused certificate does not get better by retrying).
+async fn dial(
+    host: &str,
+    to: &str,
+    access: &Access,
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<Conn, String> {
+    let connector = super::access::connector(host, access)?;
+    let wire = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let err = match connector.tcp(to, left).await {
+            Ok(w) => break w,
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() + RETRY >= deadline {
+            return Err(format!(
+                "could not reach shard 0 at {to} within {}: {err}",
+                fmt_secs(timeout)
+            ));
+        }
+        tokio::time::sleep(RETRY).await;
+    };
+    if !connector.is_tls() {
+        return Ok(Box::new(wire));
+    }
+    let left = deadline
+        .saturating_duration_since(Instant::now())
+        .max(RETRY * 5);
+    match connector.handshake(wire, left).await {
+        Ok(tls) => Ok(Box::new(tls)),
+        Err(e) => Err(format!("no TLS with shard 0 at {to}: {e}")),
+    }
+}
+
+/// This shard's heartbeat to shard 0, so that shard 0 sees a silent shard mid-phase.
+async fn heartbeat(writer: Writer, pulse: Pulse) {
+    loop {
+        tokio::time::sleep(pulse.every).await;
+        let mut w = writer.lock().await;
+        if wire::send(&mut *w, &Msg::Alive).await.is_err() {
+            return;
+        }
+    }
+}
+
 /// Reads shard 0's lines; a release is answered with `go` before anything else happens, so
-/// the round trip shard 0 measures holds no more than the network and this read. An abort or
-/// the end of the connection rings the alarm first, so a phase under way stops at once.
+/// the round trip shard 0 measures holds no more than the network and this read. An abort,
+/// the end of the connection or silence (no line, not even a heartbeat, for the pulse's
+/// silence: a partition) rings the alarm first, so a phase under way stops at once.
 async fn read_loop(
-    mut lines: Lines<tokio::net::tcp::OwnedReadHalf>,
-    writer: Arc<Mutex<OwnedWriteHalf>>,
+    mut lines: Reader,
+    writer: Writer,
     tx: mpsc::UnboundedSender<Heard>,
     alarm: Arc<super::Alarm>,
+    pulse: Pulse,
+    to: String,
 ) {
     loop {
-        match lines.next().await {
+        let Ok(next) = tokio::time::timeout(pulse.silence, lines.next()).await else {
+            let why = format!(
+                "shard 0 at {to} went silent (nothing from it for {}, not even a heartbeat, sent every {}): \
+                 it hangs, or the network between this shard and shard 0 failed",
+                fmt_secs(pulse.silence),
+                fmt_secs(pulse.every)
+            );
+            alarm.ring(&why);
+            let _ = tx.send(Err(why));
+            return;
+        };
+        match next {
             Ok(Some((msg, at))) => {
                 match &msg {
                     Msg::Release { seq, .. } => {
                         let mut w = writer.lock().await;
-                        let _ = wire::send(&mut w, &Msg::Go { seq: *seq }).await;
+                        let _ = wire::send(&mut *w, &Msg::Go { seq: *seq }).await;
                     }
                     Msg::Abort { reason } => {
                         alarm.ring(&format!("shard 0 ended the run ({reason})"));
@@ -221,7 +299,7 @@ async fn read_loop(
             }
             Err(e) => {
                 alarm.ring(&format!("the connection to shard 0 failed ({e})"));
-                let _ = tx.send(Err(e));
+                let _ = tx.send(Err(format!("the connection to shard 0 failed: {e}")));
                 return;
             }
         }

@@ -8,6 +8,8 @@
 //! What a shard does in a phase is `exec::shards`'s business. docs/language.md, "Shards",
 //! describes both for a user.
 
+mod access;
+mod door;
 mod lead;
 mod member;
 mod spec;
@@ -17,10 +19,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use access::{
+    resolve, Access, Flags, TlsFiles, Token, TLS_CA_VAR, TLS_CERT_VAR, TLS_KEY_VAR, TOKEN_VAR,
+};
 pub use spec::{
     parse_timeout, Address, Spec, BARRIER_VAR, COUNT_VAR, DEFAULT_PORT, DEFAULT_TIMEOUT, INDEX_VAR,
 };
-pub use wire::{Figures, Refusal, Skew};
+pub use wire::{Figures, Pulse, Refusal, Skew};
 
 /// What a shard brings to a barrier.
 #[derive(Clone, Debug, Default)]
@@ -132,16 +137,10 @@ impl Barrier {
             return Ok(Barrier(Side::Alone));
         }
         if spec.leads() {
-            let lead = lead::Lead::join(spec.count, &addr.bind(), plan, timeout, alarm).await?;
+            let lead = lead::Lead::join(spec.count, addr, plan, timeout, alarm).await?;
             return Ok(Barrier(Side::Lead(Box::new(lead))));
         }
-        let Some(to) = addr.connect() else {
-            return Err(format!(
-                "shard {} needs to know where shard 0 listens: --barrier HOST:PORT or {BARRIER_VAR}",
-                spec.index
-            ));
-        };
-        let m = member::Member::join(spec.index, spec.count, &to, plan, timeout, alarm).await?;
+        let m = member::Member::join(spec.index, spec.count, addr, plan, timeout, alarm).await?;
         Ok(Barrier(Side::Member(Box::new(m))))
     }
 

@@ -123,12 +123,15 @@ impl Spec {
     }
 }
 
-/// Where shard 0 listens, as the shards were told.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where shard 0 listens, as the shards were told, and who may join (`access`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Address {
     /// `None`: not given (shard 0 binds every interface; the others cannot connect).
     pub host: Option<String>,
     pub port: u16,
+    /// `--barrier-bind`: what shard 0 listens on, apart from the name the others dial.
+    pub listen: Option<String>,
+    pub access: super::access::Access,
 }
 
 impl Address {
@@ -149,12 +152,24 @@ impl Address {
             return Ok(Address {
                 host: None,
                 port: DEFAULT_PORT,
+                ..Address::default()
             });
         };
-        Address::parse(text.trim()).map_err(|e| format!("{from} `{text}`: {e}"))
+        Address::parse(text.trim(), DEFAULT_PORT).map_err(|e| format!("{from} `{text}`: {e}"))
     }
 
-    fn parse(text: &str) -> Result<Address, String> {
+    /// `--barrier-bind`'s `HOST:PORT`, `HOST` (the barrier's `port`), `:PORT`, `[V6]:PORT`, as
+    /// a socket address to bind (no host: every interface).
+    pub(super) fn parse_listen(text: &str, port: u16) -> Result<String, String> {
+        let a = Address::parse(text, port)?;
+        Ok(match a.host.as_deref() {
+            None => format!("0.0.0.0:{}", a.port),
+            Some(h) if h.contains(':') => format!("[{h}]:{}", a.port),
+            Some(h) => format!("{h}:{}", a.port),
+        })
+    }
+
+    fn parse(text: &str, default_port: u16) -> Result<Address, String> {
         let (host, port) = if let Some(rest) = text.strip_prefix('[') {
             let (h, after) = rest
                 .split_once(']')
@@ -175,7 +190,7 @@ impl Address {
             }
         };
         let port = match port {
-            None => DEFAULT_PORT,
+            None => default_port,
             Some(p) => p
                 .parse::<u16>()
                 .ok()
@@ -185,13 +200,18 @@ impl Address {
         Ok(Address {
             host: (!host.is_empty()).then(|| host.to_string()),
             port,
+            ..Address::default()
         })
     }
 
-    /// What shard 0 binds: the named host when it is a loopback address (a run on one
-    /// machine, as the tests run), otherwise every interface, since the name the others use
-    /// (a headless Service's pod name) is how they reach this pod, not an address it has.
+    /// What shard 0 binds: `--barrier-bind` when given; else the named host when it is a
+    /// loopback address (a run on one machine, as the tests run), otherwise every interface,
+    /// since the name the others use (a headless Service's pod name) is how they reach this
+    /// pod, not an address it has.
     pub fn bind(&self) -> String {
+        if let Some(l) = &self.listen {
+            return l.clone();
+        }
         match self.host.as_deref() {
             Some(h @ ("127.0.0.1" | "localhost")) => format!("{h}:{}", self.port),
             Some("::1") => format!("[::1]:{}", self.port),

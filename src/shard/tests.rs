@@ -15,6 +15,7 @@ fn addr(port: u16) -> Address {
     Address {
         host: Some("127.0.0.1".into()),
         port,
+        ..Address::default()
     }
 }
 
@@ -150,7 +151,11 @@ async fn a_member_that_cannot_reach_shard_0_gives_up_within_the_timeout() {
     assert!(t0.elapsed() < Duration::from_secs(2));
     let e = Barrier::join(
         Spec { index: 1, count: 2 },
-        &Address { host: None, port },
+        &Address {
+            host: None,
+            port,
+            ..Address::default()
+        },
         "p",
         Duration::from_secs(1),
         Arc::default(),
@@ -252,4 +257,216 @@ fn lists_and_identities_read_well() {
         "{id}"
     );
     assert_eq!(fmt_secs(Duration::from_secs(120)), "120 s");
+}
+
+const TOKEN: &str = "barrier-token-0123456789";
+
+fn guarded(port: u16, token: Option<&str>) -> Address {
+    Address {
+        access: Access {
+            token: token.map(|t| serde_json::from_value(serde_json::json!(t)).unwrap()),
+            tls: None,
+        },
+        ..addr(port)
+    }
+}
+
+/// A stranger's hello, with the run's plan and index but `token`: what shard 0 answers.
+async fn stranger(port: u16, token: Option<&str>) -> String {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let mut sock = loop {
+        match tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+            Ok(s) => break s,
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    };
+    let mut hello = serde_json::json!({
+        "t": "hello", "shard": 1, "count": 2, "plan": "p",
+        "version": env!("CARGO_PKG_VERSION"),
+    });
+    if let Some(t) = token {
+        hello["token"] = t.into();
+    }
+    sock.write_all(format!("{hello}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut line = String::new();
+    tokio::io::BufReader::new(sock)
+        .read_line(&mut line)
+        .await
+        .unwrap();
+    line
+}
+
+#[tokio::test]
+async fn strangers_without_the_token_are_refused_and_the_run_goes_on() {
+    let port = free_port();
+    let lead = tokio::spawn(async move {
+        let a = guarded(port, Some(TOKEN));
+        let spec = Spec { index: 0, count: 2 };
+        Barrier::join(spec, &a, "p", Duration::from_secs(10), Arc::default()).await
+    });
+    let none = stranger(port, None).await;
+    assert!(
+        none.contains(r#""t":"refuse""#) && none.contains("needs a token"),
+        "{none}"
+    );
+    let wrong = stranger(port, Some("barrier-token-9876543210")).await;
+    assert!(wrong.contains("wrong barrier token"), "{wrong}");
+    assert!(!wrong.contains(TOKEN));
+    // A shard without the token is refused with a reason it can print.
+    let spec = Spec { index: 1, count: 2 };
+    let e = Barrier::join(
+        spec,
+        &guarded(port, None),
+        "p",
+        Duration::from_secs(10),
+        Arc::default(),
+    )
+    .await
+    .err()
+    .unwrap();
+    assert!(
+        e.contains("refused this shard") && e.contains("WLRUN_BARRIER_TOKEN"),
+        "{e}"
+    );
+    let one = Barrier::join(
+        spec,
+        &guarded(port, Some(TOKEN)),
+        "p",
+        Duration::from_secs(10),
+        Arc::default(),
+    )
+    .await;
+    let mut zero = lead.await.unwrap().unwrap();
+    let mut one = one.unwrap();
+    let t1 = tokio::spawn(async move { one.pass(1, "x", Arrival::default()).await });
+    zero.pass(1, "x", Arrival::default()).await.unwrap();
+    t1.await.unwrap().unwrap();
+}
+
+/// Forwards one connection both ways until `frozen`, then holds both sockets open and
+/// forwards nothing: a partition, where neither end sees its connection close.
+async fn partition_proxy(to: u16, frozen: Arc<std::sync::atomic::AtomicBool>) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let (a, _) = l.accept().await.unwrap();
+        let b = loop {
+            match tokio::net::TcpStream::connect(("127.0.0.1", to)).await {
+                Ok(b) => break b,
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        };
+        let (ar, aw) = a.into_split();
+        let (br, bw) = b.into_split();
+        let pipe = |mut r: tokio::net::tcp::OwnedReadHalf,
+                    mut w: tokio::net::tcp::OwnedWriteHalf,
+                    frozen: Arc<std::sync::atomic::AtomicBool>| async move {
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = r.read(&mut buf).await.unwrap_or(0);
+                if n == 0 {
+                    return;
+                }
+                if frozen.load(std::sync::atomic::Ordering::SeqCst) {
+                    // Keep both sockets, say nothing, for longer than any test waits.
+                    tokio::time::sleep(Duration::from_secs(600)).await;
+                    drop((r, w));
+                    return;
+                }
+                if w.write_all(&buf[..n]).await.is_err() {
+                    return;
+                }
+            }
+        };
+        let f = frozen.clone();
+        let up = tokio::spawn(pipe(ar, bw, f));
+        let down = tokio::spawn(pipe(br, aw, frozen));
+        let _ = (up.await, down.await);
+    });
+    port
+}
+
+async fn rang(alarm: &Alarm, within: Duration) -> Option<String> {
+    let t0 = Instant::now();
+    while t0.elapsed() < within {
+        if let Some(r) = alarm.rang() {
+            return Some(r);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
+#[tokio::test]
+async fn a_silent_peer_is_seen_mid_phase_from_missing_heartbeats_on_both_sides() {
+    let timeout = Duration::from_secs(2);
+    let pulse = Pulse::of(timeout);
+    assert_eq!(pulse.silence, timeout);
+    assert_eq!(pulse.every, Duration::from_millis(200));
+    let lead_port = free_port();
+    let frozen = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let proxy = partition_proxy(lead_port, frozen.clone()).await;
+    let alarm0 = Arc::new(Alarm::new(Arc::default()));
+    let alarm1 = Arc::new(Alarm::new(Arc::default()));
+    let a0 = alarm0.clone();
+    let zero = tokio::spawn(async move {
+        let spec = Spec { index: 0, count: 2 };
+        Barrier::join(spec, &addr(lead_port), "p", timeout, a0).await
+    });
+    let spec = Spec { index: 1, count: 2 };
+    let one = Barrier::join(spec, &addr(proxy), "p", timeout, alarm1.clone()).await;
+    let (mut zero, mut one) = (zero.await.unwrap().unwrap(), one.unwrap());
+    let t1 = tokio::spawn(async move {
+        let r = one.pass(1, "cell 1 q: start", Arrival::default()).await;
+        (one, r)
+    });
+    zero.pass(1, "cell 1 q: start", Arrival::default())
+        .await
+        .unwrap();
+    let (mut one, r) = t1.await.unwrap();
+    r.unwrap();
+    alarm0.arm("cell 1 q");
+    alarm1.arm("cell 1 q");
+    // Heartbeats alone keep a quiet phase alive past the silence limit.
+    tokio::time::sleep(timeout + Duration::from_millis(500)).await;
+    assert_eq!((alarm0.rang(), alarm1.rang()), (None, None));
+
+    frozen.store(true, std::sync::atomic::Ordering::SeqCst);
+    let t0 = Instant::now();
+    let r0 = rang(&alarm0, Duration::from_secs(10))
+        .await
+        .expect("shard 0 saw nothing");
+    let r1 = rang(&alarm1, Duration::from_secs(10))
+        .await
+        .expect("shard 1 saw nothing");
+    let took = t0.elapsed();
+    assert!(took < timeout + Duration::from_secs(2), "{took:?}");
+    assert!(
+        r0.contains("during `cell 1 q`, shard 1 went silent")
+            && r0.contains("not even a heartbeat"),
+        "{r0}"
+    );
+    assert!(
+        r1.contains(&format!("shard 0 at 127.0.0.1:{proxy} went silent")),
+        "{r1}"
+    );
+    // Both end barriers fail at once, naming the other.
+    let t1 = tokio::spawn(async move { one.pass(2, "cell 1 q: end", Arrival::default()).await });
+    let e0 = zero
+        .pass(2, "cell 1 q: end", Arrival::default())
+        .await
+        .unwrap_err();
+    let e1 = t1.await.unwrap().unwrap_err();
+    assert!(
+        e0.contains("shard 1 went silent before `cell 1 q: end`"),
+        "{e0}"
+    );
+    assert!(
+        e1.contains("shard 0 at") && e1.contains("went silent"),
+        "{e1}"
+    );
+    assert!(t0.elapsed() < timeout + Duration::from_secs(3));
 }

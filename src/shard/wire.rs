@@ -1,15 +1,63 @@
 //! The barrier protocol on the wire: one JSON object per line over one TCP connection from
 //! each shard to shard 0 (docs/language.md, "Shards", describes it for a reader of captures).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{
+    AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, ReadHalf,
+    WriteHalf,
+};
+
+use super::access::Token;
 
 /// A line longer than this is not ours (a port scanner, another protocol): the connection is
 /// dropped rather than buffered without end.
-const MAX_LINE: u64 = 1 << 20;
+pub const MAX_LINE: u64 = 1 << 20;
+/// Before a peer is let in, its hello is all it may send: a stranger gets this much buffer,
+/// not a mebibyte per connection.
+pub const MAX_HELLO: u64 = 16 << 10;
+/// A peer that takes no line for this long is gone (its reader stopped, or a partition filled
+/// the send buffer): the writer gives up rather than hold the connection's lock for ever.
+const WRITE_WAIT: Duration = Duration::from_secs(10);
+
+/// A barrier connection, in clear or under TLS.
+pub trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
+pub type Conn = Box<dyn Io>;
+pub type Reader = Lines<ReadHalf<Conn>>;
+pub type Writer = WriteHalf<Conn>;
+
+/// A connection split into its lines and its writer.
+pub fn split(conn: Conn) -> (Reader, Writer) {
+    let (r, w) = tokio::io::split(conn);
+    (Lines::new(r), w)
+}
+
+/// The heartbeat both ends of every barrier connection keep: a line (`alive`, or any other)
+/// every `every`, and a peer from which nothing came for `silence` is lost, mid-phase as
+/// at a barrier. `silence` is the barrier timeout, at most 10 s, and `every` a tenth of it:
+/// a peer is lost after 10 missed beats, so one late beat on a loaded machine is no alarm,
+/// and a partition is seen within seconds rather than at the next barrier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pulse {
+    pub every: Duration,
+    pub silence: Duration,
+}
+
+/// Beats missed before a peer is lost.
+pub const MISSES: u32 = 10;
+const MAX_SILENCE: Duration = Duration::from_secs(10);
+
+impl Pulse {
+    pub fn of(timeout: Duration) -> Pulse {
+        let silence = timeout.min(MAX_SILENCE);
+        Pulse {
+            every: silence / MISSES,
+            silence,
+        }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
@@ -20,7 +68,13 @@ pub enum Msg {
         count: u64,
         plan: String,
         version: String,
+        /// `WLRUN_BARRIER_TOKEN`, when set: shard 0 lets no one in without the same.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<Token>,
     },
+    /// Shard 0 does not let this connection in (no token, a wrong one), saying why; the
+    /// connection closes and the run goes on without it.
+    Refuse { reason: String },
     /// Every shard has said hello: the run begins.
     Welcome { count: u64 },
     /// A shard reached barrier `seq`; `failure` when its phase cannot start, `figures` what
@@ -51,7 +105,7 @@ pub enum Msg {
     Leave { reason: String },
     /// Shard 0 ends the run for every shard, saying why.
     Abort { reason: String },
-    /// Shard 0's heartbeat, every second: a shard waiting for a slow shard 0 knows it lives.
+    /// The heartbeat, both ways (`Pulse`): each end knows the other lives, mid-phase too.
     Alive,
 }
 
@@ -112,46 +166,67 @@ pub struct Skew {
     pub error_ms: f64,
 }
 
-/// Writes one message as a line.
-pub async fn send(w: &mut OwnedWriteHalf, msg: &Msg) -> std::io::Result<()> {
+/// Writes one message as a line (flushed: TLS buffers what it encrypts).
+pub async fn send<W: AsyncWrite + Unpin>(w: &mut W, msg: &Msg) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(msg).expect("barrier messages serialize");
     line.push(b'\n');
-    w.write_all(&line).await
+    let write = async {
+        w.write_all(&line).await?;
+        w.flush().await
+    };
+    match tokio::time::timeout(WRITE_WAIT, write).await {
+        Ok(r) => r,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "the peer took no line for 10 s",
+        )),
+    }
 }
 
 /// Reads lines as messages.
 pub struct Lines<R> {
     r: BufReader<R>,
     buf: Vec<u8>,
-}
-
-impl Lines<OwnedReadHalf> {
-    pub fn new(r: OwnedReadHalf) -> Self {
-        Lines {
-            r: BufReader::new(r),
-            buf: Vec::new(),
-        }
-    }
+    max: u64,
 }
 
 impl<R: AsyncRead + Unpin> Lines<R> {
+    pub fn new(r: R) -> Self {
+        Lines {
+            r: BufReader::new(r),
+            buf: Vec::new(),
+            max: MAX_LINE,
+        }
+    }
+
+    /// Lines up to `max` bytes from now on.
+    pub fn limit(&mut self, max: u64) {
+        self.max = max;
+    }
+
     /// The next message and when its line was read; `Ok(None)` at the end of the stream.
     pub async fn next(&mut self) -> Result<Option<(Msg, Instant)>, String> {
         self.buf.clear();
         let n = (&mut self.r)
-            .take(MAX_LINE)
+            .take(self.max)
             .read_until(b'\n', &mut self.buf)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await;
+        let n = match n {
+            Ok(n) => n,
+            // The peer's end, though not an orderly one: a reset (our heartbeat reached a
+            // process that had died), or TLS without its close_notify (a killed process).
+            Err(e) if closed(&e) => return Ok(None),
+            Err(e) => return Err(e.to_string()),
+        };
         let at = Instant::now();
         if n == 0 {
             return Ok(None);
         }
         if self.buf.last() != Some(&b'\n') {
-            return Err(if n as u64 >= MAX_LINE {
-                "a line over 1 MiB: not a wlrun shard".into()
+            return Err(if n as u64 >= self.max {
+                format!("a line over {}: not a wlrun shard", size(self.max))
             } else {
-                "the connection closed in the middle of a line".into()
+                "the connection closed in the middle of a line".to_string()
             });
         }
         serde_json::from_slice(&self.buf)
@@ -162,6 +237,23 @@ impl<R: AsyncRead + Unpin> Lines<R> {
                     String::from_utf8_lossy(&self.buf[..self.buf.len().min(120)]).trim_end()
                 )
             })
+    }
+}
+
+fn closed(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionReset | ConnectionAborted | UnexpectedEof
+    )
+}
+
+/// `1 MiB`, `16 KiB`.
+fn size(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes >> 10)
     }
 }
 
@@ -221,10 +313,7 @@ mod tests {
     #[tokio::test]
     async fn lines_end_at_the_stream_end_and_refuse_garbage() {
         let data: &[u8] = b"{\"t\":\"go\",\"seq\":1}\nnot json\n{\"t\":\"alive\"}";
-        let mut l = Lines {
-            r: BufReader::new(data),
-            buf: Vec::new(),
-        };
+        let mut l = Lines::new(data);
         assert_eq!(l.next().await.unwrap().unwrap().0, Msg::Go { seq: 1 });
         assert!(l
             .next()

@@ -26,6 +26,11 @@ pub fn wlrun(dir: &Path, args: &[&str]) -> Command {
         .env_remove("JOB_COMPLETION_INDEX")
         .env_remove("WLRUN_SHARDS")
         .env_remove("WLRUN_BARRIER")
+        // A tester's own barrier settings must not change what the tests run.
+        .env_remove("WLRUN_BARRIER_TOKEN")
+        .env_remove("WLRUN_BARRIER_TLS_CERT")
+        .env_remove("WLRUN_BARRIER_TLS_KEY")
+        .env_remove("WLRUN_BARRIER_TLS_CA")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     c
