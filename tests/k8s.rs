@@ -1136,6 +1136,29 @@ fn the_job_has_a_deadline_a_ttl_limits_and_runs_where_it_is_told() {
     );
     assert!(job["template"]["spec"].get("nodeSelector").is_none());
     validate(&yaml);
+
+    // Shorter than the plan allows for: taken, and said.
+    let (yaml, stderr) = manifests(
+        &repo(),
+        &[
+            "workloads/ksql-pull.wl",
+            "--shards",
+            "3",
+            "--image",
+            "w:1",
+            "--deadline",
+            "10m",
+        ],
+        &[],
+    );
+    assert!(
+        stderr.contains("note: --deadline is 600 s (10m), less than the 3967 s (1h6m7s)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        kind(&docs(&yaml), "Job")["spec"]["activeDeadlineSeconds"].as_u64(),
+        Some(600)
+    );
 }
 
 #[test]

@@ -132,6 +132,15 @@ fn manifests(args: &K8sArgs, style: Style) -> Result<String, Option<String>> {
         (Some(_), _) => 0,
     };
     let deadline_s = match (deadline, deadline::derive(&plan, linger)) {
+        (Some(given), Ok(derived)) if given < derived => {
+            sayln!(
+                "wlrun k8s: note: --deadline is {}, less than the {} the plan allows for \
+                 (docs/scale-out.md): Kubernetes may stop the shards before their run ends",
+                deadline::shown(given),
+                deadline::shown(derived)
+            );
+            given
+        }
         (Some(given), _) => given,
         (None, Ok(derived)) => derived,
         (None, Err(unbounded)) => {
