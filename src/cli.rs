@@ -239,7 +239,8 @@ pub enum Command {
     /// environment variables it names, a headless Service for the barrier, the Job, and (with
     /// --results-claim) a pod to collect and merge the shards' directories from. Apply with
     /// `kubectl apply --server-side -f -`; docs/scale-out.md is the runbook.
-    K8s(K8sArgs),
+    // Boxed: its many options would make every other command as large.
+    K8s(Box<K8sArgs>),
     /// Write a commented starter workload for a kind of target, to edit and run.
     ///
     /// The starter checks and runs as written against a local server (the addresses and
@@ -407,6 +408,42 @@ pub struct K8sArgs {
     /// Memory each shard requests (a Kubernetes quantity: `1Gi`, `512Mi`).
     #[arg(long, default_value = "1Gi")]
     pub memory: String,
+    /// The most memory a shard may use before it is OOM-killed; the request (--memory) by
+    /// default, so the node never runs short because of a shard.
+    #[arg(long, value_name = "QUANTITY")]
+    pub memory_limit: Option<String>,
+    /// A CPU limit; none by default: the kernel enforces one by throttling the shard in bursts,
+    /// which shows up as latency that is not the server's.
+    #[arg(long, value_name = "QUANTITY")]
+    pub cpu_limit: Option<String>,
+    /// The Job's activeDeadlineSeconds (`90m`, `2h`, `1h30m`, `5400s`): Kubernetes stops the
+    /// shards and fails the Job then. Derived from the plan when every phase is bounded in
+    /// time; required when one is not.
+    #[arg(long, value_name = "DURATION")]
+    pub deadline: Option<String>,
+    /// How long Kubernetes keeps the finished Job and its pods (their logs, exit codes and
+    /// termination messages) before deleting them, seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 86_400)]
+    pub ttl_after_finished: u32,
+    /// Run the shards only on nodes with this label: `pool=loaders` (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub node_selector: Vec<String>,
+    /// Let the shards run on nodes with this taint, written as kubectl writes it:
+    /// `key=value:Effect`, or `key:Effect` for any value (repeatable).
+    #[arg(long, value_name = "TAINT")]
+    pub toleration: Vec<String>,
+    /// A Secret of type kubernetes.io/dockerconfigjson to pull the image with (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub image_pull_secret: Vec<String>,
+    /// The ServiceAccount the pods run as; without it the namespace's default, with its API
+    /// token not mounted (the shards never call the API).
+    #[arg(long, value_name = "NAME")]
+    pub service_account: Option<String>,
+    /// Have each shard serve its live metrics (OpenMetrics at /metrics) on this port
+    /// (`wlrun run --metrics-listen 0.0.0.0:PORT`). The pods carry Prometheus' scrape
+    /// annotations and a `metrics` port either way, on 9464 without this flag.
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub metrics_port: Option<u16>,
     /// The port shard 0 listens on for the barrier, reached through the headless Service.
     #[arg(long, value_name = "PORT", default_value_t = 7471, value_parser = clap::value_parser!(u16).range(1..))]
     pub barrier_port: u16,

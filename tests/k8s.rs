@@ -181,23 +181,26 @@ fn golden_text(yaml: &str, dir: &Path) -> String {
 
 #[test]
 fn shipped_workloads_give_these_manifests() {
-    for (file, name) in [
-        // A Rhai hook beside the workload.
-        ("workloads/ksql-pull.wl", "ksql_pull"),
-        // A CSV of query parameters, and an env("PGPASSWORD", ...) that is not set.
-        ("workloads/pgbench-timeseries.wl", "pgbench_timeseries"),
+    for (file, name, extra) in [
+        // A Rhai hook beside the workload; its deadline derived from the plan.
+        ("workloads/ksql-pull.wl", "ksql_pull", &[][..]),
+        // A CSV of query parameters, and an env("PGPASSWORD", ...) that is not set; loads as
+        // fast as the server takes the rows, so it needs a deadline.
+        (
+            "workloads/pgbench-timeseries.wl",
+            "pgbench_timeseries",
+            &["--deadline", "2h"][..],
+        ),
     ] {
-        let (yaml, stderr) = manifests(
-            &repo(),
-            &[
-                file,
-                "--shards",
-                "4",
-                "--image",
-                "registry.example/wlrun:0.1.0",
-            ],
-            &[],
-        );
+        let mut args = vec![
+            file,
+            "--shards",
+            "4",
+            "--image",
+            "registry.example/wlrun:0.1.0",
+        ];
+        args.extend_from_slice(extra);
+        let (yaml, stderr) = manifests(&repo(), &args, &[]);
         assert!(stderr.contains("names this machine"), "{stderr}");
         validate(&yaml);
         insta::assert_snapshot!(format!("k8s_{name}.yaml"), golden_text(&yaml, &repo()));
@@ -226,6 +229,8 @@ fn the_job_runs_n_indexed_shards_that_never_retry_and_find_shard_0() {
             "2",
             "--memory",
             "2Gi",
+            "--deadline",
+            "90m",
         ],
         &[],
     );
@@ -291,7 +296,11 @@ fn the_job_runs_n_indexed_shards_that_never_retry_and_find_shard_0() {
     );
     assert_eq!(c["resources"]["requests"]["cpu"], "2");
     assert_eq!(c["resources"]["requests"]["memory"], "2Gi");
-    assert!(c["resources"].get("limits").is_none());
+    // The memory limit is the request unless told; no CPU limit unless told.
+    assert_eq!(c["resources"]["limits"]["memory"], "2Gi");
+    assert!(c["resources"]["limits"].get("cpu").is_none());
+    assert_eq!(job["activeDeadlineSeconds"].as_u64(), Some(5400));
+    assert_eq!(job["ttlSecondsAfterFinished"].as_u64(), Some(86_400));
     validate(&yaml);
 }
 
@@ -356,7 +365,19 @@ ingest replay { into sink via null  table "cpu"  rows from file "data/rows.wlb" 
 fn the_files_keep_their_places_relative_to_the_current_directory() {
     let dir = runnable_fixture();
     let p = dir.path();
-    let (yaml, _) = manifests(p, &["bench/w.wl", "--shards", "2", "--image", "w:1"], &[]);
+    let (yaml, _) = manifests(
+        p,
+        &[
+            "bench/w.wl",
+            "--shards",
+            "2",
+            "--image",
+            "w:1",
+            "--deadline",
+            "1h",
+        ],
+        &[],
+    );
     let all = docs(&yaml);
     let mut files = projected_files(&all);
     files.sort();
@@ -386,7 +407,11 @@ fn the_files_keep_their_places_relative_to_the_current_directory() {
     let bench = p.join("bench");
     let abs = bench.join("w.wl");
     for file in ["w.wl", abs.to_str().unwrap()] {
-        let (yaml, _) = manifests(&bench, &[file, "--shards", "2", "--image", "w:1"], &[]);
+        let (yaml, _) = manifests(
+            &bench,
+            &[file, "--shards", "2", "--image", "w:1", "--deadline", "1h"],
+            &[],
+        );
         let all = docs(&yaml);
         assert_eq!(container(&all)["workingDir"], "/workload/bench");
         assert_eq!(strings(&container(&all)["args"])[1], "w.wl");
@@ -438,7 +463,15 @@ ingest load { into db via qwp  rows cpu }
     .unwrap();
     let (yaml, stderr) = manifests(
         p,
-        &["w.wl", "--shards", "3", "--image", "w:1"],
+        &[
+            "w.wl",
+            "--shards",
+            "3",
+            "--image",
+            "w:1",
+            "--deadline",
+            "1h",
+        ],
         &[("WL_K8S_TEST_PASSWORD", "hunter2")],
     );
     assert!(
@@ -473,7 +506,19 @@ ingest load { into db via qwp  rows cpu }
     validate(&yaml);
 
     // Without the variable here, the pods get none and the person is told.
-    let (yaml, stderr) = manifests(p, &["w.wl", "--shards", "3", "--image", "w:1"], &[]);
+    let (yaml, stderr) = manifests(
+        p,
+        &[
+            "w.wl",
+            "--shards",
+            "3",
+            "--image",
+            "w:1",
+            "--deadline",
+            "1h",
+        ],
+        &[],
+    );
     assert!(
         stderr.contains("$WL_K8S_TEST_PASSWORD, which is not set here"),
         "{stderr}"
@@ -513,7 +558,20 @@ fn a_results_claim_replaces_lingering_with_a_collector_pod() {
         strings(&c["args"])[3],
         "/results/ksql-pull/shard-$(JOB_COMPLETION_INDEX)"
     );
-    assert!(c.get("readinessProbe").is_none());
+    // Ready once the run has started: its directory is on the claim.
+    assert_eq!(
+        strings(&c["readinessProbe"]["exec"]["command"]),
+        [
+            "sh",
+            "-c",
+            "test -e /results/ksql-pull/shard-\"$JOB_COMPLETION_INDEX\"/shard.json"
+        ]
+    );
+    // No linger in the deadline: 5 s at 5,000/s, one phase.
+    assert_eq!(
+        kind(&all, "Job")["spec"]["activeDeadlineSeconds"].as_u64(),
+        Some(300 + 60 + 7)
+    );
     let pod = kind(&all, "Pod");
     assert_eq!(pod["metadata"]["name"], "ksql-pull-results");
     assert_eq!(
@@ -567,7 +625,20 @@ fn inputs_over_the_configmap_limit_are_refused_by_name() {
     // One file over the limit.
     csv("hosts.csv", 1_100_000);
     workload(&["hosts.csv"]);
-    let out = wlrun(p, &["k8s", "w.wl", "--shards", "2", "--image", "w:1"], &[]);
+    let out = wlrun(
+        p,
+        &[
+            "k8s",
+            "w.wl",
+            "--shards",
+            "2",
+            "--image",
+            "w:1",
+            "--deadline",
+            "1h",
+        ],
+        &[],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(out.stdout.is_empty());
@@ -582,7 +653,20 @@ fn inputs_over_the_configmap_limit_are_refused_by_name() {
     csv("a.csv", 600_000);
     csv("b.csv", 500_000);
     workload(&["a.csv", "b.csv"]);
-    let out = wlrun(p, &["k8s", "w.wl", "--shards", "2", "--image", "w:1"], &[]);
+    let out = wlrun(
+        p,
+        &[
+            "k8s",
+            "w.wl",
+            "--shards",
+            "2",
+            "--image",
+            "w:1",
+            "--deadline",
+            "1h",
+        ],
+        &[],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -603,6 +687,8 @@ fn inputs_over_the_configmap_limit_are_refused_by_name() {
             "w:1",
             "--files-claim",
             "inputs",
+            "--deadline",
+            "1h",
         ],
         &[],
     );
@@ -656,6 +742,49 @@ fn bad_options_are_usage_errors_before_anything_is_printed() {
         (
             &["--results-claim", "r", "--linger", "5"][..],
             "cannot be used with",
+        ),
+        (&["--deadline", "0s"][..], "--deadline `0s` is out of range"),
+        (
+            &["--deadline", "soon"][..],
+            "--deadline `soon` is not a duration",
+        ),
+        (
+            &["--memory-limit", "512Mi"][..],
+            "--memory-limit 512Mi is less than the request (1Gi)",
+        ),
+        (
+            &["--cpu", "2", "--cpu-limit", "1500m"][..],
+            "--cpu-limit 1500m is less than the request (2)",
+        ),
+        (&["--cpu-limit", "lots"][..], "not a Kubernetes quantity"),
+        (
+            &["--node-selector", "pool"][..],
+            "--node-selector `pool` is not key=value",
+        ),
+        (
+            &["--toleration", "dedicated=loaders"][..],
+            "--toleration `dedicated=loaders` names no effect",
+        ),
+        (
+            &["--toleration", "dedicated:NoSchedul"][..],
+            "`NoSchedul` is not a taint effect",
+        ),
+        (
+            &["--image-pull-secret", "Reg_Cred"][..],
+            "--image-pull-secret `Reg_Cred` is not a DNS subdomain",
+        ),
+        (
+            &["--service-account", "Loader"][..],
+            "--service-account `Loader` is not a DNS subdomain",
+        ),
+        (
+            &["--metrics-port", "7471"][..],
+            "the metrics port and the barrier port are both 7471",
+        ),
+        (&["--metrics-port", "0"][..], "--metrics-port"),
+        (
+            &["--ttl-after-finished", "forever"][..],
+            "--ttl-after-finished",
         ),
     ] {
         let mut all = vec![
@@ -716,6 +845,22 @@ fn pod_command(docs: &[Value], pod: &Path, index: u32) -> Command {
     cmd
 }
 
+/// Whether the container's readiness probe passes in `pod` for shard `index`, run as the
+/// kubelet would (in the container's environment, /results moved into `pod`).
+fn ready(docs: &[Value], pod: &Path, index: u32) -> bool {
+    let probe = strings(&container(docs)["readinessProbe"]["exec"]["command"]);
+    let local: Vec<String> = probe
+        .iter()
+        .map(|s| s.replace("/results", &pod.join("results").display().to_string()))
+        .collect();
+    Command::new(&local[0])
+        .args(&local[1..])
+        .env("JOB_COMPLETION_INDEX", index.to_string())
+        .status()
+        .unwrap()
+        .success()
+}
+
 /// A directory whose `wlrun` is `target`, put first on PATH.
 fn path_with_wlrun(dir: &Path, target: &Path) -> String {
     let bin = dir.join("bin");
@@ -741,6 +886,8 @@ fn the_pod_runs_its_command_on_the_files_where_the_manifest_puts_them() {
             "w:1",
             "--linger",
             "0",
+            "--deadline",
+            "1h",
         ],
         &[],
     );
@@ -757,6 +904,9 @@ fn the_pod_runs_its_command_on_the_files_where_the_manifest_puts_them() {
         std::fs::read_to_string(results.join("exit-code")).unwrap(),
         "0\n"
     );
+    // The run is over: not ready any more, though its directory is there.
+    assert!(results.join("shard-0/shard.json").exists());
+    assert!(!ready(&docs(&yaml), pod.path(), 0));
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(results.join("shard-0/report.json")).unwrap())
             .unwrap();
@@ -783,10 +933,12 @@ fn the_pod_runs_its_command_on_the_files_where_the_manifest_puts_them() {
     );
 }
 
-/// A stand-in for wlrun: records its arguments, exits with `FAKE_EXIT` at once, or (without
-/// it) waits for SIGTERM and exits 143 as wlrun does.
+/// A stand-in for wlrun: starts its run directory (`--out`, its 4th argument) with a
+/// `shard.json` as wlrun does, records its arguments, exits with `FAKE_EXIT` at once, or
+/// (without it) waits for SIGTERM and exits 143 as wlrun does.
 const FAKE_WLRUN: &str = r#"#!/bin/sh
 trap 'echo term > "$FAKE_DIR/term"; exit 143' TERM
+mkdir -p "$4" && echo '{}' > "$4/shard.json"
 echo "$@" > "$FAKE_DIR/args"
 if [ -n "$FAKE_EXIT" ]; then exit "$FAKE_EXIT"; fi
 sleep 60 &
@@ -845,6 +997,8 @@ fn the_shard_script_passes_sigterm_on_keeps_the_status_and_lingers() {
         .unwrap();
     wait_for("the exit status", || exit_file.exists());
     assert_eq!(std::fs::read_to_string(&exit_file).unwrap(), "3\n");
+    // Lingering is not ready.
+    assert!(!ready(&all, pod.path(), 1));
     let args = std::fs::read_to_string(pod.path().join("args")).unwrap();
     assert!(
         args.starts_with("run workloads/ksql-pull.wl --out "),
@@ -860,12 +1014,17 @@ fn the_shard_script_passes_sigterm_on_keeps_the_status_and_lingers() {
     // Stopped while running: wlrun gets the SIGTERM, and the script ends as it did, at once.
     std::fs::remove_file(&exit_file).unwrap();
     std::fs::remove_file(pod.path().join("args")).unwrap();
+    std::fs::remove_dir_all(pod.path().join("results/shard-1")).unwrap();
+    assert!(!ready(&all, pod.path(), 1), "not started");
     let mut sh = pod_command(&all, pod.path(), 1)
         .env("PATH", &path)
         .env("FAKE_DIR", pod.path())
         .spawn()
         .unwrap();
     wait_for("the run's start", || pod.path().join("args").exists());
+    // Running: ready.
+    assert!(ready(&all, pod.path(), 1));
+    assert!(!ready(&all, pod.path(), 0), "another shard's directory");
     // The script sets its trap right after starting wlrun.
     std::thread::sleep(Duration::from_millis(500));
     let stopped = Instant::now();
@@ -878,4 +1037,245 @@ fn the_shard_script_passes_sigterm_on_keeps_the_status_and_lingers() {
         "term\n"
     );
     assert_eq!(std::fs::read_to_string(&exit_file).unwrap(), "143\n");
+}
+
+#[test]
+fn the_job_has_a_deadline_a_ttl_limits_and_runs_where_it_is_told() {
+    let (yaml, stderr) = manifests(
+        &repo(),
+        &[
+            "workloads/ksql-pull.wl",
+            "--shards",
+            "3",
+            "--image",
+            "registry.example/wlrun:0.1.0",
+            "--linger",
+            "600",
+            "--ttl-after-finished",
+            "3600",
+            "--memory",
+            "512Mi",
+            "--memory-limit",
+            "2Gi",
+            "--cpu-limit",
+            "2",
+            "--node-selector",
+            "pool=loaders",
+            "--node-selector",
+            "kubernetes.io/arch=amd64",
+            "--toleration",
+            "dedicated=loaders:NoSchedule",
+            "--toleration",
+            "example.com/bench:NoExecute",
+            "--image-pull-secret",
+            "regcred",
+            "--image-pull-secret",
+            "mirror.creds",
+            "--service-account",
+            "loader",
+        ],
+        &[],
+    );
+    // 5 s at 5,000/s: 300 s to start, 60 s for the phase, 5 s x 1.25 rounded up, and the
+    // 600 s linger.
+    assert!(
+        stderr.contains("the Job's deadline is 967 s (16m7s) (derived from the plan"),
+        "{stderr}"
+    );
+    let all = docs(&yaml);
+    let job = &kind(&all, "Job")["spec"];
+    assert_eq!(job["activeDeadlineSeconds"].as_u64(), Some(967));
+    assert_eq!(job["ttlSecondsAfterFinished"].as_u64(), Some(3600));
+    let pod = &job["template"]["spec"];
+    assert_eq!(pod["nodeSelector"]["pool"], "loaders");
+    assert_eq!(pod["nodeSelector"]["kubernetes.io/arch"], "amd64");
+    let tolerations = pod["tolerations"].as_sequence().unwrap();
+    assert_eq!(tolerations.len(), 2);
+    assert_eq!(tolerations[0]["key"], "dedicated");
+    assert_eq!(tolerations[0]["operator"], "Equal");
+    assert_eq!(tolerations[0]["value"], "loaders");
+    assert_eq!(tolerations[0]["effect"], "NoSchedule");
+    assert_eq!(tolerations[1]["operator"], "Exists");
+    assert!(tolerations[1].get("value").is_none());
+    assert_eq!(pod["imagePullSecrets"][0]["name"], "regcred");
+    assert_eq!(pod["imagePullSecrets"][1]["name"], "mirror.creds");
+    assert_eq!(pod["serviceAccountName"], "loader");
+    // A chosen account keeps its token; without one, none is mounted.
+    assert!(pod.get("automountServiceAccountToken").is_none());
+    let c = container(&all);
+    assert_eq!(c["resources"]["requests"]["memory"], "512Mi");
+    assert_eq!(c["resources"]["limits"]["memory"], "2Gi");
+    assert_eq!(c["resources"]["limits"]["cpu"], "2");
+    assert_eq!(c["terminationMessagePolicy"], "FallbackToLogsOnError");
+    validate(&yaml);
+
+    // --deadline wins over the plan's; the default account gets no token.
+    let (yaml, stderr) = manifests(
+        &repo(),
+        &[
+            "workloads/ksql-pull.wl",
+            "--shards",
+            "3",
+            "--image",
+            "w:1",
+            "--deadline",
+            "1h30m",
+        ],
+        &[],
+    );
+    assert!(
+        stderr.contains("the Job's deadline is 5400 s (1h30m) (--deadline)"),
+        "{stderr}"
+    );
+    let all = docs(&yaml);
+    let job = &kind(&all, "Job")["spec"];
+    assert_eq!(job["activeDeadlineSeconds"].as_u64(), Some(5400));
+    assert_eq!(
+        job["template"]["spec"]["automountServiceAccountToken"].as_bool(),
+        Some(false)
+    );
+    assert!(job["template"]["spec"].get("nodeSelector").is_none());
+    validate(&yaml);
+
+    // Shorter than the plan allows for: taken, and said.
+    let (yaml, stderr) = manifests(
+        &repo(),
+        &[
+            "workloads/ksql-pull.wl",
+            "--shards",
+            "3",
+            "--image",
+            "w:1",
+            "--deadline",
+            "10m",
+        ],
+        &[],
+    );
+    assert!(
+        stderr.contains("note: --deadline is 600 s (10m), less than the 3967 s (1h6m7s)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        kind(&docs(&yaml), "Job")["spec"]["activeDeadlineSeconds"].as_u64(),
+        Some(600)
+    );
+}
+
+#[test]
+fn a_workload_no_plan_can_bound_needs_a_deadline_and_is_told_which_phase() {
+    for (file, says) in [
+        (
+            "workloads/pgbench-timeseries.wl",
+            "phase `load` sends its rows as fast as the server takes them",
+        ),
+        (
+            "workloads/questdb-queries.wl",
+            "phase `queries` (cell queries.via=pg) runs 16000 instances in a closed loop",
+        ),
+    ] {
+        let out = wlrun(
+            &repo(),
+            &["k8s", file, "--shards", "2", "--image", "w:1"],
+            &[],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+        assert!(err.contains(says), "{file}: {err}");
+        assert!(err.contains("pass --deadline DURATION"), "{file}: {err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn metrics_are_announced_always_and_served_when_asked() {
+    let annotations = |all: &[Value]| {
+        let meta = &kind(all, "Job")["spec"]["template"]["metadata"];
+        ["scrape", "port", "path"]
+            .map(|k| str_of(&meta["annotations"][format!("prometheus.io/{k}")]).to_string())
+    };
+    let metrics_port = |all: &[Value]| {
+        container(all)["ports"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "metrics")
+            .and_then(|p| p["containerPort"].as_u64())
+    };
+    let base = ["workloads/ksql-pull.wl", "--shards", "2", "--image", "w:1"];
+    let (yaml, stderr) = manifests(&repo(), &base, &[]);
+    assert!(
+        stderr.contains("the shards serve no metrics on port 9464 unless --metrics-port is given"),
+        "{stderr}"
+    );
+    let all = docs(&yaml);
+    assert_eq!(annotations(&all), ["true", "9464", "/metrics"]);
+    assert_eq!(metrics_port(&all), Some(9464));
+    assert!(!strings(&container(&all)["args"]).contains(&"--metrics-listen".to_string()));
+
+    let mut args = base.to_vec();
+    args.extend(["--metrics-port", "9500"]);
+    let (yaml, _) = manifests(&repo(), &args, &[]);
+    let all = docs(&yaml);
+    assert_eq!(annotations(&all), ["true", "9500", "/metrics"]);
+    assert_eq!(metrics_port(&all), Some(9500));
+    let run = strings(&container(&all)["args"]);
+    assert_eq!(run[run.len() - 2..], ["--metrics-listen", "0.0.0.0:9500"]);
+    validate(&yaml);
+}
+
+/// Every shipped workload that runs as shards, with a spread of the Job's options, against
+/// the API schema in one go.
+#[test]
+fn shipped_workloads_validate_with_the_jobs_options() {
+    let mut all = String::new();
+    for (i, file) in [
+        "workloads/ksql-pull.wl",
+        "workloads/pgbench-timeseries.wl",
+        "workloads/questdb-ingest.wl",
+        "workloads/questdb-queries.wl",
+        "workloads/tsbs-iot-postgres.wl",
+        "workloads/tsbs-postgres.wl",
+        "workloads/ycsb-postgres.wl",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut args = vec![
+            file,
+            "--shards",
+            "8",
+            "--image",
+            "registry.example/wlrun:0.1.0",
+            "--deadline",
+            "3h",
+            "--node-selector",
+            "pool=loaders",
+            "--toleration",
+            "dedicated=loaders:NoSchedule",
+            "--toleration",
+            "bench:NoExecute",
+            "--image-pull-secret",
+            "regcred",
+        ];
+        // Every other one: a claim, a CPU limit, an account, metrics served.
+        if i % 2 == 1 {
+            args.extend([
+                "--results-claim",
+                "wlrun-results",
+                "--cpu-limit",
+                "4",
+                "--memory-limit",
+                "4Gi",
+                "--service-account",
+                "loader",
+                "--metrics-port",
+                "9100",
+                "--ttl-after-finished",
+                "0",
+            ]);
+        }
+        let (yaml, _) = manifests(&repo(), &args, &[]);
+        all.push_str(&yaml);
+    }
+    validate(&all);
 }

@@ -177,7 +177,17 @@ fn the_k8s_note_on_an_endpoint_of_this_machine_shows_no_password() {
     std::fs::write(dir.path().join("w.wl"), ingest_only).unwrap();
     let out = wlrun(
         dir.path(),
-        &["k8s", "w.wl", "--shards", "2", "--image", "w:1"],
+        // The ingest runs as fast as the server takes it: no plan bounds the Job's deadline.
+        &[
+            "k8s",
+            "w.wl",
+            "--shards",
+            "2",
+            "--image",
+            "w:1",
+            "--deadline",
+            "1h",
+        ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");

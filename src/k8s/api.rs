@@ -36,6 +36,8 @@ pub struct Meta {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     pub labels: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -87,6 +89,11 @@ pub struct JobSpec {
     pub completions: u32,
     pub parallelism: u32,
     pub backoff_limit: u32,
+    /// Counted from the Job's start: pods still running then are stopped (SIGTERM, then the
+    /// grace period) and the Job fails with `DeadlineExceeded`.
+    pub active_deadline_seconds: u64,
+    /// The Job and its pods are deleted this long after it finished, either way.
+    pub ttl_seconds_after_finished: u32,
     pub template: PodTemplate,
 }
 
@@ -103,10 +110,36 @@ pub struct PodSpec {
     pub subdomain: Option<String>,
     pub restart_policy: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_account_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub automount_service_account_token: Option<bool>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_secrets: Vec<LocalObjectReference>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Affinity>,
     pub security_context: PodSecurity,
     pub containers: Vec<Container>,
     pub volumes: Vec<Volume>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LocalObjectReference {
+    pub name: String,
+}
+
+/// `key=value:Effect` (operator `Equal`) or `key:Effect` (operator `Exists`), as kubectl
+/// writes a taint.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Toleration {
+    pub key: String,
+    pub operator: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    pub effect: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -177,6 +210,8 @@ pub struct Container {
     pub resources: Resources,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub readiness_probe: Option<Probe>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub termination_message_policy: Option<&'static str>,
     pub security_context: ContainerSecurity,
     pub volume_mounts: Vec<VolumeMount>,
 }
@@ -214,6 +249,8 @@ pub struct ContainerPort {
 #[derive(Debug, Serialize)]
 pub struct Resources {
     pub requests: BTreeMap<&'static str, String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<&'static str, String>,
 }
 
 #[derive(Debug, Serialize)]

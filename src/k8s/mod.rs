@@ -11,9 +11,11 @@
 //! program's files, the plan) and writing text; nothing below knows of it.
 
 mod api;
+mod deadline;
 mod files;
 mod names;
 mod objects;
+mod placement;
 mod refuse;
 
 use std::io::Write as _;
@@ -22,7 +24,7 @@ use crate::cli::{K8sArgs, EXIT_OK, EXIT_USAGE};
 use crate::diag::{self, Style};
 use crate::{compile, lower};
 
-pub use objects::{Results, Spec};
+pub use objects::{Placement, Results, Spec};
 
 /// Prints the manifests on standard output; messages and diagnostics go to standard error.
 pub fn command(args: &K8sArgs, style: Style) -> i32 {
@@ -61,6 +63,49 @@ fn manifests(args: &K8sArgs, style: Style) -> Result<String, Option<String>> {
     }
     names::check_quantity("cpu", &args.cpu)?;
     names::check_quantity("memory", &args.memory)?;
+    let memory_limit = args.memory_limit.clone().unwrap_or(args.memory.clone());
+    for (flag, limit, request) in [
+        ("memory-limit", Some(&memory_limit), &args.memory),
+        ("cpu-limit", args.cpu_limit.as_ref(), &args.cpu),
+    ] {
+        let Some(limit) = limit else { continue };
+        names::check_quantity(flag, limit)?;
+        // The API refuses a limit under its request; said here, before anything is applied.
+        if names::quantity_value(limit) < names::quantity_value(request) {
+            return Err(Some(format!(
+                "--{flag} {limit} is less than the request ({request}): a limit is at least \
+                 what the pod requests"
+            )));
+        }
+    }
+    let metrics_port = args.metrics_port.unwrap_or(objects::METRICS_PORT);
+    if metrics_port == args.barrier_port {
+        return Err(Some(format!(
+            "the metrics port and the barrier port are both {metrics_port}: give them different \
+             ports (--metrics-port, --barrier-port)"
+        )));
+    }
+    let deadline = args
+        .deadline
+        .as_deref()
+        .map(|d| deadline::parse_duration("--deadline", d))
+        .transpose()?;
+    let placement = Placement {
+        node_selector: placement::node_selector(&args.node_selector)?,
+        tolerations: args
+            .toleration
+            .iter()
+            .map(|t| placement::toleration(t))
+            .collect::<Result<_, _>>()?,
+        image_pull_secrets: args.image_pull_secret.clone(),
+        service_account: args.service_account.clone(),
+    };
+    for s in &placement.image_pull_secrets {
+        names::check_subdomain("--image-pull-secret", s)?;
+    }
+    if let Some(a) = &placement.service_account {
+        names::check_subdomain("--service-account", a)?;
+    }
 
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
@@ -82,6 +127,34 @@ fn manifests(args: &K8sArgs, style: Style) -> Result<String, Option<String>> {
     }
     let plan = lower::lower(&checked);
     refuse::pod_local(&plan)?;
+    let linger = match (&args.results_claim, args.linger) {
+        (None, l) => u64::from(l),
+        (Some(_), _) => 0,
+    };
+    let deadline_s = match (deadline, deadline::derive(&plan, linger)) {
+        (Some(given), Ok(derived)) if given < derived => {
+            sayln!(
+                "wlrun k8s: note: --deadline is {}, less than the {} the plan allows for \
+                 (docs/scale-out.md): Kubernetes may stop the shards before their run ends",
+                deadline::shown(given),
+                deadline::shown(derived)
+            );
+            given
+        }
+        (Some(given), _) => given,
+        (None, Ok(derived)) => derived,
+        (None, Err(unbounded)) => {
+            return Err(Some(format!(
+                "{unbounded}, so the Job's deadline cannot be derived from the plan: pass \
+                 --deadline DURATION (e.g. --deadline 2h), the longest the run may take{}",
+                if linger > 0 {
+                    " with the linger after it"
+                } else {
+                    ""
+                }
+            )))
+        }
+    };
     let files = files::collect(&out.map, &checked, &plan, &root, &cwd)?;
 
     let mut env = Vec::new();
@@ -117,7 +190,14 @@ fn manifests(args: &K8sArgs, style: Style) -> Result<String, Option<String>> {
         image: args.image.clone(),
         cpu: args.cpu.clone(),
         memory: args.memory.clone(),
+        cpu_limit: args.cpu_limit.clone(),
+        memory_limit,
         barrier_port: args.barrier_port,
+        deadline_s,
+        ttl_s: args.ttl_after_finished,
+        placement,
+        metrics_port,
+        metrics_listen: args.metrics_port.is_some(),
         results: match &args.results_claim {
             Some(c) => Results::Claim(c.clone()),
             None => Results::Linger(args.linger),
@@ -128,6 +208,23 @@ fn manifests(args: &K8sArgs, style: Style) -> Result<String, Option<String>> {
     };
     let objects = objects::build(&spec, &files)?;
     summary(&spec, &files);
+    sayln!(
+        "wlrun k8s: the Job's deadline is {} ({}){}",
+        deadline::shown(spec.deadline_s),
+        if deadline.is_some() {
+            "--deadline"
+        } else {
+            "derived from the plan: docs/scale-out.md says how"
+        },
+        if spec.metrics_listen {
+            String::new()
+        } else {
+            format!(
+                "; the shards serve no metrics on port {} unless --metrics-port is given",
+                spec.metrics_port
+            )
+        }
+    );
     Ok(api::to_yaml(&objects))
 }
 

@@ -94,6 +94,16 @@ pub fn check_label(what: &str, s: &str) -> Result<(), String> {
 /// A resource quantity as the API parses it: a decimal number and an optional suffix
 /// (`m`, `k`, `M` ... `E`, `Ki` ... `Ei`, or an exponent `e3`).
 pub fn check_quantity(flag: &str, s: &str) -> Result<(), String> {
+    match quantity_value(s) {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "--{flag} `{s}` is not a Kubernetes quantity: write e.g. `2`, `1500m`, `1Gi`"
+        )),
+    }
+}
+
+/// A quantity's value in its base unit (cores, bytes), to compare a limit with a request.
+pub fn quantity_value(s: &str) -> Option<f64> {
     let digits_end = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
@@ -101,19 +111,80 @@ pub fn check_quantity(flag: &str, s: &str) -> Result<(), String> {
     let number = !num.is_empty()
         && num.chars().filter(|&c| c == '.').count() <= 1
         && num.chars().any(|c| c.is_ascii_digit());
-    let suffix_ok = matches!(
-        suffix,
-        "" | "m" | "k" | "M" | "G" | "T" | "P" | "E" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei"
-    ) || suffix
-        .strip_prefix(['e', 'E'])
-        .is_some_and(|e| !e.is_empty() && e.chars().all(|c| c.is_ascii_digit()));
-    if number && suffix_ok {
+    if !number {
+        return None;
+    }
+    let n: f64 = num.parse().ok()?;
+    let scale = match suffix {
+        "" => 1.0,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Ki" => 1024f64,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        e => {
+            let exp = e.strip_prefix(['e', 'E'])?;
+            if exp.is_empty() || !exp.chars().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            10f64.powi(exp.parse::<i32>().ok()?)
+        }
+    };
+    Some(n * scale)
+}
+
+/// A DNS-1123 subdomain: what the API requires of a Secret's or a ServiceAccount's name.
+pub fn check_subdomain(flag: &str, s: &str) -> Result<(), String> {
+    if is_dns1123_subdomain(s) {
         Ok(())
     } else {
         Err(format!(
-            "--{flag} `{s}` is not a Kubernetes quantity: write e.g. `2`, `1500m`, `1Gi`"
+            "{flag} `{s}` is not a DNS subdomain: lowercase letters, digits, `-` and `.`, at \
+             most 253, starting and ending with a letter or digit"
         ))
     }
+}
+
+fn is_dns1123_subdomain(s: &str) -> bool {
+    s.len() <= 253
+        && s.split('.').all(|part| {
+            let b = part.as_bytes();
+            !b.is_empty()
+                && b[0].is_ascii_alphanumeric()
+                && b[b.len() - 1].is_ascii_alphanumeric()
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        })
+}
+
+/// A label's or a taint's key: an optional DNS subdomain and `/`, then a name of at most 63
+/// characters, alphanumeric at both ends, with `-`, `_` and `.` inside.
+pub fn is_qualified_name(s: &str) -> bool {
+    let (prefix, name) = match s.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, s),
+    };
+    prefix.is_none_or(is_dns1123_subdomain) && !name.is_empty() && is_label_value(name)
+}
+
+/// A label's or a taint's value: empty, or at most 63 characters, alphanumeric at both ends,
+/// with `-`, `_` and `.` inside.
+pub fn is_label_value(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.is_empty()
+        || (b.len() <= LABEL_MAX
+            && b[0].is_ascii_alphanumeric()
+            && b[b.len() - 1].is_ascii_alphanumeric()
+            && b.iter()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.')))
 }
 
 /// A ConfigMap or Secret key for a file's path: the API allows `[-._a-zA-Z0-9]`, at most 253,
@@ -185,6 +256,45 @@ mod tests {
         for bad in ["", "1 Gi", "1GB", "Gi", "1..2", "-1", "1e"] {
             assert!(check_quantity("memory", bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn quantities_compare_in_their_base_unit() {
+        assert_eq!(quantity_value("1Gi"), Some(1024.0 * 1024.0 * 1024.0));
+        assert_eq!(quantity_value("1500m"), Some(1.5));
+        assert_eq!(quantity_value("2e3"), Some(2000.0));
+        assert!(quantity_value("512Mi") < quantity_value("1Gi"));
+        assert!(quantity_value("1G") < quantity_value("1Gi"));
+    }
+
+    #[test]
+    fn keys_values_and_subdomains_follow_the_api() {
+        for ok in [
+            "pool",
+            "cloud.google.com/gke-nodepool",
+            "node-role.kubernetes.io/loader",
+        ] {
+            assert!(is_qualified_name(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "/pool",
+            "Example.com/pool",
+            "pool-",
+            "a/b/c",
+            &"k".repeat(64),
+        ] {
+            assert!(!is_qualified_name(bad), "{bad}");
+        }
+        for ok in ["", "loaders", "Bench_1.x"] {
+            assert!(is_label_value(ok), "{ok}");
+        }
+        for bad in ["-x", "a b", "x=y"] {
+            assert!(!is_label_value(bad), "{bad}");
+        }
+        assert!(check_subdomain("--image-pull-secret", "regcred.bench").is_ok());
+        assert!(check_subdomain("--service-account", "Bench").is_err());
+        assert!(check_subdomain("--service-account", "a..b").is_err());
     }
 
     #[test]

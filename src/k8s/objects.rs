@@ -16,8 +16,12 @@ pub const UID: u32 = 10001;
 /// Where the shards' run directories go in their pods.
 pub const RESULTS: &str = "/results";
 
-/// Linger mode's record of the run's exit status; its existence is the readiness probe.
+/// Linger mode's record of the run's exit status: the run is over once it exists.
 pub const EXIT_FILE: &str = "/results/exit-code";
+
+/// The port of the live metrics endpoint (`wlrun run --metrics-listen`) when `--metrics-port`
+/// does not say: the OpenTelemetry Prometheus exporter's, free on a loader's pod.
+pub const METRICS_PORT: u16 = 9464;
 
 /// The shard's command without a results claim. `sh` is PID 1, so it passes SIGTERM on to
 /// wlrun (which then writes its report), records the exit status, keeps the pod up for
@@ -34,7 +38,7 @@ done
 echo "$code" >/results/exit-code
 # Stopped (the Job deleted, the node drained): end as the run did, no waiting.
 [ -z "${stop:-}" ] || exit "$code"
-# The run is over: the pod turns Ready, and /results can be copied out for WLRUN_LINGER seconds.
+# The run is over (not Ready any more): /results can be copied out for WLRUN_LINGER seconds.
 trap 'exit "$code"' TERM INT
 sleep "$WLRUN_LINGER" &
 wait "$!"
@@ -59,7 +63,18 @@ pub struct Spec {
     pub image: String,
     pub cpu: String,
     pub memory: String,
+    pub cpu_limit: Option<String>,
+    pub memory_limit: String,
     pub barrier_port: u16,
+    /// `activeDeadlineSeconds`.
+    pub deadline_s: u64,
+    /// `ttlSecondsAfterFinished`.
+    pub ttl_s: u32,
+    pub placement: Placement,
+    /// The port the pods declare and Prometheus is told to scrape.
+    pub metrics_port: u16,
+    /// Whether the shards are told to serve metrics there (`--metrics-port` was given).
+    pub metrics_listen: bool,
     pub results: Results,
     /// The workload's files come from this claim instead of a ConfigMap.
     pub files_claim: Option<String>,
@@ -67,6 +82,37 @@ pub struct Spec {
     pub select_args: Vec<String>,
     /// Environment variables the workload reads, with the values they have here.
     pub env: Vec<(String, String)>,
+}
+
+/// Where the pods may run and as whom: the same for the shards and the collector.
+#[derive(Debug, Default)]
+pub struct Placement {
+    pub node_selector: BTreeMap<String, String>,
+    pub tolerations: Vec<Toleration>,
+    pub image_pull_secrets: Vec<String>,
+    pub service_account: Option<String>,
+}
+
+impl Placement {
+    /// A pod spec with these fields set and the rest for the caller.
+    fn pod(&self, restart_policy: &'static str) -> PodSpec {
+        PodSpec {
+            restart_policy,
+            service_account_name: self.service_account.clone(),
+            // The shards never call the API: no token unless an account was chosen, for
+            // whatever its operator gave it (a cloud identity, an injected sidecar).
+            automount_service_account_token: self.service_account.is_none().then_some(false),
+            image_pull_secrets: self
+                .image_pull_secrets
+                .iter()
+                .map(|n| LocalObjectReference { name: n.clone() })
+                .collect(),
+            node_selector: self.node_selector.clone(),
+            tolerations: self.tolerations.clone(),
+            security_context: PodSecurity::restricted(),
+            ..PodSpec::default()
+        }
+    }
 }
 
 impl Spec {
@@ -83,6 +129,7 @@ impl Spec {
             name: Some(name),
             namespace: self.namespace.clone(),
             labels: self.labels(component),
+            annotations: BTreeMap::new(),
         }
     }
 
@@ -273,7 +320,19 @@ fn job(spec: &Spec, files: &Files, env: Vec<EnvVar>, workload: VolumeSource) -> 
         out,
     ];
     run.extend(spec.select_args.iter().cloned());
-    let (command, args, probe) = match spec.results {
+    if spec.metrics_listen {
+        run.extend([
+            "--metrics-listen".into(),
+            format!("0.0.0.0:{}", spec.metrics_port),
+        ]);
+    }
+    // Ready: wlrun has compiled the workload and taken its run directory (`shard.json` is
+    // written then, before the first barrier), and the run is not over.
+    let started = format!(
+        "test -e {}/shard-\"$JOB_COMPLETION_INDEX\"/shard.json",
+        spec.results_dir()
+    );
+    let (command, ready) = match spec.results {
         Results::Linger(_) => (
             vec![
                 "sh".into(),
@@ -281,15 +340,15 @@ fn job(spec: &Spec, files: &Files, env: Vec<EnvVar>, workload: VolumeSource) -> 
                 LINGER_SCRIPT.into(),
                 "wlrun".into(),
             ],
-            run,
-            Some(Probe {
-                exec: ExecAction {
-                    command: vec!["test".into(), "-e".into(), EXIT_FILE.into()],
-                },
-                period_seconds: 5,
-            }),
+            format!("{started} && ! test -e {EXIT_FILE}"),
         ),
-        Results::Claim(_) => (vec!["wlrun".into()], run, None),
+        Results::Claim(_) => (vec!["wlrun".into()], started),
+    };
+    let probe = Probe {
+        exec: ExecAction {
+            command: vec!["sh".into(), "-c".into(), ready],
+        },
+        period_seconds: 5,
     };
     let results_volume = match &spec.results {
         Results::Linger(_) => VolumeSource::EmptyDir {},
@@ -303,16 +362,26 @@ fn job(spec: &Spec, files: &Files, env: Vec<EnvVar>, workload: VolumeSource) -> 
         image: spec.image.clone(),
         image_pull_policy: "IfNotPresent",
         command,
-        args,
+        args: run,
         working_dir: Some(files.working_dir.clone()),
         env,
-        ports: vec![ContainerPort {
-            name: "barrier",
-            container_port: spec.barrier_port,
-            protocol: "TCP",
-        }],
-        resources: requests(spec),
-        readiness_probe: probe,
+        ports: vec![
+            ContainerPort {
+                name: "barrier",
+                container_port: spec.barrier_port,
+                protocol: "TCP",
+            },
+            ContainerPort {
+                name: "metrics",
+                container_port: spec.metrics_port,
+                protocol: "TCP",
+            },
+        ],
+        resources: resources(spec),
+        readiness_probe: Some(probe),
+        // A failed shard's last lines of output become its termination message, shown by
+        // `kubectl describe pod` and kept in the pod's status after its logs are gone.
+        termination_message_policy: Some("FallbackToLogsOnError"),
         security_context: ContainerSecurity::restricted(),
         volume_mounts: vec![
             VolumeMount {
@@ -340,14 +409,22 @@ fn job(spec: &Spec, files: &Files, env: Vec<EnvVar>, workload: VolumeSource) -> 
                 // A failed shard fails the Job: a replacement would join a run whose barriers
                 // the others have passed.
                 backoff_limit: 0,
+                active_deadline_seconds: spec.deadline_s,
+                ttl_seconds_after_finished: spec.ttl_s,
                 template: PodTemplate {
                     metadata: Meta {
                         labels: selector.clone(),
+                        // Prometheus' Kubernetes pod discovery, as its example configuration
+                        // and most charts relabel it.
+                        annotations: BTreeMap::from([
+                            ("prometheus.io/scrape".into(), "true".into()),
+                            ("prometheus.io/port".into(), spec.metrics_port.to_string()),
+                            ("prometheus.io/path".into(), "/metrics".into()),
+                        ]),
                         ..Meta::default()
                     },
                     spec: PodSpec {
                         subdomain: Some(spec.name.clone()),
-                        restart_policy: "Never",
                         affinity: Some(Affinity {
                             pod_anti_affinity: PodAntiAffinity {
                                 preferred: vec![WeightedTerm {
@@ -361,7 +438,6 @@ fn job(spec: &Spec, files: &Files, env: Vec<EnvVar>, workload: VolumeSource) -> 
                                 }],
                             },
                         }),
-                        security_context: PodSecurity::restricted(),
                         containers: vec![container],
                         volumes: vec![
                             Volume {
@@ -373,6 +449,7 @@ fn job(spec: &Spec, files: &Files, env: Vec<EnvVar>, workload: VolumeSource) -> 
                                 source: results_volume,
                             },
                         ],
+                        ..spec.placement.pod("Never")
                     },
                 },
             },
@@ -389,10 +466,6 @@ fn collector(spec: &Spec, claim: &str) -> Object {
         metadata: spec.meta(format!("{}-results", spec.name), "results"),
         body: Body::Pod {
             spec: PodSpec {
-                subdomain: None,
-                restart_policy: "Always",
-                affinity: None,
-                security_context: PodSecurity::restricted(),
                 containers: vec![Container {
                     name: "results",
                     image: spec.image.clone(),
@@ -402,13 +475,17 @@ fn collector(spec: &Spec, claim: &str) -> Object {
                     working_dir: Some(RESULTS.into()),
                     env: Vec::new(),
                     ports: Vec::new(),
+                    // `wlrun merge` runs here; it reads the shards' reports, as big as a
+                    // shard's, so it may use as much memory as one.
                     resources: Resources {
                         requests: BTreeMap::from([
                             ("cpu", "100m".to_string()),
                             ("memory", "256Mi".to_string()),
                         ]),
+                        limits: BTreeMap::from([("memory", spec.memory_limit.clone())]),
                     },
                     readiness_probe: None,
+                    termination_message_policy: None,
                     security_context: ContainerSecurity::restricted(),
                     volume_mounts: vec![VolumeMount {
                         name: "results",
@@ -423,16 +500,24 @@ fn collector(spec: &Spec, claim: &str) -> Object {
                         read_only: false,
                     }),
                 }],
+                ..spec.placement.pod("Always")
             },
         },
     }
 }
 
-/// Requests only, no limits: a CPU limit throttles the loader in bursts (CFS quota), which
-/// shows up as latency that is the client's, not the server's.
-fn requests(spec: &Spec) -> Resources {
+/// No CPU limit unless asked: one throttles the loader in bursts (CFS quota), which shows up
+/// as latency that is the client's, not the server's. Memory is limited (the request by
+/// default): memory cannot be throttled, only reclaimed, and a shard over its request on a
+/// short node gets its neighbours evicted, or itself, mid-run.
+fn resources(spec: &Spec) -> Resources {
+    let mut limits = BTreeMap::from([("memory", spec.memory_limit.clone())]);
+    if let Some(cpu) = &spec.cpu_limit {
+        limits.insert("cpu", cpu.clone());
+    }
     Resources {
         requests: BTreeMap::from([("cpu", spec.cpu.clone()), ("memory", spec.memory.clone())]),
+        limits,
     }
 }
 
