@@ -27,10 +27,17 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `wlrun ARGS` in `dir`, with none of the environment variables the shipped workloads read.
+/// The barrier token the manifests carry in these tests (else a fresh one each time).
+const TOKEN: &str = "k8s-test-barrier-token-5f0e";
+
+/// `wlrun ARGS` in `dir`, with none of the environment variables the shipped workloads read
+/// and the test's barrier token.
 fn wlrun(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_wlrun"));
-    c.current_dir(dir).args(args).env_remove("PGPASSWORD");
+    c.current_dir(dir)
+        .args(args)
+        .env_remove("PGPASSWORD")
+        .env("WLRUN_BARRIER_TOKEN", TOKEN);
     for (k, v) in env {
         c.env(k, v);
     }
@@ -503,7 +510,47 @@ ingest load { into db via qwp  rows cpu }
         .decode(str_of(&secret["data"][key]))
         .unwrap();
     assert_eq!(value, b"hunter2");
+    // The barrier token, from the Secret's own key, never in clear.
+    let from = c["env"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "WLRUN_BARRIER_TOKEN")
+        .expect("the pods say the barrier token");
+    assert_eq!(
+        str_of(&from["valueFrom"]["secretKeyRef"]["key"]),
+        "barrier-token"
+    );
+    let token = base64::engine::general_purpose::STANDARD
+        .decode(str_of(&secret["data"]["barrier-token"]))
+        .unwrap();
+    assert_eq!(token, TOKEN.as_bytes());
+    assert!(!yaml.contains(TOKEN) && !stderr.contains(TOKEN));
     validate(&yaml);
+
+    // Without a token here, each manifest gets a fresh one: 32 random bytes in hex.
+    let fresh = |_: ()| {
+        let mut all = vec!["k8s", "w.wl", "--shards", "3", "--image", "w:1"];
+        all.extend(["--deadline", "1h"]);
+        let mut c = Command::new(env!("CARGO_BIN_EXE_wlrun"));
+        let out = c
+            .current_dir(p)
+            .args(&all)
+            .env_remove("WLRUN_BARRIER_TOKEN")
+            .output();
+        let docs = docs(&String::from_utf8(out.unwrap().stdout).unwrap());
+        let secret = kind(&docs, "Secret");
+        let t = base64::engine::general_purpose::STANDARD
+            .decode(str_of(&secret["data"]["barrier-token"]))
+            .unwrap();
+        String::from_utf8(t).unwrap()
+    };
+    let (a, b) = (fresh(()), fresh(()));
+    assert!(
+        a.len() == 64 && a.chars().all(|c| c.is_ascii_hexdigit()),
+        "{a}"
+    );
+    assert_ne!(a, b);
 
     // Without the variable here, the pods get none and the person is told.
     let (yaml, stderr) = manifests(
@@ -526,7 +573,7 @@ ingest load { into db via qwp  rows cpu }
     let all = docs(&yaml);
     assert!(all
         .iter()
-        .all(|d| d["kind"] != "Secret" || d["data"].as_mapping().unwrap().len() == 3));
+        .all(|d| d["kind"] != "Secret" || d["data"].as_mapping().unwrap().len() == 4));
     let env = &container(&all)["env"];
     assert!(env
         .as_sequence()

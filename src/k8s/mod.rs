@@ -183,7 +183,9 @@ fn manifests(args: &K8sArgs, style: Style) -> Result<String, Option<String>> {
     if let Some(s) = args.select.seed {
         select_args.extend(["--seed".to_string(), s.to_string()]);
     }
+    let barrier_token = barrier_token()?;
     let spec = Spec {
+        barrier_token,
         name,
         namespace: args.namespace.clone(),
         shards: args.shards,
@@ -261,4 +263,20 @@ fn summary(spec: &Spec, files: &files::Files) {
             );
         }
     }
+}
+
+/// The barrier's shared secret: `WLRUN_BARRIER_TOKEN` as set here (the shards check it as they
+/// start), or 32 random bytes in hex. Known to the masker either way: never printed.
+fn barrier_token() -> Result<String, String> {
+    let token = match std::env::var("WLRUN_BARRIER_TOKEN") {
+        Ok(t) if !t.is_empty() => t,
+        _ => {
+            let mut bytes = [0u8; 32];
+            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
+                .map_err(|_| "no random bytes for a barrier token from the system".to_string())?;
+            bytes.iter().map(|b| format!("{b:02x}")).collect()
+        }
+    };
+    crate::secrets::remember(&token);
+    Ok(token)
 }

@@ -82,6 +82,8 @@ pub struct Spec {
     pub select_args: Vec<String>,
     /// Environment variables the workload reads, with the values they have here.
     pub env: Vec<(String, String)>,
+    /// The barrier's shared secret, `WLRUN_BARRIER_TOKEN` in every pod.
+    pub barrier_token: String,
 }
 
 /// Where the pods may run and as whom: the same for the shards and the collector.
@@ -142,10 +144,14 @@ impl Spec {
     }
 }
 
+/// The Secret's key holding the barrier token.
+const BARRIER_TOKEN_KEY: &str = "barrier-token";
+
 /// The objects, in the order they must be created: what the pods mount before the pods.
 pub fn build(spec: &Spec, files: &Files) -> Result<Vec<Object>, String> {
     let mut objects = Vec::new();
-    let mut taken = HashSet::new();
+    // The barrier token's key, never a file's.
+    let mut taken = HashSet::from([BARRIER_TOKEN_KEY.to_string()]);
     let mut config_items = Vec::new();
     let mut secret_items = Vec::new();
     let mut data = BTreeMap::new();
@@ -186,19 +192,20 @@ pub fn build(spec: &Spec, files: &Files) -> Result<Vec<Object>, String> {
     if let Results::Linger(seconds) = spec.results {
         env.push(EnvVar::value("WLRUN_LINGER", seconds.to_string()));
     }
+    // Shard 0 listens on every address of its pod: only a peer saying this token gets in.
+    secret.insert(
+        BARRIER_TOKEN_KEY.to_string(),
+        b64(spec.barrier_token.as_bytes()),
+    );
+    env.push(EnvVar::secret(
+        "WLRUN_BARRIER_TOKEN",
+        &spec.name,
+        BARRIER_TOKEN_KEY,
+    ));
     for (name, value) in &spec.env {
         let key = file_key(&format!("env.{name}"), &mut taken);
         secret.insert(key.clone(), b64(value.as_bytes()));
-        env.push(EnvVar {
-            name: name.clone(),
-            value: None,
-            value_from: Some(EnvSource {
-                secret_key_ref: KeyRef {
-                    name: spec.name.clone(),
-                    key,
-                },
-            }),
-        });
+        env.push(EnvVar::secret(name, &spec.name, &key));
     }
 
     if spec.files_claim.is_none() {
@@ -213,7 +220,7 @@ pub fn build(spec: &Spec, files: &Files) -> Result<Vec<Object>, String> {
             }),
         });
     }
-    if !secret.is_empty() {
+    {
         objects.push(Object {
             api_version: "v1",
             kind: "Secret",
@@ -527,6 +534,20 @@ impl EnvVar {
             name: name.into(),
             value: Some(value),
             value_from: None,
+        }
+    }
+
+    /// A variable whose value is key `key` of Secret `secret`.
+    fn secret(name: &str, secret: &str, key: &str) -> EnvVar {
+        EnvVar {
+            name: name.into(),
+            value: None,
+            value_from: Some(EnvSource {
+                secret_key_ref: KeyRef {
+                    name: secret.into(),
+                    key: key.into(),
+                },
+            }),
         }
     }
 }
