@@ -106,6 +106,8 @@ struct Acc {
     /// Runs: latency. Ingest: batch latency.
     latency: Histogram<u64>,
     service: Histogram<u64>,
+    /// Open loop with live metrics: actual minus intended send time of the answers.
+    send_lag: Histogram<u64>,
     /// Ingest with `probe visible`: the lag of the batches the interval's probes saw first.
     lag: Histogram<u64>,
     /// The highest count a probe answered (counts only grow, so it is the last one's).
@@ -119,6 +121,7 @@ impl Acc {
             counts: [0; COUNTERS],
             latency: interval_histogram(),
             service: interval_histogram(),
+            send_lag: interval_histogram(),
             lag: interval_histogram(),
             visible: None,
         }
@@ -131,6 +134,7 @@ impl Acc {
         // Auto-resizing histograms of the same precision always add.
         let _ = self.latency.add(&other.latency);
         let _ = self.service.add(&other.service);
+        let _ = self.send_lag.add(&other.send_lag);
         let _ = self.lag.add(&other.lag);
         self.visible = self.visible.max(other.visible);
     }
@@ -140,6 +144,7 @@ impl Acc {
         self.counts = [0; COUNTERS];
         self.latency.reset();
         self.service.reset();
+        self.send_lag.reset();
         self.lag.reset();
         self.visible = None;
     }
@@ -161,7 +166,17 @@ struct SlotState {
 /// A worker's handle on its phase's series; recording on a run without `--out` does nothing.
 #[derive(Clone)]
 pub struct Slot {
-    state: Option<(Arc<Mutex<SlotState>>, Clock, Arc<AtomicBool>)>,
+    state: Option<Link>,
+}
+
+#[derive(Clone)]
+struct Link {
+    state: Arc<Mutex<SlotState>>,
+    clock: Clock,
+    /// The writer failed.
+    dead: Arc<AtomicBool>,
+    /// Live metrics want the send lag (only they read it: without them it costs nothing).
+    send_lag: bool,
 }
 
 impl Slot {
@@ -171,7 +186,10 @@ impl Slot {
     }
 
     fn with(&self, at: Instant, f: impl FnOnce(&mut Acc)) {
-        let Some((state, clock, dead)) = &self.state else {
+        let Some(Link {
+            state, clock, dead, ..
+        }) = &self.state
+        else {
             return;
         };
         // A writer that failed (a full disk) takes nothing more: recording stops, so that
@@ -201,11 +219,16 @@ impl Slot {
 
     /// A query or request answered at `done`.
     pub fn ok(&self, done: Instant, latency: Duration, service: Option<Duration>) {
+        let send_lag = self.state.as_ref().is_some_and(|s| s.send_lag);
         self.with(done, |a| {
             a.counts[OK] += 1;
             put(&mut a.latency, latency);
             if let Some(s) = service {
                 put(&mut a.service, s);
+                // Open loop: latency runs from the intended time, service from the send.
+                if send_lag {
+                    put(&mut a.send_lag, latency.saturating_sub(s));
+                }
             }
         });
     }
@@ -311,6 +334,9 @@ struct Shared {
     /// Set when the writer failed: slots stop recording.
     dead: Arc<AtomicBool>,
     fault: Arc<fault::Fault>,
+    /// `--metrics-listen`/`--metrics-push`: each closed interval is added to the phase's
+    /// live figures too.
+    live: Option<super::live::Phase>,
 }
 
 /// A phase's series being recorded: `slot()` per worker, `measure`/`pause` around the
@@ -325,7 +351,8 @@ pub struct Recorder {
 struct Running {
     shared: Arc<Shared>,
     writer: JoinHandle<Result<Written, String>>,
-    reference: SeriesRef,
+    /// `None` without `--out`: the writer only feeds live metrics.
+    reference: Option<SeriesRef>,
 }
 
 struct Written {
@@ -342,14 +369,22 @@ impl Recorder {
         }
     }
 
-    /// Starts the series of `id` under `out` (`None`: the run keeps no series). A series that
-    /// cannot be written does not stop the phase; `finish` says why it is missing.
-    pub fn start(out: Option<&SeriesOut>, id: &PhaseId, kind: Kind) -> Result<Recorder, String> {
-        let Some(out) = out else {
-            return Ok(Recorder::none());
+    /// Starts the series of `id` under `out` (`None`: the run keeps no series), feeding
+    /// `live` metrics too; with neither it records nothing. A series that cannot be written
+    /// does not stop the phase; `finish` says why it is missing.
+    pub fn start(
+        out: Option<&SeriesOut>,
+        live: Option<super::live::Phase>,
+        id: &PhaseId,
+        kind: Kind,
+    ) -> Result<Recorder, String> {
+        let interval = match (out, &live) {
+            (Some(out), _) => out.interval,
+            (None, Some(l)) => l.interval(),
+            (None, None) => return Ok(Recorder::none()),
         };
         let (counts, hlog) = SeriesRef::paths(id.cell, id.phase);
-        let interval_ms = out.interval.as_millis().max(1) as u64;
+        let interval_ms = interval.as_millis().max(1) as u64;
         let reference = SeriesRef {
             interval_ms,
             counts,
@@ -366,15 +401,21 @@ impl Recorder {
                 .as_nanos(),
             interval_ns: u128::from(interval_ms) * 1_000_000,
         };
-        let dir = out.dir.clone();
-        std::fs::create_dir_all(dir.join(crate::report::series::DIR))
-            .map_err(|e| format!("cannot create {}: {e}", dir.join("series").display()))?;
-        announce(&dir, id, kind, &reference, now)?;
-        // HdrHistogram's log readers skip intervals that begin before the log's StartTime: it
-        // is the start of the first (wall-clock aligned) interval, not the phase's.
-        let first_ns = clock.unix_ns / clock.interval_ns * clock.interval_ns;
-        let log_start = UNIX_EPOCH + Duration::from_nanos(first_ns as u64);
-        let files = Files::create(&dir, &reference, id, log_start)?;
+        let files = match out {
+            Some(out) => {
+                let dir = out.dir.clone();
+                std::fs::create_dir_all(dir.join(crate::report::series::DIR))
+                    .map_err(|e| format!("cannot create {}: {e}", dir.join("series").display()))?;
+                announce(&dir, id, kind, &reference, now)?;
+                // HdrHistogram's log readers skip intervals that begin before the log's
+                // StartTime: it is the start of the first (wall-clock aligned) interval, not
+                // the phase's.
+                let first_ns = clock.unix_ns / clock.interval_ns * clock.interval_ns;
+                let log_start = UNIX_EPOCH + Duration::from_nanos(first_ns as u64);
+                Some(Files::create(&dir, &reference, id, log_start)?)
+            }
+            None => None,
+        };
         let shared = Arc::new(Shared {
             clock,
             kind,
@@ -382,7 +423,8 @@ impl Recorder {
             control: Mutex::new(Control::default()),
             wake: Condvar::new(),
             dead: Arc::new(AtomicBool::new(false)),
-            fault: out.fault.clone(),
+            fault: out.map(|o| o.fault.clone()).unwrap_or_default(),
+            live,
         });
         let writer = {
             let shared = shared.clone();
@@ -395,10 +437,22 @@ impl Recorder {
             running: Some(Running {
                 shared,
                 writer,
-                reference,
+                reference: out.map(|_| reference),
             }),
             marks: None,
         })
+    }
+
+    /// The phase's live metrics, if the run has them.
+    pub fn live(&self) -> Option<super::live::Phase> {
+        self.running.as_ref()?.shared.live.clone()
+    }
+
+    /// A `find max rate` search measures step `n` (from 1): live metrics say so.
+    pub fn step(&self, n: u64) {
+        if let Some(l) = self.running.as_ref().and_then(|r| r.shared.live.as_ref()) {
+            l.step(n);
+        }
     }
 
     /// A worker's slot.
@@ -409,7 +463,12 @@ impl Recorder {
         let state = Arc::new(Mutex::new(SlotState::default()));
         lock(&r.shared.slots).push(state.clone());
         Slot {
-            state: Some((state, r.shared.clock, r.shared.dead.clone())),
+            state: Some(Link {
+                state,
+                clock: r.shared.clock,
+                dead: r.shared.dead.clone(),
+                send_lag: r.shared.live.is_some(),
+            }),
         }
     }
 
@@ -506,7 +565,9 @@ impl Recorder {
             Ok(Err(e)) => return (None, Some(e)),
             Err(_) => return (None, Some("the series writer failed".into())),
         };
-        let mut reference = r.reference;
+        let Some(mut reference) = r.reference else {
+            return (None, None);
+        };
         reference.intervals = written.intervals;
         reference.measured = measured;
         let late = (written.late_records > 0).then(|| {
@@ -550,7 +611,7 @@ mod tests {
             interval: Duration::from_millis(50),
             fault: Default::default(),
         };
-        let rec = Recorder::start(Some(&out), &id(), Kind::Run { service: true }).unwrap();
+        let rec = Recorder::start(Some(&out), None, &id(), Kind::Run { service: true }).unwrap();
         let (a, b) = (rec.slot(), rec.slot());
         rec.measure(Instant::now());
         for i in 0..30u64 {
@@ -624,6 +685,7 @@ mod tests {
         };
         let rec = Recorder::start(
             Some(&out),
+            None,
             &id(),
             Kind::Ingest {
                 acks: false,
@@ -681,7 +743,7 @@ mod tests {
             acks: true,
             probe: true,
         };
-        let rec = Recorder::start(Some(&out), &id, kind).unwrap();
+        let rec = Recorder::start(Some(&out), None, &id, kind).unwrap();
         let (worker, probe) = (rec.slot(), rec.slot());
         rec.measure(Instant::now());
         worker.sent(Instant::now(), 100, 1000, 1100);
@@ -746,11 +808,11 @@ mod tests {
             interval: Duration::from_millis(20),
             fault: Default::default(),
         };
-        let rec = Recorder::start(Some(&out), &id(), Kind::Run { service: false }).unwrap();
+        let rec = Recorder::start(Some(&out), None, &id(), Kind::Run { service: false }).unwrap();
         let slot = rec.slot();
         rec.measure(Instant::now());
         let deadline = Instant::now() + Duration::from_secs(10);
-        let open = |slot: &Slot| lock(&slot.state.as_ref().unwrap().0).open.len();
+        let open = |slot: &Slot| lock(&slot.state.as_ref().unwrap().state).open.len();
         loop {
             slot.ok(Instant::now(), Duration::from_micros(100), None);
             std::thread::sleep(Duration::from_millis(5));
@@ -780,7 +842,7 @@ mod tests {
 
     #[test]
     fn a_run_without_out_records_nothing() {
-        let rec = Recorder::start(None, &id(), Kind::Run { service: false }).unwrap();
+        let rec = Recorder::start(None, None, &id(), Kind::Run { service: false }).unwrap();
         let s = rec.slot();
         s.ok(Instant::now(), Duration::from_millis(1), None);
         assert_eq!(rec.finish(), (None, None));
@@ -796,7 +858,7 @@ mod tests {
         };
         let unix_ms = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap().as_secs_f64() * 1e3;
         let before = unix_ms(SystemTime::now());
-        let rec = Recorder::start(Some(&out), &id(), Kind::Run { service: false }).unwrap();
+        let rec = Recorder::start(Some(&out), None, &id(), Kind::Run { service: false }).unwrap();
         let t0 = Instant::now();
         rec.measure(t0);
         rec.pause(t0 + Duration::from_millis(30));
@@ -819,6 +881,7 @@ mod tests {
         // An ingest says its own span: first batch sent to last answer.
         let rec = Recorder::start(
             Some(&out),
+            None,
             &id(),
             Kind::Ingest {
                 acks: true,
@@ -854,7 +917,7 @@ mod tests {
             acks: false,
             probe: false,
         };
-        let rec = Recorder::start(Some(&out), &id(), kind).unwrap();
+        let rec = Recorder::start(Some(&out), None, &id(), kind).unwrap();
         let t0 = Instant::now();
         rec.measure(t0);
         // The last batch left at 30 ms; its slot, and the schedule, end at 45 ms.

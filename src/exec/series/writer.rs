@@ -14,7 +14,11 @@ use hdrhistogram::serialization::interval_log::{
 use hdrhistogram::serialization::V2DeflateSerializer;
 
 use super::rows::{ingest_row, run_row, stage_at};
-use super::{lock, Acc, Kind, PhaseId, Shared, Written};
+use super::{
+    lock, Acc, Kind, PhaseId, Shared, Written, CUT_OFF, ERRORS, FAILED, OK, ROWS_ACKED, ROWS_SENT,
+    UNSENT,
+};
+use crate::exec::live::Interval;
 use crate::report::series::{
     IngestInterval, RunInterval, SeriesRef, TAG_BATCH, TAG_LAG, TAG_LATENCY, TAG_SERVICE,
 };
@@ -99,7 +103,7 @@ impl Files {
 /// The writer thread. When it fails (a full disk, a removed directory) the slots stop
 /// recording and are emptied, so what was written stays and memory does not grow with what
 /// nobody will write; `finish` says why the series is incomplete.
-pub(super) fn write_loop(shared: &Shared, files: Files) -> Result<Written, String> {
+pub(super) fn write_loop(shared: &Shared, files: Option<Files>) -> Result<Written, String> {
     let result = write_intervals(shared, files);
     if let Err(e) = &result {
         shared.fault.ring(e);
@@ -113,28 +117,52 @@ pub(super) fn write_loop(shared: &Shared, files: Files) -> Result<Written, Strin
     result
 }
 
-/// Waits for each interval to close, then writes it.
-fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String> {
+/// Waits for each interval to close, then writes it (with `--out`) and adds it to the live
+/// metrics (with them).
+fn write_intervals(shared: &Shared, files: Option<Files>) -> Result<Written, String> {
     let clock = shared.clock;
     let interval_ns = clock.interval_ns;
     let grace = (interval_ns / 4).min(200_000_000);
     let mut serializer = V2DeflateSerializer::new();
+    let (mut counts, mut hlog, counts_path, hlog_path, comment, start) = match files {
+        Some(f) => (
+            Some(f.counts),
+            Some(f.hlog),
+            f.counts_path,
+            f.hlog_path,
+            f.comment,
+            f.start,
+        ),
+        None => (
+            None,
+            None,
+            PathBuf::new(),
+            PathBuf::new(),
+            String::new(),
+            UNIX_EPOCH,
+        ),
+    };
     // An I/O error reads as one ("No space left on device"); only a serializer's has no text.
     let hlog_fail = |e: &IntervalLogWriterError<_>| {
         let why = match e {
             IntervalLogWriterError::IoError(io) => io.to_string(),
             IntervalLogWriterError::SerializeError(e) => format!("{e:?}"),
         };
-        format!("cannot write {}: {why}", files.hlog_path.display())
+        format!("cannot write {}: {why}", hlog_path.display())
     };
     let counts_fail =
-        |e: &dyn std::fmt::Display| format!("cannot write {}: {e}", files.counts_path.display());
-    let mut log = IntervalLogWriterBuilder::new()
-        .add_comment(&files.comment)
-        .with_start_time(files.start)
-        .with_max_value_divisor(1000.0)
-        .begin_log_with(&mut files.hlog, &mut serializer)
-        .map_err(|e| hlog_fail(&IntervalLogWriterError::IoError(e)))?;
+        |e: &dyn std::fmt::Display| format!("cannot write {}: {e}", counts_path.display());
+    let mut log = match hlog.as_mut() {
+        Some(hlog) => Some(
+            IntervalLogWriterBuilder::new()
+                .add_comment(&comment)
+                .with_start_time(start)
+                .with_max_value_divisor(1000.0)
+                .begin_log_with(hlog, &mut serializer)
+                .map_err(|e| hlog_fail(&IntervalLogWriterError::IoError(e)))?,
+        ),
+        None => None,
+    };
     let mut pending: BTreeMap<u64, Acc> = BTreeMap::new();
     // The next interval to write; `None` until measured time has begun.
     let mut next: Option<u64> = None;
@@ -203,10 +231,18 @@ fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String>
                 let start_ms = (u128::from(i) * interval_ns / 1_000_000) as u64;
                 let start = Duration::from_millis(start_ms);
                 let length = Duration::from_nanos(interval_ns as u64);
+                let stage = stage_at(&stages, u128::from(i) * interval_ns);
+                if let Some(live) = &shared.live {
+                    live.add(&live_interval(&acc, stage, shared.kind));
+                }
+                let (Some(counts), Some(log)) = (counts.as_mut(), log.as_mut()) else {
+                    i += 1;
+                    continue;
+                };
                 let (row, histograms) = match shared.kind {
                     Kind::Ingest { acks, probe } => (
-                        files.counts.serialize(IngestInterval {
-                            stage: stage_at(&stages, u128::from(i) * interval_ns),
+                        counts.serialize(IngestInterval {
+                            stage,
                             ..ingest_row(&acc, start_ms, span_ms, acks)
                         }),
                         [
@@ -215,8 +251,8 @@ fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String>
                         ],
                     ),
                     Kind::Run { service } => (
-                        files.counts.serialize(RunInterval {
-                            stage: stage_at(&stages, u128::from(i) * interval_ns),
+                        counts.serialize(RunInterval {
+                            stage,
                             ..run_row(&acc, start_ms, span_ms, service)
                         }),
                         [
@@ -232,7 +268,7 @@ fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String>
                 }
                 // The row reaches the file here, after its histograms: a kill between the two
                 // leaves a log one interval ahead of the counts, never behind.
-                files.counts.flush().map_err(|e| counts_fail(&e))?;
+                counts.flush().map_err(|e| counts_fail(&e))?;
                 written.intervals += 1;
                 i += 1;
             }
@@ -241,6 +277,30 @@ fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String>
         if finished {
             return Ok(written);
         }
+    }
+}
+
+/// A closed interval as live metrics add it: a run's counters or an ingest's, which share
+/// their positions.
+fn live_interval(a: &Acc, stage: Option<u64>, kind: Kind) -> Interval<'_> {
+    let (run, ingest) = match kind {
+        Kind::Run { .. } => (1, 0),
+        Kind::Ingest { .. } => (0, 1),
+    };
+    Interval {
+        ok: a.counts[OK] * run,
+        failed: a.counts[FAILED] * run,
+        cut_off: a.counts[CUT_OFF] * run,
+        unsent: a.counts[UNSENT] * run,
+        rows_sent: a.counts[ROWS_SENT] * ingest,
+        rows_acked: a.counts[ROWS_ACKED] * ingest,
+        ingest_errors: a.counts[ERRORS] * ingest,
+        visible: a.visible,
+        latency: &a.latency,
+        service: &a.service,
+        send_lag: &a.send_lag,
+        visibility_lag: &a.lag,
+        stage,
     }
 }
 
