@@ -353,6 +353,18 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                     return EXIT_USAGE;
                 }
             };
+            // Bound before the run directory is made: an address taken costs nothing but exit 2.
+            let live = metrics_flags
+                .wanted()
+                .then(|| exec::live::Live::new(interval));
+            let live_out = match live.as_ref().map(|l| metrics_flags.start(l)) {
+                Some(Ok(s)) => Some(s),
+                Some(Err(e)) => {
+                    sayln!("wlrun: {e}");
+                    return EXIT_USAGE;
+                }
+                None => None,
+            };
             let plan = lower::lower(&checked);
             // Before anything is printed: the server versions asked below may quote a secret.
             exec::secrets::remember(&plan);
@@ -384,17 +396,6 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                     }
                 }
             }
-            let live = metrics_flags
-                .wanted()
-                .then(|| exec::live::Live::new(interval));
-            let live_out = match live.as_ref().map(|l| metrics_flags.start(l)) {
-                Some(Ok(s)) => Some(s),
-                Some(Err(e)) => {
-                    sayln!("wlrun: {e}");
-                    return EXIT_USAGE;
-                }
-                None => None,
-            };
             let stop = Arc::new(AtomicBool::new(false));
             let env = exec::RunEnv {
                 seed: checked.seed,
