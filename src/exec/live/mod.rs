@@ -347,12 +347,40 @@ impl Outputs {
         }
         if let Some(s) = self.server {
             if !linger.is_zero() {
-                sayln!("metrics: serving the final figures for {linger:?} more");
-                std::thread::sleep(linger);
+                sayln!("metrics: serving the final figures for {linger:?} more (Ctrl-C ends it)");
+                linger_for(linger);
             }
             s.stop();
         }
     }
+}
+
+/// Waits `linger`, or less when SIGINT or SIGTERM comes. The run's runtime, whose handlers
+/// stopped the run, is gone by now while its handlers are still installed: without a wait of
+/// our own a Ctrl-C would do nothing until the linger ends.
+fn linger_for(linger: Duration) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let Ok(runtime) = runtime else {
+        std::thread::sleep(linger);
+        return;
+    };
+    runtime.block_on(async {
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            tokio::time::sleep(linger).await;
+            return;
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(linger) => {}
+            _ = int.recv() => {}
+            _ = term.recv() => {}
+        }
+    });
 }
 
 /// `250ms`, `5s`, `2m`, `1h`, or plain seconds: a flag's duration.
