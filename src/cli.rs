@@ -229,6 +229,8 @@ pub enum Command {
         #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
         interval: f64,
         #[command(flatten)]
+        metrics: Metrics,
+        #[command(flatten)]
         shards: Shards,
         #[command(flatten)]
         select: Select,
@@ -325,6 +327,31 @@ pub enum GenFormat {
 pub enum TimestampText {
     Rfc3339,
     Sql,
+}
+
+/// `wlrun run`'s live metrics, for Prometheus (docs/metrics.md).
+#[derive(Clone, Debug, Default, Args)]
+pub struct Metrics {
+    /// Serve each phase's figures so far at http://HOST:PORT/metrics while the run goes on
+    /// (OpenMetrics; Prometheus text 0.0.4 to a scraper that asks only for it). Port 0 takes
+    /// a free one; the address is printed on standard error. Figures move on every
+    /// --interval.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_listen: Option<String>,
+    /// With --metrics-listen: how long to go on serving after the run ends, so that the last
+    /// scrape sees the final figures (report.json's): at least the scrape interval, such as
+    /// `15s`. 0 ends with the run.
+    #[arg(long, value_name = "TIME", default_value = "0s")]
+    pub metrics_linger: String,
+    /// Push each phase's figures to a Prometheus Pushgateway (http://HOST:PORT; the group is
+    /// job=wlrun, instance=the host name, unless the URL names its own
+    /// `/metrics/job/...`) every --metrics-push-interval and once at the end. A failed push
+    /// is a warning.
+    #[arg(long, value_name = "URL")]
+    pub metrics_push: Option<String>,
+    /// With --metrics-push: the time between pushes, such as `10s`.
+    #[arg(long, value_name = "TIME", default_value = "10s")]
+    pub metrics_push_interval: String,
 }
 
 /// `wlrun run`'s shards: one run split over processes that meet at barriers

@@ -311,6 +311,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             fail_fast,
             no_server_versions,
             interval,
+            metrics,
             shards,
             select,
         } => {
@@ -345,6 +346,25 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 return EXIT_USAGE;
             }
             let interval = Duration::from_millis((interval * 1000.0).round() as u64);
+            let metrics_flags = match MetricsFlags::read(&metrics) {
+                Ok(m) => m,
+                Err(e) => {
+                    sayln!("wlrun: {e}");
+                    return EXIT_USAGE;
+                }
+            };
+            // Bound before the run directory is made: an address taken costs nothing but exit 2.
+            let live = metrics_flags
+                .wanted()
+                .then(|| exec::live::Live::new(interval));
+            let live_out = match live.as_ref().map(|l| metrics_flags.start(l)) {
+                Some(Ok(s)) => Some(s),
+                Some(Err(e)) => {
+                    sayln!("wlrun: {e}");
+                    return EXIT_USAGE;
+                }
+                None => None,
+            };
             let plan = lower::lower(&checked);
             // Before anything is printed: the server versions asked below may quote a secret.
             exec::secrets::remember(&plan);
@@ -390,6 +410,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                     interval,
                     fault: Arc::new(exec::series::fault::Fault::new(stop.clone())),
                 }),
+                live,
                 shard: sharding.map(|(spec, address, timeout)| {
                     Arc::new(exec::shards::ShardRun::new(
                         spec,
@@ -455,6 +476,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                         }
                     }
                 }
+            }
+            if let Some(l) = live_out {
+                l.finish(metrics_flags.linger);
             }
             code
         }
@@ -578,5 +602,51 @@ fn plural(n: usize) -> &'static str {
         ""
     } else {
         "s"
+    }
+}
+
+/// `--metrics-listen`, `--metrics-push` and their times, read and checked before anything is
+/// sent.
+struct MetricsFlags {
+    listen: Option<String>,
+    linger: Duration,
+    push: Option<(exec::live::push::Target, Duration)>,
+}
+
+impl MetricsFlags {
+    fn read(m: &crate::cli::Metrics) -> Result<MetricsFlags, String> {
+        let linger = exec::live::parse_duration(&m.metrics_linger)
+            .map_err(|e| format!("--metrics-linger: {e}"))?;
+        let every = exec::live::parse_duration(&m.metrics_push_interval)
+            .map_err(|e| format!("--metrics-push-interval: {e}"))?;
+        if every < Duration::from_millis(100) {
+            return Err("--metrics-push-interval: push at most every 100ms".into());
+        }
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "wlrun".into());
+        let push = match &m.metrics_push {
+            Some(url) => Some((exec::live::push::Target::parse(url, &host)?, every)),
+            None => None,
+        };
+        Ok(MetricsFlags {
+            listen: m.metrics_listen.clone(),
+            linger,
+            push,
+        })
+    }
+
+    fn wanted(&self) -> bool {
+        self.listen.is_some() || self.push.is_some()
+    }
+
+    /// The server bound (its address said on standard error, where tests read it) and the
+    /// pusher started.
+    fn start(&self, live: &Arc<exec::live::Live>) -> Result<exec::live::Outputs, String> {
+        let out = exec::live::Outputs::start(self.listen.as_deref(), self.push.clone(), live)?;
+        if let Some(addr) = out.addr() {
+            sayln!("metrics: serving http://{addr}/metrics");
+        }
+        Ok(out)
     }
 }

@@ -71,6 +71,7 @@ fn run_checked(
         max_error_rate: None,
         fail_fast: false,
         series,
+        live: None,
         shard: None,
     };
     run_plan(&plan, &env, |_| {})

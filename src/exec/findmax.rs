@@ -78,6 +78,7 @@ pub(super) fn step_env(env: &RunEnv, seed: u64) -> RunEnv {
         fail_fast: env.fail_fast,
         // The phase's recorder is handed to each step; nothing else reads this.
         series: None,
+        live: None,
         // A search is refused under shards.
         shard: None,
     }
@@ -129,6 +130,7 @@ pub(super) async fn search<S: Steps>(
             rate,
         };
         let label = format!("{label} step {} at {}", at.n, crate::value::fmt_rate(rate));
+        series.step(at.n);
         let (r, row, v) = steps.step(env, &label, fm, at, series).await;
         rows.push(row);
         s.record(v);

@@ -14,6 +14,7 @@ pub mod findmax;
 pub mod ingest;
 pub mod judge;
 mod link;
+pub mod live;
 pub mod observe;
 mod pace;
 mod producer;
@@ -54,6 +55,8 @@ pub struct RunEnv {
     pub fail_fast: bool,
     /// `--out DIR` and `--interval`: each phase's time series is written there as it runs.
     pub series: Option<series::SeriesOut>,
+    /// `--metrics-listen`, `--metrics-push`: each phase's figures as the run goes on.
+    pub live: Option<Arc<live::Live>>,
     /// `--shard I/N`: this process runs one shard of every phase (`shards`).
     pub shard: Option<Arc<shards::ShardRun>>,
 }
@@ -416,7 +419,22 @@ fn start_series(
             _ => None,
         },
     };
-    let (recorder, warning) = match series::Recorder::start(env.series.as_ref(), &id, series_kind) {
+    let live = env.live.as_ref().map(|l| {
+        let labels = live::Labels {
+            cell: cell.index,
+            key: cell.key.clone(),
+            phase: name.clone(),
+            kind,
+            endpoint: id.endpoint.clone(),
+        };
+        let (open_loop, acks, probe) = match series_kind {
+            series::Kind::Run { service } => (service, false, false),
+            series::Kind::Ingest { acks, probe } => (false, acks, probe),
+        };
+        l.phase(labels, open_loop, acks, probe)
+    });
+    let started = series::Recorder::start(env.series.as_ref(), live, &id, series_kind);
+    let (recorder, warning) = match started {
         Ok(r) => (r, None),
         Err(e) => {
             if let Some(out) = &env.series {
@@ -465,7 +483,12 @@ fn finish_series(
     recorder: series::Recorder,
     mut warning: Option<String>,
 ) -> PhaseReport {
+    let live = recorder.live();
     let (series, note) = recorder.finish();
+    // After the writer's last intervals: the end's figures are the report's.
+    if let Some(l) = live {
+        l.finish(&report);
+    }
     if let Some(e) = note {
         warning.get_or_insert(format!("time series: {e}"));
     }

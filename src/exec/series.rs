@@ -9,29 +9,22 @@
 //! boundary has that long to record it. A record later still (a worker descheduled for longer)
 //! goes into the next interval not yet written, and the writer counts it (`late_records`).
 
-use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use hdrhistogram::serialization::interval_log::{
-    IntervalLogWriterBuilder, IntervalLogWriterError, Tag,
-};
-use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
 
 use crate::report::series::{
-    interval_histogram, AnnouncedGroup, AnnouncedProbe, IngestInterval, Measured, RunInterval,
-    SeriesRef, TAG_BATCH, TAG_LAG, TAG_LATENCY, TAG_SERVICE,
+    interval_histogram, AnnouncedGroup, AnnouncedProbe, Measured, SeriesRef,
 };
 
 pub mod fault;
 mod rows;
-use rows::{ingest_row, run_row, stage_at};
+mod writer;
+use writer::{announce, write_loop, Files};
 
 /// `--out DIR` and `--interval`: where and how finely a run's series are written.
 #[derive(Clone, Debug)]
@@ -113,6 +106,8 @@ struct Acc {
     /// Runs: latency. Ingest: batch latency.
     latency: Histogram<u64>,
     service: Histogram<u64>,
+    /// Open loop with live metrics: actual minus intended send time of the answers.
+    send_lag: Histogram<u64>,
     /// Ingest with `probe visible`: the lag of the batches the interval's probes saw first.
     lag: Histogram<u64>,
     /// The highest count a probe answered (counts only grow, so it is the last one's).
@@ -126,6 +121,7 @@ impl Acc {
             counts: [0; COUNTERS],
             latency: interval_histogram(),
             service: interval_histogram(),
+            send_lag: interval_histogram(),
             lag: interval_histogram(),
             visible: None,
         }
@@ -138,6 +134,7 @@ impl Acc {
         // Auto-resizing histograms of the same precision always add.
         let _ = self.latency.add(&other.latency);
         let _ = self.service.add(&other.service);
+        let _ = self.send_lag.add(&other.send_lag);
         let _ = self.lag.add(&other.lag);
         self.visible = self.visible.max(other.visible);
     }
@@ -147,6 +144,7 @@ impl Acc {
         self.counts = [0; COUNTERS];
         self.latency.reset();
         self.service.reset();
+        self.send_lag.reset();
         self.lag.reset();
         self.visible = None;
     }
@@ -168,7 +166,17 @@ struct SlotState {
 /// A worker's handle on its phase's series; recording on a run without `--out` does nothing.
 #[derive(Clone)]
 pub struct Slot {
-    state: Option<(Arc<Mutex<SlotState>>, Clock, Arc<AtomicBool>)>,
+    state: Option<Link>,
+}
+
+#[derive(Clone)]
+struct Link {
+    state: Arc<Mutex<SlotState>>,
+    clock: Clock,
+    /// The writer failed.
+    dead: Arc<AtomicBool>,
+    /// Live metrics want the send lag (only they read it: without them it costs nothing).
+    send_lag: bool,
 }
 
 impl Slot {
@@ -178,7 +186,10 @@ impl Slot {
     }
 
     fn with(&self, at: Instant, f: impl FnOnce(&mut Acc)) {
-        let Some((state, clock, dead)) = &self.state else {
+        let Some(Link {
+            state, clock, dead, ..
+        }) = &self.state
+        else {
             return;
         };
         // A writer that failed (a full disk) takes nothing more: recording stops, so that
@@ -208,11 +219,16 @@ impl Slot {
 
     /// A query or request answered at `done`.
     pub fn ok(&self, done: Instant, latency: Duration, service: Option<Duration>) {
+        let send_lag = self.state.as_ref().is_some_and(|s| s.send_lag);
         self.with(done, |a| {
             a.counts[OK] += 1;
             put(&mut a.latency, latency);
             if let Some(s) = service {
                 put(&mut a.service, s);
+                // Open loop: latency runs from the intended time, service from the send.
+                if send_lag {
+                    put(&mut a.send_lag, latency.saturating_sub(s));
+                }
             }
         });
     }
@@ -318,6 +334,9 @@ struct Shared {
     /// Set when the writer failed: slots stop recording.
     dead: Arc<AtomicBool>,
     fault: Arc<fault::Fault>,
+    /// `--metrics-listen`/`--metrics-push`: each closed interval is added to the phase's
+    /// live figures too.
+    live: Option<super::live::Phase>,
 }
 
 /// A phase's series being recorded: `slot()` per worker, `measure`/`pause` around the
@@ -332,7 +351,8 @@ pub struct Recorder {
 struct Running {
     shared: Arc<Shared>,
     writer: JoinHandle<Result<Written, String>>,
-    reference: SeriesRef,
+    /// `None` without `--out`: the writer only feeds live metrics.
+    reference: Option<SeriesRef>,
 }
 
 struct Written {
@@ -349,14 +369,22 @@ impl Recorder {
         }
     }
 
-    /// Starts the series of `id` under `out` (`None`: the run keeps no series). A series that
-    /// cannot be written does not stop the phase; `finish` says why it is missing.
-    pub fn start(out: Option<&SeriesOut>, id: &PhaseId, kind: Kind) -> Result<Recorder, String> {
-        let Some(out) = out else {
-            return Ok(Recorder::none());
+    /// Starts the series of `id` under `out` (`None`: the run keeps no series), feeding
+    /// `live` metrics too; with neither it records nothing. A series that cannot be written
+    /// does not stop the phase; `finish` says why it is missing.
+    pub fn start(
+        out: Option<&SeriesOut>,
+        live: Option<super::live::Phase>,
+        id: &PhaseId,
+        kind: Kind,
+    ) -> Result<Recorder, String> {
+        let interval = match (out, &live) {
+            (Some(out), _) => out.interval,
+            (None, Some(l)) => l.interval(),
+            (None, None) => return Ok(Recorder::none()),
         };
         let (counts, hlog) = SeriesRef::paths(id.cell, id.phase);
-        let interval_ms = out.interval.as_millis().max(1) as u64;
+        let interval_ms = interval.as_millis().max(1) as u64;
         let reference = SeriesRef {
             interval_ms,
             counts,
@@ -373,15 +401,21 @@ impl Recorder {
                 .as_nanos(),
             interval_ns: u128::from(interval_ms) * 1_000_000,
         };
-        let dir = out.dir.clone();
-        std::fs::create_dir_all(dir.join(crate::report::series::DIR))
-            .map_err(|e| format!("cannot create {}: {e}", dir.join("series").display()))?;
-        announce(&dir, id, kind, &reference, now)?;
-        // HdrHistogram's log readers skip intervals that begin before the log's StartTime: it
-        // is the start of the first (wall-clock aligned) interval, not the phase's.
-        let first_ns = clock.unix_ns / clock.interval_ns * clock.interval_ns;
-        let log_start = UNIX_EPOCH + Duration::from_nanos(first_ns as u64);
-        let files = Files::create(&dir, &reference, id, log_start)?;
+        let files = match out {
+            Some(out) => {
+                let dir = out.dir.clone();
+                std::fs::create_dir_all(dir.join(crate::report::series::DIR))
+                    .map_err(|e| format!("cannot create {}: {e}", dir.join("series").display()))?;
+                announce(&dir, id, kind, &reference, now)?;
+                // HdrHistogram's log readers skip intervals that begin before the log's
+                // StartTime: it is the start of the first (wall-clock aligned) interval, not
+                // the phase's.
+                let first_ns = clock.unix_ns / clock.interval_ns * clock.interval_ns;
+                let log_start = UNIX_EPOCH + Duration::from_nanos(first_ns as u64);
+                Some(Files::create(&dir, &reference, id, log_start)?)
+            }
+            None => None,
+        };
         let shared = Arc::new(Shared {
             clock,
             kind,
@@ -389,7 +423,8 @@ impl Recorder {
             control: Mutex::new(Control::default()),
             wake: Condvar::new(),
             dead: Arc::new(AtomicBool::new(false)),
-            fault: out.fault.clone(),
+            fault: out.map(|o| o.fault.clone()).unwrap_or_default(),
+            live,
         });
         let writer = {
             let shared = shared.clone();
@@ -402,10 +437,22 @@ impl Recorder {
             running: Some(Running {
                 shared,
                 writer,
-                reference,
+                reference: out.map(|_| reference),
             }),
             marks: None,
         })
+    }
+
+    /// The phase's live metrics, if the run has them.
+    pub fn live(&self) -> Option<super::live::Phase> {
+        self.running.as_ref()?.shared.live.clone()
+    }
+
+    /// A `find max rate` search measures step `n` (from 1): live metrics say so.
+    pub fn step(&self, n: u64) {
+        if let Some(l) = self.running.as_ref().and_then(|r| r.shared.live.as_ref()) {
+            l.step(n);
+        }
     }
 
     /// A worker's slot.
@@ -416,7 +463,12 @@ impl Recorder {
         let state = Arc::new(Mutex::new(SlotState::default()));
         lock(&r.shared.slots).push(state.clone());
         Slot {
-            state: Some((state, r.shared.clock, r.shared.dead.clone())),
+            state: Some(Link {
+                state,
+                clock: r.shared.clock,
+                dead: r.shared.dead.clone(),
+                send_lag: r.shared.live.is_some(),
+            }),
         }
     }
 
@@ -509,7 +561,9 @@ impl Recorder {
             Ok(Err(e)) => return (None, Some(e)),
             Err(_) => return (None, Some("the series writer failed".into())),
         };
-        let mut reference = r.reference;
+        let Some(mut reference) = r.reference else {
+            return (None, None);
+        };
         reference.intervals = written.intervals;
         reference.measured = measured;
         let late = (written.late_records > 0).then(|| {
@@ -523,285 +577,13 @@ impl Recorder {
     }
 }
 
-/// Appends the phase to `series/phases.jsonl`.
-fn announce(
-    dir: &Path,
-    id: &PhaseId,
-    kind: Kind,
-    r: &SeriesRef,
-    now: SystemTime,
-) -> Result<(), String> {
-    let line = crate::report::series::Announced {
-        cell: id.cell,
-        key: id.key.to_string(),
-        phase: id.phase.to_string(),
-        kind: id.kind.to_string(),
-        endpoint: id.endpoint.clone(),
-        workers: id.workers,
-        load: id.load.clone(),
-        acks: !matches!(kind, Kind::Ingest { acks: false, .. }),
-        open_loop: matches!(kind, Kind::Run { service: true }),
-        started_ms: now
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis() as u64,
-        series: r.clone(),
-        concurrent: id.concurrent.clone(),
-        probe: id.probe.clone(),
-    };
-    // One write for the line and its newline: `writeln!` on a file writes them apart, and a
-    // kill between the two ran the next line into this one.
-    let line = serde_json::to_string(&line).map_err(|e| e.to_string())?;
-    let line = crate::secrets::mask_json(&line) + "\n";
-    let path = dir.join(crate::report::series::DIR).join("phases.jsonl");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    f.write_all(line.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-/// The two files of a series, open.
-struct Files {
-    counts: csv::Writer<File>,
-    counts_path: PathBuf,
-    hlog: File,
-    hlog_path: PathBuf,
-    start: SystemTime,
-    comment: String,
-}
-
-impl Files {
-    fn create(dir: &Path, r: &SeriesRef, id: &PhaseId, start: SystemTime) -> Result<Files, String> {
-        let counts_path = dir.join(&r.counts);
-        let hlog_path = dir.join(&r.hlog);
-        let counts = csv::Writer::from_path(&counts_path)
-            .map_err(|e| format!("cannot create {}: {e}", counts_path.display()))?;
-        let hlog = File::create(&hlog_path)
-            .map_err(|e| format!("cannot create {}: {e}", hlog_path.display()))?;
-        Ok(Files {
-            counts,
-            counts_path,
-            hlog,
-            hlog_path,
-            start,
-            comment: format!(
-                "wlrun: cell {} phase {} ({}), microseconds, {} ms intervals",
-                id.cell, id.phase, id.endpoint, r.interval_ms
-            ),
-        })
-    }
-}
-
-/// The writer thread. When it fails (a full disk, a removed directory) the slots stop
-/// recording and are emptied, so what was written stays and memory does not grow with what
-/// nobody will write; `finish` says why the series is incomplete.
-fn write_loop(shared: &Shared, files: Files) -> Result<Written, String> {
-    let result = write_intervals(shared, files);
-    if let Err(e) = &result {
-        shared.fault.ring(e);
-        shared.dead.store(true, Ordering::Relaxed);
-        for slot in lock(&shared.slots).iter() {
-            let mut s = lock(slot);
-            s.open.clear();
-            s.spare.clear();
-        }
-    }
-    result
-}
-
-/// Waits for each interval to close, then writes it.
-fn write_intervals(shared: &Shared, mut files: Files) -> Result<Written, String> {
-    let clock = shared.clock;
-    let interval_ns = clock.interval_ns;
-    let grace = (interval_ns / 4).min(200_000_000);
-    let mut serializer = V2DeflateSerializer::new();
-    // An I/O error reads as one ("No space left on device"); only a serializer's has no text.
-    let hlog_fail = |e: &IntervalLogWriterError<_>| {
-        let why = match e {
-            IntervalLogWriterError::IoError(io) => io.to_string(),
-            IntervalLogWriterError::SerializeError(e) => format!("{e:?}"),
-        };
-        format!("cannot write {}: {why}", files.hlog_path.display())
-    };
-    let counts_fail =
-        |e: &dyn std::fmt::Display| format!("cannot write {}: {e}", files.counts_path.display());
-    let mut log = IntervalLogWriterBuilder::new()
-        .add_comment(&files.comment)
-        .with_start_time(files.start)
-        .with_max_value_divisor(1000.0)
-        .begin_log_with(&mut files.hlog, &mut serializer)
-        .map_err(|e| hlog_fail(&IntervalLogWriterError::IoError(e)))?;
-    let mut pending: BTreeMap<u64, Acc> = BTreeMap::new();
-    // The next interval to write; `None` until measured time has begun.
-    let mut next: Option<u64> = None;
-    let mut written = Written {
-        intervals: 0,
-        late_records: 0,
-    };
-    loop {
-        let (finished, windows, stages) = {
-            let mut c = lock(&shared.control);
-            if !c.finished {
-                let now = clock.unix_ns(Instant::now());
-                let wake_at = (now / interval_ns + 1) * interval_ns + grace;
-                let wait = Duration::from_nanos((wake_at - now).min(u128::from(u64::MAX)) as u64);
-                c = shared
-                    .wake
-                    .wait_timeout(c, wait)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-            }
-            (c.finished, c.windows.clone(), c.stages.clone())
-        };
-        // Intervals before `limit` are closed.
-        let mut limit = if finished {
-            match windows.last() {
-                // The interval holding the end, unless the end is its first instant.
-                Some((_, Some(end))) => end.div_ceil(interval_ns) as u64,
-                _ => next.unwrap_or(0),
-            }
-        } else {
-            ((clock.unix_ns(Instant::now()).saturating_sub(grace)) / interval_ns) as u64
-        };
-        collect(shared, limit, finished, next, &mut pending, &mut written);
-        if finished {
-            // A probe goes on after sending ended, until every row shows: its last answers
-            // fall after the measured span, in intervals of span 0.
-            if let Some(last) = pending.iter().rev().find(|(_, a)| a.probed()) {
-                limit = limit.max(last.0 + 1);
-            }
-        }
-        if next.is_none() {
-            next = windows
-                .first()
-                .map(|(start, _)| (start / interval_ns) as u64)
-                .or_else(|| pending.keys().next().copied());
-            // Anything recorded before measured time began counts in its first interval.
-            if let Some(n) = next {
-                let early: Vec<u64> = pending.range(..n).map(|(k, _)| *k).collect();
-                for k in early {
-                    let acc = pending.remove(&k).expect("key just listed");
-                    match pending.get_mut(&n) {
-                        Some(p) => p.merge(&acc),
-                        None => {
-                            let mut p = Acc::new(n);
-                            p.merge(&acc);
-                            pending.insert(n, p);
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(mut i) = next {
-            while i < limit {
-                let acc = pending.remove(&i).unwrap_or_else(|| Acc::new(i));
-                let span_ms = (span_ns(&windows, i, interval_ns) / 1_000_000) as u64;
-                let start_ms = (u128::from(i) * interval_ns / 1_000_000) as u64;
-                let start = Duration::from_millis(start_ms);
-                let length = Duration::from_nanos(interval_ns as u64);
-                let (row, histograms) = match shared.kind {
-                    Kind::Ingest { acks, probe } => (
-                        files.counts.serialize(IngestInterval {
-                            stage: stage_at(&stages, u128::from(i) * interval_ns),
-                            ..ingest_row(&acc, start_ms, span_ms, acks)
-                        }),
-                        [
-                            Some((&acc.latency, TAG_BATCH)),
-                            probe.then_some((&acc.lag, TAG_LAG)),
-                        ],
-                    ),
-                    Kind::Run { service } => (
-                        files.counts.serialize(RunInterval {
-                            stage: stage_at(&stages, u128::from(i) * interval_ns),
-                            ..run_row(&acc, start_ms, span_ms, service)
-                        }),
-                        [
-                            Some((&acc.latency, TAG_LATENCY)),
-                            service.then_some((&acc.service, TAG_SERVICE)),
-                        ],
-                    ),
-                };
-                row.map_err(|e| counts_fail(&e))?;
-                for (h, tag) in histograms.into_iter().flatten() {
-                    log.write_histogram(h, start, length, Tag::new(tag))
-                        .map_err(|e| hlog_fail(&e))?;
-                }
-                // The row reaches the file here, after its histograms: a kill between the two
-                // leaves a log one interval ahead of the counts, never behind.
-                files.counts.flush().map_err(|e| counts_fail(&e))?;
-                written.intervals += 1;
-                i += 1;
-            }
-            next = Some(i.max(limit));
-        }
-        if finished {
-            return Ok(written);
-        }
-    }
-}
-
-/// Takes every closed accumulator from the workers' slots into `pending`; one for an interval
-/// already written goes to the next one to write, and is counted late.
-fn collect(
-    shared: &Shared,
-    limit: u64,
-    all: bool,
-    next: Option<u64>,
-    pending: &mut BTreeMap<u64, Acc>,
-    written: &mut Written,
-) {
-    let slots = lock(&shared.slots).clone();
-    for slot in slots {
-        let mut s = lock(&slot);
-        let s = &mut *s;
-        let mut k = 0;
-        while k < s.open.len() {
-            let index = s.open[k].index;
-            if index >= limit && !all {
-                k += 1;
-                continue;
-            }
-            let acc = s.open.swap_remove(k);
-            let into = match next {
-                Some(n) if index < n => {
-                    written.late_records += acc.counts.iter().sum::<u64>().max(1);
-                    n
-                }
-                _ => index,
-            };
-            match pending.get_mut(&into) {
-                Some(p) => p.merge(&acc),
-                None => {
-                    let mut p = Acc::new(into);
-                    p.merge(&acc);
-                    pending.insert(into, p);
-                }
-            }
-            s.spare.push(acc);
-        }
-    }
-}
-
-/// Measured nanoseconds of interval `i`: the windows' overlap with it (an open window runs on
-/// past the interval: `finish` closes the last one).
-fn span_ns(windows: &[(u128, Option<u128>)], i: u64, interval_ns: u128) -> u128 {
-    let (a, b) = (
-        u128::from(i) * interval_ns,
-        (u128::from(i) + 1) * interval_ns,
-    );
-    windows
-        .iter()
-        .map(|&(s, e)| e.unwrap_or(b).min(b).saturating_sub(s.max(a)))
-        .sum()
-}
-
 #[cfg(test)]
 mod tests {
+    use super::writer::span_ns;
     use super::*;
-    use crate::report::series::{merged, read, read_hlog, Series};
+    use crate::report::series::{
+        merged, read, read_hlog, Series, TAG_BATCH, TAG_LAG, TAG_LATENCY, TAG_SERVICE,
+    };
 
     fn id() -> PhaseId<'static> {
         PhaseId {
@@ -825,7 +607,7 @@ mod tests {
             interval: Duration::from_millis(50),
             fault: Default::default(),
         };
-        let rec = Recorder::start(Some(&out), &id(), Kind::Run { service: true }).unwrap();
+        let rec = Recorder::start(Some(&out), None, &id(), Kind::Run { service: true }).unwrap();
         let (a, b) = (rec.slot(), rec.slot());
         rec.measure(Instant::now());
         for i in 0..30u64 {
@@ -899,6 +681,7 @@ mod tests {
         };
         let rec = Recorder::start(
             Some(&out),
+            None,
             &id(),
             Kind::Ingest {
                 acks: false,
@@ -956,7 +739,7 @@ mod tests {
             acks: true,
             probe: true,
         };
-        let rec = Recorder::start(Some(&out), &id, kind).unwrap();
+        let rec = Recorder::start(Some(&out), None, &id, kind).unwrap();
         let (worker, probe) = (rec.slot(), rec.slot());
         rec.measure(Instant::now());
         worker.sent(Instant::now(), 100, 1000, 1100);
@@ -1021,11 +804,11 @@ mod tests {
             interval: Duration::from_millis(20),
             fault: Default::default(),
         };
-        let rec = Recorder::start(Some(&out), &id(), Kind::Run { service: false }).unwrap();
+        let rec = Recorder::start(Some(&out), None, &id(), Kind::Run { service: false }).unwrap();
         let slot = rec.slot();
         rec.measure(Instant::now());
         let deadline = Instant::now() + Duration::from_secs(10);
-        let open = |slot: &Slot| lock(&slot.state.as_ref().unwrap().0).open.len();
+        let open = |slot: &Slot| lock(&slot.state.as_ref().unwrap().state).open.len();
         loop {
             slot.ok(Instant::now(), Duration::from_micros(100), None);
             std::thread::sleep(Duration::from_millis(5));
@@ -1055,7 +838,7 @@ mod tests {
 
     #[test]
     fn a_run_without_out_records_nothing() {
-        let rec = Recorder::start(None, &id(), Kind::Run { service: false }).unwrap();
+        let rec = Recorder::start(None, None, &id(), Kind::Run { service: false }).unwrap();
         let s = rec.slot();
         s.ok(Instant::now(), Duration::from_millis(1), None);
         assert_eq!(rec.finish(), (None, None));
@@ -1071,7 +854,7 @@ mod tests {
         };
         let unix_ms = |t: SystemTime| t.duration_since(UNIX_EPOCH).unwrap().as_secs_f64() * 1e3;
         let before = unix_ms(SystemTime::now());
-        let rec = Recorder::start(Some(&out), &id(), Kind::Run { service: false }).unwrap();
+        let rec = Recorder::start(Some(&out), None, &id(), Kind::Run { service: false }).unwrap();
         let t0 = Instant::now();
         rec.measure(t0);
         rec.pause(t0 + Duration::from_millis(30));
@@ -1094,6 +877,7 @@ mod tests {
         // An ingest says its own span: first batch sent to last answer.
         let rec = Recorder::start(
             Some(&out),
+            None,
             &id(),
             Kind::Ingest {
                 acks: true,
@@ -1129,7 +913,7 @@ mod tests {
             acks: false,
             probe: false,
         };
-        let rec = Recorder::start(Some(&out), &id(), kind).unwrap();
+        let rec = Recorder::start(Some(&out), None, &id(), kind).unwrap();
         let t0 = Instant::now();
         rec.measure(t0);
         // The last batch left at 30 ms; its slot, and the schedule, end at 45 ms.

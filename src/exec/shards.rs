@@ -579,6 +579,7 @@ mod tests {
             max_error_rate: None,
             fail_fast: false,
             series: None,
+            live: None,
             shard: spec.map(|spec| {
                 let addr = Address {
                     host: None,
