@@ -199,7 +199,8 @@ fn manifests(args: &K8sArgs, style: Style) -> Result<String, Option<String>> {
         ttl_s: args.ttl_after_finished,
         placement,
         metrics_port,
-        metrics_listen: args.metrics_port.is_some(),
+        // Live metrics (`--metrics-listen`) where the annotations send Prometheus.
+        metrics_listen: true,
         results: match &args.results_claim {
             Some(c) => Results::Claim(c.clone()),
             None => Results::Linger(args.linger),
@@ -211,21 +212,13 @@ fn manifests(args: &K8sArgs, style: Style) -> Result<String, Option<String>> {
     let objects = objects::build(&spec, &files)?;
     summary(&spec, &files);
     sayln!(
-        "wlrun k8s: the Job's deadline is {} ({}){}",
+        "wlrun k8s: the Job's deadline is {} ({})",
         deadline::shown(spec.deadline_s),
         if deadline.is_some() {
             "--deadline"
         } else {
             "derived from the plan: docs/scale-out.md says how"
         },
-        if spec.metrics_listen {
-            String::new()
-        } else {
-            format!(
-                "; the shards serve no metrics on port {} unless --metrics-port is given",
-                spec.metrics_port
-            )
-        }
     );
     Ok(api::to_yaml(&objects))
 }

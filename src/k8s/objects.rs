@@ -328,9 +328,13 @@ fn job(spec: &Spec, files: &Files, env: Vec<EnvVar>, workload: VolumeSource) -> 
     ];
     run.extend(spec.select_args.iter().cloned());
     if spec.metrics_listen {
+        // The linger lets a scrape after the end read the final figures (the pod may end with
+        // the run).
         run.extend([
             "--metrics-listen".into(),
             format!("0.0.0.0:{}", spec.metrics_port),
+            "--metrics-linger".into(),
+            "30s".into(),
         ]);
     }
     // Ready: wlrun has compiled the workload and taken its run directory (`shard.json` is
