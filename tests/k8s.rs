@@ -54,6 +54,19 @@ fn manifests(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (String, String
     (String::from_utf8(out.stdout).unwrap(), stderr)
 }
 
+/// What `wlrun k8s FILE --shards 2` says when it refuses the workload: exit 2, no manifest.
+fn refused(file: &str) -> String {
+    let out = wlrun(
+        &repo(),
+        &["k8s", file, "--shards", "2", "--image", "w:1"],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+    assert!(out.stdout.is_empty());
+    err
+}
+
 fn docs(yaml: &str) -> Vec<Value> {
     yaml_serde::Deserializer::from_str(yaml)
         .map(|d| Value::deserialize(d).unwrap())
@@ -772,15 +785,8 @@ fn what_shards_cannot_coordinate_or_share_is_refused() {
             "`local.sqlite` is SQLite, a file in each pod",
         ),
     ] {
-        let out = wlrun(
-            &repo(),
-            &["k8s", file, "--shards", "2", "--image", "w:1"],
-            &[],
-        );
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+        let err = refused(file);
         assert!(err.contains(says), "{file}: {err}");
-        assert!(out.stdout.is_empty());
     }
 }
 
@@ -1233,16 +1239,9 @@ fn a_workload_no_plan_can_bound_needs_a_deadline_and_is_told_which_phase() {
             "phase `queries` (cell queries.via=pg) runs 16000 instances in a closed loop",
         ),
     ] {
-        let out = wlrun(
-            &repo(),
-            &["k8s", file, "--shards", "2", "--image", "w:1"],
-            &[],
-        );
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+        let err = refused(file);
         assert!(err.contains(says), "{file}: {err}");
         assert!(err.contains("pass --deadline DURATION"), "{file}: {err}");
-        assert!(out.stdout.is_empty());
     }
 }
 

@@ -258,14 +258,7 @@ pub fn connector(host: &str, access: &Access) -> Result<crate::net::tls::Connect
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |name| {
-            vars.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.to_string())
-        }
-    }
+    use crate::shard::test_env as env;
 
     const LEAD: Spec = Spec { index: 0, count: 2 };
     const MEMBER: Spec = Spec { index: 1, count: 2 };

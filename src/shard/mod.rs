@@ -221,5 +221,15 @@ fn shard_list(shards: &[u64]) -> String {
     }
 }
 
+/// The environment `vars` as a lookup, for the tests of what reads variables.
+#[cfg(test)]
+fn test_env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+    move |name| {
+        vars.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests;

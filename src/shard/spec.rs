@@ -273,14 +273,7 @@ pub fn parse_timeout(text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |name| {
-            vars.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.to_string())
-        }
-    }
+    use crate::shard::test_env as env;
 
     #[test]
     fn a_shard_is_i_of_n_counted_from_zero() {
