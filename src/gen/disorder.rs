@@ -103,6 +103,20 @@ impl Disorder {
         max_rows: usize,
         mut draw: impl FnMut(&mut Batch, usize, &mut Vec<u64>),
     ) {
+        if self.late.is_none() {
+            // Rows leave as drawn: straight into `batch`, no staging.
+            let from = batch.rows;
+            draw(batch, max_rows, &mut self.ids);
+            if self.ids.is_empty() {
+                self.ids
+                    .extend(self.next_pos..self.next_pos + (batch.rows - from) as u64);
+            }
+            self.next_pos += (batch.rows - from) as u64;
+            for (k, &id) in self.ids.iter().enumerate() {
+                self.null_one(batch, from + k, id);
+            }
+            return;
+        }
         loop {
             self.emit(batch, max_rows);
             if batch.rows >= max_rows || (self.drawn_all && self.waiting.is_empty()) {
